@@ -1,0 +1,311 @@
+// shoal: collective communication for tensors on CPUs.
+//
+// This is the only public header of libshoal. Every handle is opaque; every
+// function returns a status (0 success, positive "in progress", negative an
+// error) unless its comment says otherwise. The caller owns every buffer it
+// passes in: the library never frees user memory, and never touches a buffer
+// after the call (blocking forms) or the request (non-blocking forms) that
+// used it has completed.
+//
+// Thread safety: a communicator may be used from several threads, but
+// operations on one communicator are matched across ranks in the order they
+// are issued, so concurrent issuers must agree on that order themselves.
+
+#ifndef SHOAL_H
+#define SHOAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(SHOAL_BUILDING) && defined(__GNUC__)
+#define SHOAL_API __attribute__((visibility("default")))
+#else
+#define SHOAL_API
+#endif
+
+#define SHOAL_VERSION_MAJOR 0
+#define SHOAL_VERSION_MINOR 1
+#define SHOAL_VERSION_PATCH 0
+
+// Returns the library's version as MAJOR * 10000 + MINOR * 100 + PATCH.
+SHOAL_API int shoal_version(void);
+
+// ---------------------------------------------------------------------------
+// Status codes
+// ---------------------------------------------------------------------------
+
+// One list generates the enum and the strings (shoal_strerror,
+// shoal_status_name). Errors are negative, so `if (st < 0)` is the test.
+#define SHOAL_STATUS_MAP(XX)                                                  \
+    XX(OK, 0, "success")                                                      \
+    XX(INPROGRESS, 1, "operation still in progress")                          \
+    XX(EINVAL, -1, "invalid argument")                                        \
+    XX(ENOMEM, -2, "out of memory")                                           \
+    XX(ENOTSUP, -3, "operation or combination not supported")                 \
+    XX(ETIMEDOUT, -4, "deadline passed before the operation completed")       \
+    XX(EPEER, -5, "a peer rank died or left the communicator")               \
+    XX(EMISMATCH, -6, "ranks disagree on the operation they called")          \
+    XX(EABORTED, -7, "communicator was aborted after an earlier error")       \
+    XX(ESYS, -8, "system call failed")                                        \
+    XX(EAUTH, -9, "peer failed to prove the job secret")                      \
+    XX(EPROTO, -10, "malformed or unexpected message on the wire")            \
+    XX(EENV, -11, "launch environment missing or contradictory")              \
+    XX(ECONNECT, -12, "could not connect to the store or a peer")             \
+    XX(ENOSPACE, -13, "shared memory too small")
+
+typedef enum shoal_status {
+#define SHOAL_STATUS_ENUM_(name, value, text) SHOAL_##name = (value),
+    SHOAL_STATUS_MAP(SHOAL_STATUS_ENUM_)
+#undef SHOAL_STATUS_ENUM_
+} shoal_status;
+
+// Returns a static sentence describing `status`; never NULL (unknown values
+// give "unknown status").
+SHOAL_API const char *shoal_strerror(int status);
+
+// Returns the enum name of `status` ("SHOAL_ETIMEDOUT"); never NULL.
+SHOAL_API const char *shoal_status_name(int status);
+
+// Returns the detailed message of the last failing shoal call made by this
+// thread (which operation, which peer, how long it waited), or "" if none
+// failed. The text stays valid until this thread's next failing call.
+SHOAL_API const char *shoal_last_error(void);
+
+// ---------------------------------------------------------------------------
+// Element types and reduce operations
+// ---------------------------------------------------------------------------
+
+typedef enum shoal_dtype {
+    SHOAL_BOOL = 0,
+    SHOAL_UINT8,
+    SHOAL_INT8,
+    SHOAL_INT16,
+    SHOAL_INT32,
+    SHOAL_INT64,
+    SHOAL_FLOAT16,
+    SHOAL_BFLOAT16,
+    SHOAL_FLOAT32,
+    SHOAL_FLOAT64,
+    SHOAL_DTYPE_COUNT // not a type: the number of types
+} shoal_dtype;
+
+// Returns the size of one element in bytes, or 0 for an unknown dtype.
+SHOAL_API size_t shoal_dtype_size(int dtype);
+
+// Returns the lower-case name ("float32"), or "unknown"; never NULL.
+SHOAL_API const char *shoal_dtype_name(int dtype);
+
+typedef enum shoal_op_kind {
+    SHOAL_SUM = 0,
+    SHOAL_PROD,
+    SHOAL_MIN,
+    SHOAL_MAX,
+    SHOAL_BAND,
+    SHOAL_BOR,
+    SHOAL_BXOR,
+    SHOAL_AVG,
+    SHOAL_PREMUL_SUM, // multiply every input by `scalar`, then sum
+    SHOAL_OP_COUNT    // not an op: the number of ops
+} shoal_op_kind;
+
+// A reduce operation. Only SHOAL_PREMUL_SUM reads `scalar`.
+typedef struct shoal_reduce_op {
+    shoal_op_kind kind;
+    double        scalar;
+} shoal_reduce_op;
+
+#define SHOAL_REDUCE_OP(k) ((shoal_reduce_op) { .kind = (k), .scalar = 0.0 })
+#define SHOAL_PREMUL_SUM_OP(s)                                                \
+    ((shoal_reduce_op) { .kind = SHOAL_PREMUL_SUM, .scalar = (s) })
+
+// Returns the lower-case name ("sum"), or "unknown"; never NULL.
+SHOAL_API const char *shoal_op_name(int op_kind);
+
+// ---------------------------------------------------------------------------
+// Communicators
+// ---------------------------------------------------------------------------
+
+typedef struct shoal_comm    shoal_comm;
+typedef struct shoal_request shoal_request;
+
+// Sentinel for "take this setting from the environment or the default".
+#define SHOAL_UNDEF (-1)
+
+// Creation settings. Always start from SHOAL_CONFIG_INIT so that fields
+// added by later versions get their defaults: `size` lets the library tell
+// which fields the caller knows about.
+typedef struct shoal_config {
+    size_t size;   // sizeof(shoal_config), set by SHOAL_CONFIG_INIT
+    int    rank;   // this process's rank, or SHOAL_UNDEF (environment)
+    int    nranks; // number of ranks, or SHOAL_UNDEF (environment)
+    // Rendezvous store: "host:port" (TCP, served by the launcher or by rank
+    // 0) or a file path (file store on a file system all ranks share).
+    // NULL: from the environment.
+    const char *store;
+    // Job secret proven by every connection; NULL: SHOAL_SECRET. An empty
+    // string turns authentication off (with a warning).
+    const char *secret;
+    // Default deadline of every operation, in milliseconds; SHOAL_UNDEF:
+    // SHOAL_TIMEOUT_SECONDS, or 600 s.
+    int64_t timeout_ms;
+    // Name shown in logs and errors; NULL: "world".
+    const char *name;
+} shoal_config;
+
+#define SHOAL_CONFIG_INIT                                                     \
+    {                                                                         \
+        .size = sizeof(shoal_config), .rank = SHOAL_UNDEF,                    \
+        .nranks = SHOAL_UNDEF, .store = NULL, .secret = NULL,                 \
+        .timeout_ms = SHOAL_UNDEF, .name = NULL                               \
+    }
+
+// Creates a communicator over all ranks of the job. Collective: every rank
+// must call it. Blocks until every rank has joined or the deadline passes.
+//   out  OUT: the new communicator; set to NULL on failure.
+//   cfg  IN:  settings, or NULL to take everything from the environment:
+//             SHOAL_RANK/SHOAL_SIZE/SHOAL_STORE, torchrun (RANK, WORLD_SIZE,
+//             MASTER_ADDR, MASTER_PORT), Open MPI (OMPI_COMM_WORLD_RANK/SIZE),
+//             MPICH (PMI_RANK/PMI_SIZE), Slurm (SLURM_PROCID/SLURM_NTASKS),
+//             first match wins.
+// Errors: SHOAL_EENV (environment missing or contradictory: the message
+// names the variables looked for), SHOAL_EINVAL, SHOAL_ECONNECT (store
+// unreachable), SHOAL_EAUTH (job secret refused), SHOAL_ETIMEDOUT,
+// SHOAL_ENOTSUP (ranks on different hosts: not yet supported), SHOAL_ESYS.
+SHOAL_API int shoal_comm_create(shoal_comm **out, const shoal_config *cfg);
+
+// Destroys a communicator: waits (up to its deadline) for this rank's
+// pending operations, then releases its memory, sockets and shared memory.
+// Local: does not wait for other ranks. NULL is accepted and ignored.
+// Returns the first error of a pending operation, or SHOAL_OK.
+SHOAL_API int shoal_comm_destroy(shoal_comm *comm);
+
+// Rank of the calling process in `comm` (0 .. size-1), or SHOAL_EINVAL.
+SHOAL_API int shoal_comm_rank(const shoal_comm *comm);
+
+// Number of ranks in `comm`, or SHOAL_EINVAL.
+SHOAL_API int shoal_comm_size(const shoal_comm *comm);
+
+// Name given at creation ("world" by default, "<parent>.split<N>" for
+// split communicators); never NULL for a valid comm.
+SHOAL_API const char *shoal_comm_name(const shoal_comm *comm);
+
+// Sets the default deadline, in milliseconds, of operations issued from
+// now on. Local. Errors: SHOAL_EINVAL (timeout_ms <= 0).
+SHOAL_API int shoal_comm_set_timeout(shoal_comm *comm, int64_t timeout_ms);
+
+// The last error recorded on `comm`: operation, its sequence number, the
+// peer involved and the time waited. "" when nothing failed. Valid until
+// the next failing call on `comm`.
+SHOAL_API const char *shoal_comm_last_error(const shoal_comm *comm);
+
+// Marker for shoal_comm_split: this rank joins no new communicator.
+#define SHOAL_SPLIT_NONE (-1)
+
+// Splits `comm` by color: ranks passing the same color >= 0 form a new
+// communicator, ranked by (key, old rank). Collective over `comm`: every
+// rank must call it. A rank passing SHOAL_SPLIT_NONE gets *out = NULL.
+// Errors: SHOAL_EINVAL (color < -1), plus those of shoal_comm_create.
+SHOAL_API int shoal_comm_split(shoal_comm *comm, int color, int key,
+                               shoal_comm **out);
+
+// Splits `comm` by an explicit list of ranks: the listed ranks form a new
+// communicator in list order. Collective over `comm`. Members pass the same
+// list (which must contain themselves); ranks outside the group pass
+// nranks = 0 and get *out = NULL.
+// Errors: SHOAL_EINVAL (caller not in a non-empty list, duplicate or
+// out-of-range ranks), SHOAL_EMISMATCH (members passed different lists).
+SHOAL_API int shoal_comm_split_ranks(shoal_comm *comm, const int *ranks,
+                                     int nranks, shoal_comm **out);
+
+// ---------------------------------------------------------------------------
+// Requests (non-blocking operations)
+// ---------------------------------------------------------------------------
+//
+// Every operation below has a blocking form and a non-blocking form taking
+// `shoal_request **req`. A non-blocking operation makes progress in the
+// background without the caller polling. Its buffers must stay valid and
+// unmodified (send side) or unread (receive side) until shoal_test returns
+// SHOAL_OK or shoal_wait returns. If the call returns an error, no request is
+// created and *req is NULL.
+//
+// Failures: an operation fails with SHOAL_ETIMEDOUT when its deadline passes,
+// SHOAL_EPEER when a rank it needs died or destroyed its communicator, and
+// SHOAL_EMISMATCH when ranks called different operations, roots, counts or
+// dtypes at the same point. These outside faults abort the communicator on
+// every rank: later operations fail with SHOAL_EABORTED and the same
+// message. Argument errors (SHOAL_EINVAL) are found before anything is sent
+// and leave the communicator usable.
+
+// Returns SHOAL_OK if the operation completed, SHOAL_INPROGRESS if not, or
+// its error. Never blocks.
+SHOAL_API int shoal_test(shoal_request *req);
+
+// Blocks until the operation completes or fails. timeout_ms < 0 waits until
+// the operation's own deadline; timeout_ms >= 0 sets a shorter one for this
+// wait. A passed deadline fails the operation (SHOAL_ETIMEDOUT) and aborts
+// the communicator, as partial transfers cannot be taken back.
+SHOAL_API int shoal_wait(shoal_request *req, int64_t timeout_ms);
+
+// Releases a request. An incomplete request is waited for first (up to its
+// deadline). NULL is accepted.
+SHOAL_API void shoal_request_free(shoal_request *req);
+
+// Blocks until every operation issued on `comm` by this rank has completed.
+// Returns the first error among them, or SHOAL_OK.
+SHOAL_API int shoal_comm_sync(shoal_comm *comm);
+
+// ---------------------------------------------------------------------------
+// Point-to-point
+// ---------------------------------------------------------------------------
+//
+// Messages from one rank to another with the same tag arrive in the order
+// they were sent. Sender and receiver must agree on count and dtype (a
+// different size fails the receive with SHOAL_EMISMATCH). Tags are >= 0.
+// A send may complete before the receiver has posted its receive.
+
+// Sends `count` elements of `dtype` at `buf` to rank `peer`. Blocks until
+// `buf` may be reused. Errors: SHOAL_EINVAL (NULL buf with count > 0, peer
+// out of range, unknown dtype, negative tag), plus the failures above.
+SHOAL_API int shoal_send(shoal_comm *comm, const void *buf, size_t count,
+                         shoal_dtype dtype, int peer, int tag);
+SHOAL_API int shoal_isend(shoal_comm *comm, const void *buf, size_t count,
+                          shoal_dtype dtype, int peer, int tag,
+                          shoal_request **req);
+
+// Receives `count` elements of `dtype` from rank `peer` into `buf`. Blocks
+// until the data is in `buf`. Errors as shoal_send.
+SHOAL_API int shoal_recv(shoal_comm *comm, void *buf, size_t count,
+                         shoal_dtype dtype, int peer, int tag);
+SHOAL_API int shoal_irecv(shoal_comm *comm, void *buf, size_t count,
+                          shoal_dtype dtype, int peer, int tag,
+                          shoal_request **req);
+
+// ---------------------------------------------------------------------------
+// Collectives
+// ---------------------------------------------------------------------------
+//
+// Collective over `comm`: every rank calls the same collectives in the same
+// order with the same root, count and dtype.
+
+// Blocks until every rank of `comm` has entered the barrier.
+SHOAL_API int shoal_barrier(shoal_comm *comm);
+SHOAL_API int shoal_ibarrier(shoal_comm *comm, shoal_request **req);
+
+// Copies `count` elements of `dtype` from `buf` on rank `root` into `buf`
+// on every other rank. Errors: SHOAL_EINVAL (NULL buf with count > 0, root
+// out of range, unknown dtype), plus the failures above.
+SHOAL_API int shoal_broadcast(shoal_comm *comm, void *buf, size_t count,
+                              shoal_dtype dtype, int root);
+SHOAL_API int shoal_ibroadcast(shoal_comm *comm, void *buf, size_t count,
+                               shoal_dtype dtype, int root,
+                               shoal_request **req);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // SHOAL_H

@@ -1,0 +1,38 @@
+// Monotonic clock helpers (see clock.h).
+#include "clock.h"
+
+#include <time.h>
+
+int64_t
+shi_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t
+shi_deadline_in_ms(int64_t ms)
+{
+    if (ms < 0 || ms > INT64_MAX / 2000000) {
+        return SHI_NO_DEADLINE;
+    }
+    return shi_now_ns() + ms * 1000000;
+}
+
+int
+shi_poll_timeout_ms(int64_t deadline)
+{
+    int64_t left;
+
+    if (deadline == SHI_NO_DEADLINE) {
+        return -1;
+    }
+    left = deadline - shi_now_ns();
+    if (left <= 0) {
+        return 0;
+    }
+    left = (left + 999999) / 1000000;
+    return left > 1000000000 ? 1000000000 : (int) left;
+}

@@ -1,0 +1,19 @@
+// Monotonic time and deadlines, in nanoseconds. SHI_NO_DEADLINE never passes.
+#ifndef SHI_CLOCK_H
+#define SHI_CLOCK_H
+
+#include <stdint.h>
+
+#define SHI_NO_DEADLINE INT64_MAX
+
+// Nanoseconds on CLOCK_MONOTONIC.
+int64_t shi_now_ns(void);
+
+// The deadline `ms` milliseconds from now (ms < 0: SHI_NO_DEADLINE).
+int64_t shi_deadline_in_ms(int64_t ms);
+
+// Milliseconds left until `deadline` (0 if passed; INT32_MAX-ish capped for
+// poll(2); -1 for SHI_NO_DEADLINE, as poll(2) takes it).
+int shi_poll_timeout_ms(int64_t deadline);
+
+#endif

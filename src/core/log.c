@@ -1,0 +1,108 @@
+// Logging (see log.h). The level is read once from SHOAL_DEBUG.
+#include "log.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static pthread_once_t log_once  = PTHREAD_ONCE_INIT;
+static int            log_level = SHI_LOG_WARN;
+static atomic_int     log_rank  = -1;
+static char           log_host[64];
+
+static void
+log_init(void)
+{
+    const char *env = getenv("SHOAL_DEBUG");
+
+    if (gethostname(log_host, sizeof(log_host)) != 0) {
+        strcpy(log_host, "?");
+    }
+    log_host[sizeof(log_host) - 1] = '\0';
+    if (env == NULL || *env == '\0') {
+        return;
+    }
+    if (strcasecmp(env, "NONE") == 0 || strcasecmp(env, "OFF") == 0) {
+        log_level = SHI_LOG_NONE;
+    } else if (strcasecmp(env, "INFO") == 0) {
+        log_level = SHI_LOG_INFO;
+    } else if (strcasecmp(env, "TRACE") == 0) {
+        log_level = SHI_LOG_TRACE;
+    } else {
+        log_level = SHI_LOG_WARN;
+    }
+}
+
+int
+shi_log_enabled(int level)
+{
+    pthread_once(&log_once, log_init);
+    return level <= log_level;
+}
+
+void
+shi_log_set_rank(int rank)
+{
+    atomic_store(&log_rank, rank);
+}
+
+static void
+log_write(int level, const char *fmt, va_list ap)
+{
+    static const char *names[] = { "NONE", "WARN", "INFO", "TRACE" };
+    char               line[2048];
+    int                n;
+    int                rank = atomic_load(&log_rank);
+
+    if (rank >= 0) {
+        n = snprintf(line, sizeof(line), "%s:%d:%d shoal %s ", log_host,
+                     (int) getpid(), rank, names[level]);
+    } else {
+        n = snprintf(line, sizeof(line), "%s:%d shoal %s ", log_host,
+                     (int) getpid(), names[level]);
+    }
+    if (n < 0 || (size_t) n >= sizeof(line)) {
+        return;
+    }
+    vsnprintf(line + n, sizeof(line) - (size_t) n - 1, fmt, ap);
+    n = (int) strlen(line);
+    line[n++] = '\n';
+    // One write per line keeps lines of concurrent ranks from interleaving.
+    if (write(STDERR_FILENO, line, (size_t) n) < 0) {
+        return;
+    }
+}
+
+void
+shi_log(int level, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!shi_log_enabled(level)) {
+        return;
+    }
+    va_start(ap, fmt);
+    log_write(level, fmt, ap);
+    va_end(ap);
+}
+
+void
+shi_log_warn_once(int *once, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (__atomic_exchange_n(once, 1, __ATOMIC_RELAXED) != 0) {
+        return;
+    }
+    if (!shi_log_enabled(SHI_LOG_WARN)) {
+        return;
+    }
+    va_start(ap, fmt);
+    log_write(SHI_LOG_WARN, fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,69 @@
+// Rendezvous key-value store: how ranks find each other.
+//
+// Two backends behind one handle: a TCP store ("host:port"), served by the
+// launcher or by rank 0 (shi_store_server), and a file store (a path on a
+// file system every rank sees), for jobs without a reachable server.
+// Values are opaque bytes. Every call takes an absolute deadline (clock.h)
+// and fails with SHOAL_ETIMEDOUT, naming the key, when it passes.
+// All functions return a shoal status and record a message with shi_error.
+// A handle is safe to use from several threads (calls are serialized).
+#ifndef SHI_STORE_H
+#define SHI_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/auth.h"
+
+// Largest key and value the store accepts; larger frames are refused.
+#define SHI_STORE_KEY_MAX   1024
+#define SHI_STORE_VALUE_MAX (16u << 20)
+
+typedef struct shi_store        shi_store;
+typedef struct shi_store_server shi_store_server;
+
+// Opens a store. `addr` is "host:port" (TCP: connection retried with
+// backoff until `deadline`, then proves `secret`) or a path containing '/'
+// (file store; created with mode 0600 if absent).
+// Errors: SHOAL_EINVAL (bad address), SHOAL_ECONNECT (nothing answered
+// before the deadline; the message names the address), SHOAL_EAUTH
+// (secret refused or required), SHOAL_ESYS.
+int shi_store_open(shi_store **out, const char *addr, const shi_secret *secret,
+                   int64_t deadline);
+
+// Stores `value` (len bytes, may be 0) under `key`, replacing any value.
+int shi_store_set(shi_store *st, const char *key, const void *value,
+                  size_t len, int64_t deadline);
+
+// Waits until `key` exists, then returns a malloc'd copy of its value in
+// *value (caller frees; a NUL byte is appended, not counted in *len).
+int shi_store_get(shi_store *st, const char *key, void **value, size_t *len,
+                  int64_t deadline);
+
+// Atomically adds `delta` to the integer stored under `key` (absent: 0)
+// and returns the new value in *result.
+int shi_store_add(shi_store *st, const char *key, int64_t delta,
+                  int64_t *result, int64_t deadline);
+
+// Waits until every key in keys[0..nkeys) exists.
+int shi_store_wait(shi_store *st, const char *const *keys, size_t nkeys,
+                   int64_t deadline);
+
+// Closes the handle (NULL accepted). Keys stay in the store.
+void shi_store_close(shi_store *st);
+
+// Starts a TCP store server on host:port (port 0: an ephemeral port; host
+// NULL: all interfaces) in a background thread. Connections that do not
+// prove `secret`, or send malformed or oversized frames, are closed with a
+// logged warning; other clients are not disturbed.
+int shi_store_server_start(shi_store_server **out, const char *host, int port,
+                           const shi_secret *secret);
+
+// The port the server listens on.
+int shi_store_server_port(const shi_store_server *srv);
+
+// Stops the server thread, closes every connection, frees the server.
+// NULL accepted.
+void shi_store_server_stop(shi_store_server *srv);
+
+#endif

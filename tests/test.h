@@ -1,0 +1,78 @@
+// The test harness: every TEST runs in its own forked process (its own
+// process group) under a time limit; a test that calls SKIP exits 77 and is
+// reported as skipped. Failing CHECKs print where and why, then exit 1.
+#ifndef SHOAL_TEST_H
+#define SHOAL_TEST_H
+
+#include <stddef.h>
+
+#include "shoal.h"
+
+typedef void (*test_fn)(void);
+
+void test_register(const char *name, test_fn fn, int timeout_s);
+void test_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+void test_skip(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+
+// Declares a test with a time limit in seconds (scaled by
+// SHOAL_TEST_TIMEOUT_MULTIPLIER, for sanitizer builds).
+#define TEST_T(name, timeout_s)                                               \
+    static void name(void);                                                   \
+    __attribute__((constructor)) static void test_reg_##name(void)            \
+    {                                                                         \
+        test_register(#name, name, timeout_s);                                \
+    }                                                                         \
+    static void name(void)
+
+#define TEST(name) TEST_T(name, 60)
+
+#define CHECK(cond)                                                           \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            test_fail(__FILE__, __LINE__, "check failed: %s", #cond);         \
+        }                                                                     \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                  \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            test_fail(__FILE__, __LINE__, __VA_ARGS__);                       \
+        }                                                                     \
+    } while (0)
+
+// Checks that `expr` returns status `want`; on failure prints both status
+// names and shoal_last_error().
+#define CHECK_ST(expr, want)                                                  \
+    do {                                                                      \
+        int test_st_ = (expr);                                                \
+        if (test_st_ != (want)) {                                             \
+            test_fail(__FILE__, __LINE__, "%s returned %s, wanted %s: %s",    \
+                      #expr, shoal_status_name(test_st_),                     \
+                      shoal_status_name(want), shoal_last_error());           \
+        }                                                                     \
+    } while (0)
+
+#define CHECK_OK(expr) CHECK_ST(expr, SHOAL_OK)
+
+#define SKIP(...) test_skip(__VA_ARGS__)
+
+// Runs argv (argv[0] is a path) with extra environment entries `env`
+// ("NAME=value", NULL-terminated, may be NULL), capturing stdout and stderr
+// together into a malloc'd string *output (may be NULL). Kills the command's
+// process group after timeout_s. Returns the exit code, 128+signal if it was
+// killed by a signal, or -1 on a time-out.
+int test_run(const char *const *argv, const char *const *env, char **output,
+             int timeout_s);
+
+// Path of a program built in the build tree ("shoalrun", "tests/shoal_mptest").
+const char *test_build_path(const char *relative);
+
+// Number of entries in /dev/shm whose name contains "shoal".
+int test_shm_leftovers(void);
+
+// Counts occurrences of `needle` in `haystack`.
+int test_count(const char *haystack, const char *needle);
+
+#endif
