@@ -47,7 +47,7 @@ SHOAL_API int shoal_version(void);
     XX(ENOMEM, -2, "out of memory")                                           \
     XX(ENOTSUP, -3, "operation or combination not supported")                 \
     XX(ETIMEDOUT, -4, "deadline passed before the operation completed")       \
-    XX(EPEER, -5, "a peer rank died or left the communicator")               \
+    XX(EPEER, -5, "a peer rank died or left the communicator")                \
     XX(EMISMATCH, -6, "ranks disagree on the operation they called")          \
     XX(EABORTED, -7, "communicator was aborted after an earlier error")       \
     XX(ESYS, -8, "system call failed")                                        \
@@ -109,7 +109,7 @@ typedef enum shoal_op_kind {
     SHOAL_BXOR,
     SHOAL_AVG,
     SHOAL_PREMUL_SUM, // multiply every input by `scalar`, then sum
-    SHOAL_OP_COUNT    // not an op: the number of ops
+    SHOAL_OP_COUNT // not an op: the number of ops
 } shoal_op_kind;
 
 // A reduce operation. Only SHOAL_PREMUL_SUM reads `scalar`.
@@ -139,8 +139,8 @@ typedef struct shoal_request shoal_request;
 // added by later versions get their defaults: `size` lets the library tell
 // which fields the caller knows about.
 typedef struct shoal_config {
-    size_t size;   // sizeof(shoal_config), set by SHOAL_CONFIG_INIT
-    int    rank;   // this process's rank, or SHOAL_UNDEF (environment)
+    size_t size; // sizeof(shoal_config), set by SHOAL_CONFIG_INIT
+    int    rank; // this process's rank, or SHOAL_UNDEF (environment)
     int    nranks; // number of ranks, or SHOAL_UNDEF (environment)
     // Rendezvous store: "host:port" (TCP, served by the launcher or by rank
     // 0) or a file path (file store on a file system all ranks share).
@@ -209,8 +209,8 @@ SHOAL_API const char *shoal_comm_last_error(const shoal_comm *comm);
 // communicator, ranked by (key, old rank). Collective over `comm`: every
 // rank must call it. A rank passing SHOAL_SPLIT_NONE gets *out = NULL.
 // Errors: SHOAL_EINVAL (color < -1), plus those of shoal_comm_create.
-SHOAL_API int shoal_comm_split(shoal_comm *comm, int color, int key,
-                               shoal_comm **out);
+SHOAL_API int shoal_comm_split(
+    shoal_comm *comm, int color, int key, shoal_comm **out);
 
 // Splits `comm` by an explicit list of ranks: the listed ranks form a new
 // communicator in list order. Collective over `comm`. Members pass the same
@@ -218,8 +218,8 @@ SHOAL_API int shoal_comm_split(shoal_comm *comm, int color, int key,
 // nranks = 0 and get *out = NULL.
 // Errors: SHOAL_EINVAL (caller not in a non-empty list, duplicate or
 // out-of-range ranks), SHOAL_EMISMATCH (members passed different lists).
-SHOAL_API int shoal_comm_split_ranks(shoal_comm *comm, const int *ranks,
-                                     int nranks, shoal_comm **out);
+SHOAL_API int shoal_comm_split_ranks(
+    shoal_comm *comm, const int *ranks, int nranks, shoal_comm **out);
 
 // ---------------------------------------------------------------------------
 // Requests (non-blocking operations)
@@ -271,18 +271,16 @@ SHOAL_API int shoal_comm_sync(shoal_comm *comm);
 // `buf` may be reused. Errors: SHOAL_EINVAL (NULL buf with count > 0, peer
 // out of range, unknown dtype, negative tag), plus the failures above.
 SHOAL_API int shoal_send(shoal_comm *comm, const void *buf, size_t count,
-                         shoal_dtype dtype, int peer, int tag);
+    shoal_dtype dtype, int peer, int tag);
 SHOAL_API int shoal_isend(shoal_comm *comm, const void *buf, size_t count,
-                          shoal_dtype dtype, int peer, int tag,
-                          shoal_request **req);
+    shoal_dtype dtype, int peer, int tag, shoal_request **req);
 
 // Receives `count` elements of `dtype` from rank `peer` into `buf`. Blocks
 // until the data is in `buf`. Errors as shoal_send.
 SHOAL_API int shoal_recv(shoal_comm *comm, void *buf, size_t count,
-                         shoal_dtype dtype, int peer, int tag);
+    shoal_dtype dtype, int peer, int tag);
 SHOAL_API int shoal_irecv(shoal_comm *comm, void *buf, size_t count,
-                          shoal_dtype dtype, int peer, int tag,
-                          shoal_request **req);
+    shoal_dtype dtype, int peer, int tag, shoal_request **req);
 
 // ---------------------------------------------------------------------------
 // Collectives
@@ -298,11 +296,10 @@ SHOAL_API int shoal_ibarrier(shoal_comm *comm, shoal_request **req);
 // Copies `count` elements of `dtype` from `buf` on rank `root` into `buf`
 // on every other rank. Errors: SHOAL_EINVAL (NULL buf with count > 0, root
 // out of range, unknown dtype), plus the failures above.
-SHOAL_API int shoal_broadcast(shoal_comm *comm, void *buf, size_t count,
-                              shoal_dtype dtype, int root);
+SHOAL_API int shoal_broadcast(
+    shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype, int root);
 SHOAL_API int shoal_ibroadcast(shoal_comm *comm, void *buf, size_t count,
-                               shoal_dtype dtype, int root,
-                               shoal_request **req);
+    shoal_dtype dtype, int root, shoal_request **req);
 
 #ifdef __cplusplus
 }

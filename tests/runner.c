@@ -145,7 +145,7 @@ run_one(int i)
     code = decode_status(wait_until(pid, start + limit * 1000000000));
     if (code == -1) {
         fprintf(stderr, "test %s timed out after %d s\n", tests[i].name,
-                (int) limit);
+            (int) limit);
         kill(-pid, SIGKILL);
         waitpid(pid, NULL, 0);
     }
@@ -165,10 +165,10 @@ run_one(int i)
         code = 1;
     }
     printf("%-6s %s (%.2f s)\n",
-           code == 0    ? "[ OK ]"
-               : code == 77 ? "[SKIP]"
-                            : "[FAIL]",
-           tests[i].name, (double) (shi_now_ns() - start) / 1e9);
+        code == 0        ? "[ OK ]"
+            : code == 77 ? "[SKIP]"
+                         : "[FAIL]",
+        tests[i].name, (double) (shi_now_ns() - start) / 1e9);
     return code;
 }
 

@@ -19,7 +19,7 @@ void test_skip(const char *fmt, ...)
 // Declares a test with a time limit in seconds (scaled by
 // SHOAL_TEST_TIMEOUT_MULTIPLIER, for sanitizer builds).
 #define TEST_T(name, timeout_s)                                               \
-    static void name(void);                                                   \
+    static void                              name(void);                      \
     __attribute__((constructor)) static void test_reg_##name(void)            \
     {                                                                         \
         test_register(#name, name, timeout_s);                                \
@@ -49,8 +49,8 @@ void test_skip(const char *fmt, ...)
         int test_st_ = (expr);                                                \
         if (test_st_ != (want)) {                                             \
             test_fail(__FILE__, __LINE__, "%s returned %s, wanted %s: %s",    \
-                      #expr, shoal_status_name(test_st_),                     \
-                      shoal_status_name(want), shoal_last_error());           \
+                #expr, shoal_status_name(test_st_), shoal_status_name(want),  \
+                shoal_last_error());                                          \
         }                                                                     \
     } while (0)
 
@@ -64,9 +64,10 @@ void test_skip(const char *fmt, ...)
 // process group after timeout_s. Returns the exit code, 128+signal if it was
 // killed by a signal, or -1 on a time-out.
 int test_run(const char *const *argv, const char *const *env, char **output,
-             int timeout_s);
+    int timeout_s);
 
-// Path of a program built in the build tree ("shoalrun", "tests/shoal_mptest").
+// Path of a program built in the build tree ("shoalrun",
+// "tests/shoal_mptest").
 const char *test_build_path(const char *relative);
 
 // Number of entries in /dev/shm whose name contains "shoal".

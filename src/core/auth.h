@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 typedef struct shi_secret {
-    int           set;     // 0: no secret (connections unauthenticated)
+    int           set; // 0: no secret (connections unauthenticated)
     unsigned char key[32]; // SHA-256 of the secret string
 } shi_secret;
 
@@ -25,9 +25,9 @@ int shi_random_bytes(void *buf, int n);
 // on whether a secret is set. Errors: SHOAL_EAUTH (proof wrong or missing,
 // or only one side has a secret), SHOAL_EPROTO (not a shoal peer),
 // SHOAL_ETIMEDOUT, SHOAL_EPEER (connection closed).
-int shi_auth_server(int fd, const shi_secret *secret, const char *peer,
-                    int64_t deadline);
-int shi_auth_client(int fd, const shi_secret *secret, const char *peer,
-                    int64_t deadline);
+int shi_auth_server(
+    int fd, const shi_secret *secret, const char *peer, int64_t deadline);
+int shi_auth_client(
+    int fd, const shi_secret *secret, const char *peer, int64_t deadline);
 
 #endif

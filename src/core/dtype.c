@@ -5,17 +5,28 @@ static const struct {
     const char *name;
     size_t      size;
 } dtype_table[SHOAL_DTYPE_COUNT] = {
-    [SHOAL_BOOL] = { "bool", 1 },         [SHOAL_UINT8] = { "uint8", 1 },
-    [SHOAL_INT8] = { "int8", 1 },         [SHOAL_INT16] = { "int16", 2 },
-    [SHOAL_INT32] = { "int32", 4 },       [SHOAL_INT64] = { "int64", 8 },
-    [SHOAL_FLOAT16] = { "float16", 2 },   [SHOAL_BFLOAT16] = { "bfloat16", 2 },
-    [SHOAL_FLOAT32] = { "float32", 4 },   [SHOAL_FLOAT64] = { "float64", 8 },
+    [SHOAL_BOOL]     = { "bool", 1 },
+    [SHOAL_UINT8]    = { "uint8", 1 },
+    [SHOAL_INT8]     = { "int8", 1 },
+    [SHOAL_INT16]    = { "int16", 2 },
+    [SHOAL_INT32]    = { "int32", 4 },
+    [SHOAL_INT64]    = { "int64", 8 },
+    [SHOAL_FLOAT16]  = { "float16", 2 },
+    [SHOAL_BFLOAT16] = { "bfloat16", 2 },
+    [SHOAL_FLOAT32]  = { "float32", 4 },
+    [SHOAL_FLOAT64]  = { "float64", 8 },
 };
 
 static const char *const op_names[SHOAL_OP_COUNT] = {
-    [SHOAL_SUM] = "sum",   [SHOAL_PROD] = "prod", [SHOAL_MIN] = "min",
-    [SHOAL_MAX] = "max",   [SHOAL_BAND] = "band", [SHOAL_BOR] = "bor",
-    [SHOAL_BXOR] = "bxor", [SHOAL_AVG] = "avg",   [SHOAL_PREMUL_SUM] = "premul_sum",
+    [SHOAL_SUM]        = "sum",
+    [SHOAL_PROD]       = "prod",
+    [SHOAL_MIN]        = "min",
+    [SHOAL_MAX]        = "max",
+    [SHOAL_BAND]       = "band",
+    [SHOAL_BOR]        = "bor",
+    [SHOAL_BXOR]       = "bxor",
+    [SHOAL_AVG]        = "avg",
+    [SHOAL_PREMUL_SUM] = "premul_sum",
 };
 
 size_t

@@ -61,16 +61,16 @@ log_write(int level, const char *fmt, va_list ap)
 
     if (rank >= 0) {
         n = snprintf(line, sizeof(line), "%s:%d:%d shoal %s ", log_host,
-                     (int) getpid(), rank, names[level]);
+            (int) getpid(), rank, names[level]);
     } else {
         n = snprintf(line, sizeof(line), "%s:%d shoal %s ", log_host,
-                     (int) getpid(), names[level]);
+            (int) getpid(), names[level]);
     }
     if (n < 0 || (size_t) n >= sizeof(line)) {
         return;
     }
     vsnprintf(line + n, sizeof(line) - (size_t) n - 1, fmt, ap);
-    n = (int) strlen(line);
+    n         = (int) strlen(line);
     line[n++] = '\n';
     // One write per line keeps lines of concurrent ranks from interleaving.
     if (write(STDERR_FILENO, line, (size_t) n) < 0) {

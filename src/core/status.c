@@ -4,8 +4,8 @@
 int
 shoal_version(void)
 {
-    return SHOAL_VERSION_MAJOR * 10000 + SHOAL_VERSION_MINOR * 100 +
-        SHOAL_VERSION_PATCH;
+    return SHOAL_VERSION_MAJOR * 10000 + SHOAL_VERSION_MINOR * 100
+        + SHOAL_VERSION_PATCH;
 }
 
 const char *

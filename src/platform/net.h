@@ -7,14 +7,14 @@
 #include <stdint.h>
 
 // Splits "host:port" (IPv4, name, or "[v6]:port").
-int shi_parse_host_port(const char *addr, char *host, size_t host_len,
-                        int *port);
+int shi_parse_host_port(
+    const char *addr, char *host, size_t host_len, int *port);
 
 // Listens on host:port (host NULL: all interfaces; port 0: ephemeral).
 // Returns the fd in *fd and the bound port in *bound_port. SO_REUSEADDR and
 // close-on-exec are set.
-int shi_tcp_listen(const char *host, int port, int backlog, int *fd,
-                   int *bound_port);
+int shi_tcp_listen(
+    const char *host, int port, int backlog, int *fd, int *bound_port);
 
 // Connects to host:port, retrying with backoff (10 ms doubling to 1 s)
 // while the peer refuses or is unreachable, until `deadline`. TCP_NODELAY

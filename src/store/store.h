@@ -29,25 +29,25 @@ typedef struct shi_store_server shi_store_server;
 // before the deadline; the message names the address), SHOAL_EAUTH
 // (secret refused or required), SHOAL_ESYS.
 int shi_store_open(shi_store **out, const char *addr, const shi_secret *secret,
-                   int64_t deadline);
+    int64_t deadline);
 
 // Stores `value` (len bytes, may be 0) under `key`, replacing any value.
 int shi_store_set(shi_store *st, const char *key, const void *value,
-                  size_t len, int64_t deadline);
+    size_t len, int64_t deadline);
 
 // Waits until `key` exists, then returns a malloc'd copy of its value in
 // *value (caller frees; a NUL byte is appended, not counted in *len).
 int shi_store_get(shi_store *st, const char *key, void **value, size_t *len,
-                  int64_t deadline);
+    int64_t deadline);
 
 // Atomically adds `delta` to the integer stored under `key` (absent: 0)
 // and returns the new value in *result.
 int shi_store_add(shi_store *st, const char *key, int64_t delta,
-                  int64_t *result, int64_t deadline);
+    int64_t *result, int64_t deadline);
 
 // Waits until every key in keys[0..nkeys) exists.
-int shi_store_wait(shi_store *st, const char *const *keys, size_t nkeys,
-                   int64_t deadline);
+int shi_store_wait(
+    shi_store *st, const char *const *keys, size_t nkeys, int64_t deadline);
 
 // Closes the handle (NULL accepted). Keys stay in the store.
 void shi_store_close(shi_store *st);
@@ -57,7 +57,7 @@ void shi_store_close(shi_store *st);
 // prove `secret`, or send malformed or oversized frames, are closed with a
 // logged warning; other clients are not disturbed.
 int shi_store_server_start(shi_store_server **out, const char *host, int port,
-                           const shi_secret *secret);
+    const shi_secret *secret);
 
 // The port the server listens on.
 int shi_store_server_port(const shi_store_server *srv);

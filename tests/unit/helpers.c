@@ -94,7 +94,7 @@ drain(int fd, char **buf, size_t *len, size_t *cap)
 
 int
 test_run(const char *const *argv, const char *const *env, char **output,
-         int timeout_s)
+    int timeout_s)
 {
     int     pipefd[2];
     char   *buf = calloc(1, 1);
