@@ -1,0 +1,35 @@
+// Barrier over collective counters in shared memory.
+//
+// Steps: (1) on entering collective s, every rank stores s in its own
+// counter line (done by coll.c when the collective starts) and wakes
+// sleeping peers; (2) it waits until every peer's counter is >= s;
+// (3) it compares the peers' descriptors for s (a barrier against a
+// broadcast is a mismatch, not a pass).
+// Preconditions: none (any number of ranks; 1 rank returns at once).
+// Cost: alpha * 1 flag round (each rank reads n-1 lines); no payload.
+#include "core/coll.h"
+#include "core/engine.h"
+
+int
+shi_barrier_flags_step(shoal_comm *comm, shoal_request *req)
+{
+    uint32_t s = (uint32_t) req->seq;
+
+    for (int peer = 0; peer < comm->size; peer++) {
+        if (peer == comm->rank) {
+            continue;
+        }
+        struct shm_ctl *ctl = shm_ctl_of(&comm->seg, peer);
+        uint32_t        got
+            = atomic_load_explicit(&ctl->coll_seq, memory_order_acquire);
+        if (shi_seq_diff(got, s) < 0) {
+            req->blocked_on = peer;
+            return 0;
+        }
+    }
+    req->blocked_on = -1;
+    if (!shi_coll_verify(comm, s)) {
+        shi_engine_complete(comm, req, SHOAL_OK);
+    }
+    return 1;
+}

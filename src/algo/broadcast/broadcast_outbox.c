@@ -1,0 +1,161 @@
+// Broadcast through the root's outbox: one writer, many readers.
+//
+// Steps: the root cuts the buffer into chunks of one outbox slot, copies
+// each into the next free slot and publishes it (slot seq = index + 1);
+// every other rank copies each published chunk out and releases it with
+// its own tail line. The root reuses a slot once every reader's tail has
+// passed it, so copying in and copying out overlap (pipelining) and the
+// staging memory is bounded by the ring (box_slots x box_slot_bytes).
+// Every chunk header repeats what the root called; readers check it
+// against their own call (SHOAL_EMISMATCH otherwise).
+// Preconditions: every rank calls broadcast with the same root, count and
+// dtype; a zero-byte broadcast still sends one empty chunk so that such a
+// mismatch is seen.
+// Cost: alpha * (1 + chunks / ring) + beta * S on the root (one copy in)
+// and on each reader (one copy out); readers read the same slot, so the
+// root writes S once whatever the number of ranks.
+#include <string.h>
+
+#include "core/coll.h"
+#include "core/engine.h"
+
+static uint64_t
+chunks_of(const shoal_comm *comm, size_t bytes)
+{
+    size_t slot = comm->seg.box_slot_bytes;
+
+    return bytes == 0 ? 1 : (bytes + slot - 1) / slot;
+}
+
+// Lowest tail over all readers of our outbox; sets *slowest.
+static uint64_t
+min_reader_tail(shoal_comm *comm, int *slowest)
+{
+    uint64_t low = UINT64_MAX;
+
+    for (int r = 0; r < comm->size; r++) {
+        if (r == comm->rank) {
+            continue;
+        }
+        uint64_t t = atomic_load_explicit(
+            &shm_box_tail(&comm->seg, comm->rank, r)->tail,
+            memory_order_acquire);
+        if (t < low) {
+            low      = t;
+            *slowest = r;
+        }
+    }
+    return low;
+}
+
+static int
+root_step(shoal_comm *comm, shoal_request *req)
+{
+    size_t slot_bytes = comm->seg.box_slot_bytes;
+    int    n          = 0;
+
+    while (req->slot < req->slot_end) {
+        int slowest = -1;
+        if (min_reader_tail(comm, &slowest) + comm->seg.box_slots
+            <= req->slot) {
+            req->blocked_on = slowest;
+            return n;
+        }
+        struct shm_slot_header *h
+            = shm_box_slot(&comm->seg, comm->rank, req->slot);
+        size_t chunk = req->bytes - req->done < slot_bytes
+            ? req->bytes - req->done
+            : slot_bytes;
+        memcpy(shm_slot_data(h), req->buf + req->done, chunk);
+        h->msg_bytes   = req->bytes;
+        h->chunk_bytes = (uint32_t) chunk;
+        h->coll_seq    = (uint32_t) req->seq;
+        h->kind        = SHI_OP_BCAST;
+        h->dtype       = (uint32_t) req->dtype;
+        h->count       = req->count;
+        atomic_store_explicit(&h->seq, req->slot + 1, memory_order_release);
+        for (int r = 0; r < comm->size; r++) {
+            if (r != comm->rank) {
+                shi_ring(comm, r, 0);
+            }
+        }
+        req->done += chunk;
+        req->slot++;
+        n++;
+    }
+    return n;
+}
+
+static int
+chunk_matches(
+    shoal_comm *comm, shoal_request *req, const struct shm_slot_header *h)
+{
+    if (h->coll_seq == (uint32_t) req->seq && h->kind == SHI_OP_BCAST
+        && h->count == req->count && h->dtype == (uint32_t) req->dtype) {
+        return 1;
+    }
+    shi_comm_abort(comm, SHOAL_EMISMATCH,
+        "broadcast #%llu does not match across ranks: rank %d "
+        "called broadcast(root %d, %zu x %s), root %d sent "
+        "collective #%u with %llu x %s",
+        (unsigned long long) req->seq, comm->rank, req->peer, req->count,
+        shoal_dtype_name(req->dtype), req->peer, h->coll_seq,
+        (unsigned long long) h->count, shoal_dtype_name((int) h->dtype));
+    return 0;
+}
+
+static int
+reader_step(shoal_comm *comm, shoal_request *req)
+{
+    int root = req->peer;
+    int n    = 0;
+
+    while (req->slot < req->slot_end) {
+        struct shm_slot_header *h = shm_box_slot(&comm->seg, root, req->slot);
+        if (atomic_load_explicit(&h->seq, memory_order_acquire)
+            != req->slot + 1) {
+            req->blocked_on = root;
+            return n;
+        }
+        if (!chunk_matches(comm, req, h)) {
+            return n + 1;
+        }
+        memcpy(req->buf + req->done, shm_slot_data(h), h->chunk_bytes);
+        req->done += h->chunk_bytes;
+        req->slot++;
+        atomic_store_explicit(
+            &shm_box_tail(&comm->seg, root, comm->rank)->tail, req->slot,
+            memory_order_release);
+        shi_ring(comm, root, 0);
+        n++;
+    }
+    return n;
+}
+
+int
+shi_bcast_outbox_step(shoal_comm *comm, shoal_request *req)
+{
+    int n;
+
+    if (comm->size == 1) {
+        shi_engine_complete(comm, req, SHOAL_OK);
+        return 1;
+    }
+    if (req->slot_end == 0) {
+        // Every rank reserves the same slots of the root's outbox.
+        struct shi_peer *root = &comm->peers[req->peer];
+        req->slot             = root->box_slot;
+        req->slot_end         = req->slot + chunks_of(comm, req->bytes);
+        root->box_slot        = req->slot_end;
+    }
+    n = req->peer == comm->rank ? root_step(comm, req)
+                                : reader_step(comm, req);
+    if (req->slot == req->slot_end && !atomic_load(&comm->failed)) {
+        req->blocked_on = -1;
+        if (!shi_coll_verify(comm, (uint32_t) req->seq)) {
+            shi_engine_complete(comm, req, SHOAL_OK);
+        }
+        n++;
+    }
+    return n;
+}

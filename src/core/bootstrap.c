@@ -1,0 +1,274 @@
+// Communicator bootstrap: find the peers through the store, connect a
+// mesh of authenticated unix sockets between them, share the segment.
+//
+// Steps: (1) every rank listens on a fresh abstract unix socket and
+// publishes "<host identity>\n<pid>\n<socket name>"; (2) it reads every
+// peer's entry (ranks on other hosts need the TCP transport: not yet);
+// (3) it connects to every lower rank and accepts every higher one, each
+// connection proving the job secret both ways and coming from our own
+// user; (4) rank 0 creates the segment and sends its descriptor to every
+// peer. The sockets stay open: their closing tells a peer's death.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/comm.h"
+#include "core/engine.h"
+#include "core/hostid.h"
+#include "core/log.h"
+#include "platform/net.h"
+#include "platform/unix_sock.h"
+#include "store/store.h"
+
+#define ENTRY_MAX (SHI_HOSTID_MAX + SHI_UNIX_NAME_MAX + 64)
+
+struct peer_entry {
+    char host_id[SHI_HOSTID_MAX];
+    char sock[SHI_UNIX_NAME_MAX];
+    int  pid;
+};
+
+static int
+publish_self(shoal_comm *comm, const char *sock, int64_t deadline)
+{
+    char key[512], value[ENTRY_MAX], host_id[SHI_HOSTID_MAX];
+
+    shi_host_identity(host_id);
+    snprintf(key, sizeof(key), "%speer/%d", comm->prefix, comm->rank);
+    int n = snprintf(
+        value, sizeof(value), "%s\n%d\n%s", host_id, (int) getpid(), sock);
+    return shi_store_set(
+        shi_comm_store(comm), key, value, (size_t) n, deadline);
+}
+
+static int
+parse_entry(const char *text, struct peer_entry *e)
+{
+    const char *nl1 = strchr(text, '\n');
+    const char *nl2 = nl1 ? strchr(nl1 + 1, '\n') : NULL;
+
+    if (nl2 == NULL || (size_t) (nl1 - text) >= sizeof(e->host_id)
+        || strlen(nl2 + 1) >= sizeof(e->sock)) {
+        return shi_error(SHOAL_EPROTO, "malformed peer entry in the store");
+    }
+    memcpy(e->host_id, text, (size_t) (nl1 - text));
+    e->host_id[nl1 - text] = '\0';
+    e->pid                 = atoi(nl1 + 1);
+    strcpy(e->sock, nl2 + 1);
+    return SHOAL_OK;
+}
+
+static int
+read_peer(shoal_comm *comm, int r, struct peer_entry *e, int64_t deadline)
+{
+    char   key[512];
+    void  *value;
+    size_t len;
+    int    st;
+
+    snprintf(key, sizeof(key), "%speer/%d", comm->prefix, r);
+    st = shi_store_get(shi_comm_store(comm), key, &value, &len, deadline);
+    if (st != SHOAL_OK) {
+        return shi_error_wrap(
+            st, "waiting for rank %d to join '%s'", r, comm->name);
+    }
+    st = parse_entry(value, e);
+    free(value);
+    return st;
+}
+
+// Reads every peer's entry; refuses peers on other hosts (for now).
+static int
+gather_peers(shoal_comm *comm, struct peer_entry *entries, int64_t deadline)
+{
+    char me[SHI_HOSTID_MAX], h1[64], h2[64];
+    int  st;
+
+    shi_host_identity(me);
+    for (int r = 0; r < comm->size; r++) {
+        if ((st = read_peer(comm, r, &entries[r], deadline)) != SHOAL_OK) {
+            return st;
+        }
+        comm->peers[r].pid = entries[r].pid;
+        shi_host_name_of(entries[r].host_id, comm->peers[r].host,
+            sizeof(comm->peers[r].host));
+        if (strcmp(entries[r].host_id, me) != 0) {
+            shi_host_name_of(me, h1, sizeof(h1));
+            shi_host_name_of(entries[r].host_id, h2, sizeof(h2));
+            return shi_error(SHOAL_ENOTSUP,
+                "rank %d runs on host %s and rank %d on host %s "
+                "(or another container): ranks on different "
+                "hosts need the TCP transport, not available "
+                "in this version",
+                comm->rank, h1, r, h2);
+        }
+    }
+    return SHOAL_OK;
+}
+
+static int
+connect_lower(
+    shoal_comm *comm, const struct peer_entry *entries, int64_t deadline)
+{
+    char what[64];
+
+    for (int r = 0; r < comm->rank; r++) {
+        int     fd, st;
+        int32_t me = comm->rank;
+        snprintf(what, sizeof(what), "rank %d (pid %d)", r, entries[r].pid);
+        st = shi_unix_connect(entries[r].sock, deadline, &fd);
+        if (st == SHOAL_OK) {
+            comm->peers[r].fd = fd;
+            st                = shi_unix_check_peer_uid(fd);
+        }
+        if (st == SHOAL_OK) {
+            st = shi_auth_client(fd, &comm->secret, what, deadline);
+        }
+        if (st == SHOAL_OK) {
+            st = shi_write_all(fd, &me, sizeof(me), deadline);
+        }
+        if (st != SHOAL_OK) {
+            return shi_error_wrap(st, "connecting to %s", what);
+        }
+    }
+    return SHOAL_OK;
+}
+
+// Accepts one connection; a stranger that fails the handshake is closed
+// with a warning and does not disturb the job (returns 0 to try again).
+static int
+accept_one(shoal_comm *comm, int lfd, int64_t deadline, int *done)
+{
+    int     fd, st;
+    int32_t r = -1;
+
+    *done = 0;
+    if ((st = shi_unix_accept(lfd, deadline, &fd)) != SHOAL_OK) {
+        return st;
+    }
+    st = shi_unix_check_peer_uid(fd);
+    if (st == SHOAL_OK) {
+        st = shi_auth_server(fd, &comm->secret, "a rank connecting", deadline);
+    }
+    if (st == SHOAL_OK) {
+        st = shi_read_all(fd, &r, sizeof(r), deadline);
+    }
+    if (st == SHOAL_OK
+        && (r <= comm->rank || r >= comm->size || comm->peers[r].fd >= 0)) {
+        st = shi_error(SHOAL_EPROTO, "connection claims to be rank %d", r);
+    }
+    if (st != SHOAL_OK) {
+        SHI_WARN("communicator '%s': refused a connection: %s", comm->name,
+            shi_error_text());
+        close(fd);
+        return st == SHOAL_ETIMEDOUT ? st : SHOAL_OK;
+    }
+    comm->peers[r].fd = fd;
+    *done             = 1;
+    return SHOAL_OK;
+}
+
+static int
+accept_higher(shoal_comm *comm, int lfd, int64_t deadline)
+{
+    int need = comm->size - 1 - comm->rank;
+
+    while (need > 0) {
+        int done, st = accept_one(comm, lfd, deadline, &done);
+        if (st != SHOAL_OK) {
+            return shi_error_wrap(st,
+                "waiting for %d higher rank(s) to "
+                "connect",
+                need);
+        }
+        need -= done;
+    }
+    return SHOAL_OK;
+}
+
+static int
+share_segment(shoal_comm *comm, int64_t deadline)
+{
+    uint64_t bytes = 0;
+    int      fd, st;
+
+    if (comm->rank == 0) {
+        if ((st = shm_segment_create(&comm->seg, comm->size, &fd))
+            != SHOAL_OK) {
+            return st;
+        }
+        bytes = comm->seg.bytes;
+        for (int r = 1; r < comm->size && st == SHOAL_OK; r++) {
+            st = shi_unix_send_fd(
+                comm->peers[r].fd, fd, &bytes, sizeof(bytes), deadline);
+        }
+        close(fd);
+        return st;
+    }
+    st = shi_unix_recv_fd(
+        comm->peers[0].fd, &fd, &bytes, sizeof(bytes), deadline);
+    if (st == SHOAL_OK) {
+        st = shm_segment_attach(&comm->seg, fd, comm->size);
+        close(fd);
+    }
+    return st;
+}
+
+static int
+connect_mesh(shoal_comm *comm, int64_t deadline)
+{
+    struct peer_entry *entries = calloc((size_t) comm->size, sizeof(*entries));
+    char               sock[SHI_UNIX_NAME_MAX];
+    int                lfd = -1, st;
+
+    if (entries == NULL) {
+        return shi_error(SHOAL_ENOMEM, "out of memory");
+    }
+    st = shi_unix_listen(&lfd, sock, comm->size);
+    if (st == SHOAL_OK) {
+        st = publish_self(comm, sock, deadline);
+    }
+    if (st == SHOAL_OK) {
+        st = gather_peers(comm, entries, deadline);
+    }
+    if (st == SHOAL_OK) {
+        st = connect_lower(comm, entries, deadline);
+    }
+    if (st == SHOAL_OK) {
+        st = accept_higher(comm, lfd, deadline);
+    }
+    if (lfd >= 0) {
+        close(lfd);
+    }
+    free(entries);
+    return st;
+}
+
+int
+shi_comm_bootstrap(shoal_comm *comm, int64_t deadline)
+{
+    int st = SHOAL_OK, fd;
+
+    if (comm->size == 1) {
+        st = shm_segment_create(&comm->seg, 1, &fd);
+        if (st == SHOAL_OK) {
+            close(fd);
+        }
+    } else {
+        st = connect_mesh(comm, deadline);
+        if (st == SHOAL_OK) {
+            st = share_segment(comm, deadline);
+        }
+    }
+    if (st != SHOAL_OK) {
+        return shi_error_wrap(st, "creating communicator '%s' (rank %d of %d)",
+            comm->name, comm->rank, comm->size);
+    }
+    comm->my_ctl = shm_ctl_of(&comm->seg, comm->rank);
+    if (comm->size > 1 && (st = shi_watch_start(comm)) != SHOAL_OK) {
+        return st;
+    }
+    return shi_engine_start(comm);
+}

@@ -1,0 +1,150 @@
+// Collective ordering and mismatch detection (see coll.h).
+#include "core/coll.h"
+
+#include <stdio.h>
+
+#include "core/engine.h"
+
+static void
+describe_call(char *buf, size_t len, uint32_t kind, int32_t root,
+    uint32_t dtype, uint64_t count)
+{
+    switch (kind) {
+        case SHI_OP_BARRIER:
+            snprintf(buf, len, "barrier");
+            break;
+        case SHI_OP_BCAST:
+            snprintf(buf, len, "broadcast(root %d, %llu x %s)", root,
+                (unsigned long long) count, shoal_dtype_name((int) dtype));
+            break;
+        default:
+            snprintf(buf, len, "operation %u", kind);
+    }
+}
+
+// Publishes what this rank calls as collective req->seq (seqlock: the
+// slot's seq is cleared first so readers never accept a half-written one).
+static void
+publish_descriptor(shoal_comm *comm, shoal_request *req)
+{
+    struct shm_desc *d = &comm->my_ctl->desc[req->seq % SHM_DESC_RING];
+
+    atomic_store_explicit(&d->seq, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    __atomic_store_n(&d->kind, (uint32_t) req->kind, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->root, (int32_t) req->peer, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->dtype, (uint32_t) req->dtype, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->count, (uint64_t) req->count, __ATOMIC_RELAXED);
+    atomic_store_explicit(&d->seq, (uint32_t) req->seq, memory_order_release);
+    atomic_store_explicit(
+        &comm->my_ctl->coll_seq, (uint32_t) req->seq, memory_order_release);
+}
+
+// Reads a consistent copy of peer's descriptor for collective t; returns 0
+// if it was overwritten meanwhile.
+static int
+read_descriptor(const struct shm_desc *d, uint32_t t, struct shm_desc *out)
+{
+    if (atomic_load_explicit(&d->seq, memory_order_acquire) != t) {
+        return 0;
+    }
+    out->kind  = __atomic_load_n(&d->kind, __ATOMIC_RELAXED);
+    out->root  = __atomic_load_n(&d->root, __ATOMIC_RELAXED);
+    out->dtype = __atomic_load_n(&d->dtype, __ATOMIC_RELAXED);
+    out->count = __atomic_load_n(&d->count, __ATOMIC_RELAXED);
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(&d->seq, memory_order_relaxed) == t;
+}
+
+static int
+same_call(const struct shm_desc *a, const struct shm_desc *b)
+{
+    return a->kind == b->kind && a->root == b->root && a->dtype == b->dtype
+        && a->count == b->count;
+}
+
+static int
+verify_peer(shoal_comm *comm, int peer, uint32_t upto)
+{
+    struct shi_peer *p   = &comm->peers[peer];
+    struct shm_ctl  *ctl = shm_ctl_of(&comm->seg, peer);
+    uint32_t         peer_seq
+        = atomic_load_explicit(&ctl->coll_seq, memory_order_acquire);
+    uint32_t hi = shi_seq_diff(peer_seq, upto) < 0 ? peer_seq : upto;
+    char     mine[128], theirs[128];
+
+    for (uint32_t t = p->coll_checked + 1; shi_seq_diff(t, hi) <= 0; t++) {
+        struct shm_desc a, b;
+        if (shi_seq_diff(hi, t) >= SHM_DESC_RING / 2
+            || !read_descriptor(&comm->my_ctl->desc[t % SHM_DESC_RING], t, &a)
+            || !read_descriptor(&ctl->desc[t % SHM_DESC_RING], t, &b)) {
+            continue;
+        }
+        if (!same_call(&a, &b)) {
+            describe_call(
+                mine, sizeof(mine), a.kind, a.root, a.dtype, a.count);
+            describe_call(
+                theirs, sizeof(theirs), b.kind, b.root, b.dtype, b.count);
+            shi_comm_abort(comm, SHOAL_EMISMATCH,
+                "collective #%u does not match across ranks: "
+                "rank %d called %s, rank %d called %s",
+                t, comm->rank, mine, peer, theirs);
+            return 1;
+        }
+    }
+    if (shi_seq_diff(hi, p->coll_checked) > 0) {
+        p->coll_checked = hi;
+    }
+    return 0;
+}
+
+int
+shi_coll_verify(shoal_comm *comm, uint32_t upto)
+{
+    for (int peer = 0; peer < comm->size; peer++) {
+        if (peer != comm->rank && verify_peer(comm, peer, upto)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+// Wakes every peer that sleeps (a new collective may be what it waits for).
+static void
+ring_all(shoal_comm *comm)
+{
+    for (int peer = 0; peer < comm->size; peer++) {
+        if (peer != comm->rank) {
+            shi_ring(comm, peer, 0);
+        }
+    }
+}
+
+int
+shi_coll_step(shoal_comm *comm)
+{
+    int n = 0;
+
+    for (;;) {
+        shoal_request *req = comm->colls.head;
+        if (req == NULL || atomic_load(&comm->failed)) {
+            return n;
+        }
+        if (!req->started) {
+            req->started = 1;
+            publish_descriptor(comm, req);
+            ring_all(comm);
+            if (shi_coll_verify(comm, (uint32_t) req->seq)) {
+                return n + 1;
+            }
+            n++;
+        }
+        int step = req->kind == SHI_OP_BARRIER
+            ? shi_barrier_flags_step(comm, req)
+            : shi_bcast_outbox_step(comm, req);
+        n += step;
+        if (req->in_engine) {
+            return n; // still waiting: later collectives wait behind it
+        }
+    }
+}

@@ -1,0 +1,31 @@
+// Collectives: ordering, descriptors and the algorithm steps.
+//
+// Collectives of a communicator run one at a time in issue order. When one
+// starts, the rank publishes what it called (kind, root, count, dtype) in
+// its descriptor ring in shared memory and bumps its collective counter;
+// ranks compare each other's descriptors for every collective number both
+// have reached, so ranks that call different operations, roots, counts or
+// dtypes at the same point get SHOAL_EMISMATCH naming both sides, no later
+// than the next collective that synchronizes them.
+#ifndef SHI_COLL_H
+#define SHI_COLL_H
+
+#include "core/comm.h"
+
+// Compares our descriptors with every peer's, up to collective `upto`.
+// Aborts the communicator on a mismatch; returns 1 if it did.
+int shi_coll_verify(shoal_comm *comm, uint32_t upto);
+
+// Algorithm steps (src/algo/...): advance `req`, the head collective; they
+// return units of progress and complete the request when done.
+int shi_barrier_flags_step(shoal_comm *comm, shoal_request *req);
+int shi_bcast_outbox_step(shoal_comm *comm, shoal_request *req);
+
+// Signed distance a - b between wrapping 32-bit collective numbers.
+static inline int32_t
+shi_seq_diff(uint32_t a, uint32_t b)
+{
+    return (int32_t) (a - b);
+}
+
+#endif

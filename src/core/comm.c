@@ -1,0 +1,377 @@
+// Communicator lifecycle: create, destroy, accessors, errors and aborts.
+#include "core/comm.h"
+
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/engine.h"
+#include "core/env.h"
+#include "core/log.h"
+#include "platform/futex.h"
+#include "platform/net.h"
+#include "store/store.h"
+
+#define DEFAULT_TIMEOUT_MS (600 * 1000LL)
+
+struct shi_store_ref {
+    shi_store        *store;
+    shi_store_server *server; // when this process (rank 0) serves it
+    atomic_int        refs;
+};
+
+struct shi_store *
+shi_comm_store(shoal_comm *comm)
+{
+    return comm->store != NULL ? comm->store->store : NULL;
+}
+
+struct shi_store_ref *
+shi_store_ref_get(struct shi_store_ref *ref)
+{
+    if (ref != NULL) {
+        atomic_fetch_add(&ref->refs, 1);
+    }
+    return ref;
+}
+
+void
+shi_store_ref_put(struct shi_store_ref *ref)
+{
+    if (ref == NULL || atomic_fetch_sub(&ref->refs, 1) != 1) {
+        return;
+    }
+    shi_store_close(ref->store);
+    shi_store_server_stop(ref->server);
+    free(ref);
+}
+
+int
+shi_comm_error(shoal_comm *comm, int status)
+{
+    if (comm != NULL) {
+        pthread_mutex_lock(&comm->err_lock);
+        snprintf(comm->last_error, sizeof(comm->last_error), "%s",
+            shi_error_text());
+        pthread_mutex_unlock(&comm->err_lock);
+    }
+    return status;
+}
+
+void
+shi_ring(shoal_comm *comm, int rank, int force)
+{
+    struct shm_ctl *ctl = shm_ctl_of(&comm->seg, rank);
+
+    if (!force) {
+        // Pairs with the sleeper's increment of `sleepers` before its last
+        // look at the data (see engine.c): one of the two sees the other.
+        atomic_thread_fence(memory_order_seq_cst);
+        if (atomic_load_explicit(&ctl->sleepers, memory_order_relaxed) == 0) {
+            return;
+        }
+    }
+    atomic_fetch_add(&ctl->doorbell, 1);
+    shi_futex_wake_all(&ctl->doorbell);
+}
+
+static void
+publish_abort(shoal_comm *comm, int status, const char *text)
+{
+    struct shm_abort *ab  = shm_abort_of(&comm->seg);
+    uint32_t          old = 0;
+
+    if (!atomic_compare_exchange_strong(&ab->state, &old, 1)) {
+        return; // another rank's abort is already there
+    }
+    ab->status  = status;
+    ab->by_rank = comm->rank;
+    snprintf(ab->text, sizeof(ab->text), "%s", text);
+    atomic_store_explicit(&ab->state, 2, memory_order_release);
+}
+
+void
+shi_comm_abort(shoal_comm *comm, int status, const char *fmt, ...)
+{
+    char    text[SHI_ERROR_TEXT_MAX];
+    va_list ap;
+    int     fine = 0;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (!atomic_compare_exchange_strong(&comm->failed, &fine, status)) {
+        return;
+    }
+    pthread_mutex_lock(&comm->err_lock);
+    snprintf(comm->fail_text, sizeof(comm->fail_text), "%s", text);
+    pthread_mutex_unlock(&comm->err_lock);
+    shi_log(SHI_LOG_WARN, "communicator '%s' aborted (%s): %s", comm->name,
+        shoal_status_name(status), text);
+    if (comm->seg.base == NULL) {
+        return;
+    }
+    publish_abort(comm, status, text);
+    for (int r = 0; r < comm->size; r++) {
+        shi_ring(comm, r, 1);
+    }
+}
+
+// Spinning only pays when every rank has a core of its own.
+static void
+choose_wait_policy(shoal_comm *comm)
+{
+    cpu_set_t set;
+    long long spin_us;
+    int       cpus = 1;
+
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        cpus = CPU_COUNT(&set);
+    }
+    int oversubscribed = comm->size > cpus;
+    comm->spin_ns      = oversubscribed ? 2000 : 50000;
+    comm->yield_iter   = oversubscribed ? 50 : 20;
+    if (shi_env_int("SHOAL_SPIN_US", -1, &spin_us) == SHOAL_OK
+        && spin_us >= 0) {
+        comm->spin_ns
+            = (int) (spin_us > 1000000 ? 1000000000 : spin_us * 1000);
+    }
+}
+
+int
+shi_comm_alloc(
+    shoal_comm **out, const char *name, int rank, int size, int64_t timeout_ms)
+{
+    shoal_comm *comm = calloc(1, sizeof(*comm));
+
+    *out = NULL;
+    if (comm == NULL
+        || (comm->peers = calloc((size_t) size, sizeof(*comm->peers)))
+            == NULL) {
+        free(comm);
+        return shi_error(SHOAL_ENOMEM,
+            "out of memory for a communicator of "
+            "%d ranks",
+            size);
+    }
+    snprintf(comm->name, sizeof(comm->name), "%s", name);
+    comm->rank          = rank;
+    comm->size          = size;
+    comm->timeout_ms    = timeout_ms;
+    comm->watch_stop_fd = -1;
+    for (int i = 0; i < size; i++) {
+        comm->peers[i].fd = -1;
+    }
+    pthread_mutex_init(&comm->lock, NULL);
+    pthread_mutex_init(&comm->err_lock, NULL);
+    pthread_cond_init(&comm->cv, NULL);
+    choose_wait_policy(comm);
+    *out = comm;
+    return SHOAL_OK;
+}
+
+void
+shi_comm_free(shoal_comm *comm)
+{
+    shi_watch_stop(comm);
+    shi_engine_stop(comm);
+    for (int i = 0; i < comm->size; i++) {
+        if (comm->peers[i].fd >= 0) {
+            close(comm->peers[i].fd);
+        }
+    }
+    shi_p2p_discard(comm);
+    shm_segment_unmap(&comm->seg);
+    shi_store_ref_put(comm->store);
+    pthread_mutex_destroy(&comm->lock);
+    pthread_mutex_destroy(&comm->err_lock);
+    pthread_cond_destroy(&comm->cv);
+    free(comm->peers);
+    free(comm);
+}
+
+static int
+timeout_from(const shoal_config *cfg, int64_t *out)
+{
+    long long secs;
+    int       st;
+
+    if (cfg != NULL && cfg->timeout_ms != SHOAL_UNDEF) {
+        if (cfg->timeout_ms <= 0) {
+            return shi_error(SHOAL_EINVAL,
+                "config.timeout_ms must be > 0, "
+                "got %lld",
+                (long long) cfg->timeout_ms);
+        }
+        *out = cfg->timeout_ms;
+        return SHOAL_OK;
+    }
+    if ((st = shi_env_int("SHOAL_TIMEOUT_SECONDS", -1, &secs)) < 0) {
+        return st;
+    }
+    if (secs == 0 || secs < -1) {
+        return shi_error(SHOAL_EENV, "SHOAL_TIMEOUT_SECONDS must be > 0");
+    }
+    *out = secs > 0 ? secs * 1000 : DEFAULT_TIMEOUT_MS;
+    return SHOAL_OK;
+}
+
+// Opens the store; rank 0 serves a TCP store itself unless a launcher
+// does, or something already listens there.
+static int
+open_store(shoal_comm *comm, const shi_launch *env, int64_t deadline)
+{
+    struct shi_store_ref *ref = calloc(1, sizeof(*ref));
+    char                  host[SHI_ADDR_MAX];
+    int                   port, st;
+
+    if (ref == NULL) {
+        return shi_error(SHOAL_ENOMEM, "out of memory");
+    }
+    atomic_init(&ref->refs, 1);
+    comm->store = ref;
+    if (strchr(env->store, '/') == NULL && !env->launcher_serves
+        && env->rank == 0
+        && shi_parse_host_port(env->store, host, sizeof(host), &port) == 0) {
+        if (shi_store_server_start(&ref->server, host, port, &comm->secret)
+            != SHOAL_OK) {
+            SHI_INFO("not serving the store at %s (%s); connecting to it",
+                env->store, shi_error_text());
+            ref->server = NULL;
+        }
+    }
+    st = shi_store_open(&ref->store, env->store, &comm->secret, deadline);
+    if (st != SHOAL_OK) {
+        return shi_error_wrap(st, "rank %d of %d (from %s): store %s",
+            env->rank, env->size, env->source, env->store);
+    }
+    return SHOAL_OK;
+}
+
+// Each creation of a communicator with the same name gets its own keys.
+static int
+next_generation(const char *name)
+{
+    static atomic_int generation;
+
+    (void) name;
+    return atomic_fetch_add(&generation, 1);
+}
+
+static int
+comm_create(shoal_comm **out, const shoal_config *cfg)
+{
+    shi_launch  env;
+    shoal_comm *comm;
+    int64_t     timeout_ms = 0, deadline;
+    const char *secret
+        = cfg && cfg->secret ? cfg->secret : getenv("SHOAL_SECRET");
+    const char *name = cfg && cfg->name ? cfg->name : "world";
+    int         st;
+
+    if (cfg != NULL && cfg->size < sizeof(shoal_config)) {
+        return shi_error(SHOAL_EINVAL,
+            "config.size is %zu, expected %zu: "
+            "initialize the config with SHOAL_CONFIG_INIT",
+            cfg->size, sizeof(shoal_config));
+    }
+    if ((st = shi_launch_detect(&env, cfg)) != SHOAL_OK
+        || (st = timeout_from(cfg, &timeout_ms)) != SHOAL_OK
+        || (st = shi_comm_alloc(&comm, name, env.rank, env.size, timeout_ms))
+            != SHOAL_OK) {
+        return st;
+    }
+    shi_log_set_rank(env.rank);
+    deadline = shi_deadline_in_ms(timeout_ms);
+    snprintf(comm->prefix, sizeof(comm->prefix), "shoal/%s/%d/", name,
+        next_generation(name));
+    st = shi_secret_from_string(&comm->secret, secret);
+    if (st == SHOAL_OK && env.size > 1) {
+        st = open_store(comm, &env, deadline);
+    }
+    if (st == SHOAL_OK) {
+        st = shi_comm_bootstrap(comm, deadline);
+    }
+    if (st != SHOAL_OK) {
+        shi_comm_free(comm);
+        return st;
+    }
+    SHI_INFO("communicator '%s': rank %d of %d ready (%s)", comm->name,
+        comm->rank, comm->size, env.source);
+    *out = comm;
+    return SHOAL_OK;
+}
+
+int
+shoal_comm_create(shoal_comm **out, const shoal_config *cfg)
+{
+    if (out == NULL) {
+        return shi_error(SHOAL_EINVAL, "comm_create: out is NULL");
+    }
+    *out = NULL;
+    return comm_create(out, cfg);
+}
+
+int
+shoal_comm_destroy(shoal_comm *comm)
+{
+    int st;
+
+    if (comm == NULL) {
+        return SHOAL_OK;
+    }
+    st = atomic_load(&comm->failed) ? SHOAL_OK : shoal_comm_sync(comm);
+    // Say goodbye, so peers tell a clean exit from a crash.
+    for (int i = 0; i < comm->size; i++) {
+        if (comm->peers[i].fd >= 0
+            && send(comm->peers[i].fd, "B", 1, MSG_NOSIGNAL | MSG_DONTWAIT)
+                < 0) {
+            SHI_TRACE("goodbye to rank %d not sent", i);
+        }
+    }
+    shi_comm_free(comm);
+    return st;
+}
+
+int
+shoal_comm_rank(const shoal_comm *comm)
+{
+    return comm != NULL ? comm->rank
+                        : shi_error(SHOAL_EINVAL, "comm_rank: comm is NULL");
+}
+
+int
+shoal_comm_size(const shoal_comm *comm)
+{
+    return comm != NULL ? comm->size
+                        : shi_error(SHOAL_EINVAL, "comm_size: comm is NULL");
+}
+
+const char *
+shoal_comm_name(const shoal_comm *comm)
+{
+    return comm != NULL ? comm->name : "";
+}
+
+int
+shoal_comm_set_timeout(shoal_comm *comm, int64_t timeout_ms)
+{
+    if (comm == NULL || timeout_ms <= 0) {
+        return shi_error(SHOAL_EINVAL,
+            "comm_set_timeout: need a "
+            "communicator and a timeout > 0 ms");
+    }
+    comm->timeout_ms = timeout_ms;
+    return SHOAL_OK;
+}
+
+const char *
+shoal_comm_last_error(const shoal_comm *comm)
+{
+    return comm != NULL ? comm->last_error : "";
+}

@@ -1,0 +1,125 @@
+// The communicator: identity, peers, shared memory, the progress engine's
+// queues, and failure state. Internal to libshoal.
+#ifndef SHI_COMM_H
+#define SHI_COMM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "core/auth.h"
+#include "core/error.h"
+#include "core/request.h"
+#include "shoal.h"
+#include "transport/shm/shm_segment.h"
+
+struct shi_store_ref; // shared by a communicator and the ones split from it
+
+enum shi_peer_state {
+    SHI_PEER_LIVE = 0,
+    SHI_PEER_LEFT, // destroyed its communicator (said goodbye)
+    SHI_PEER_DEAD, // connection lost without a goodbye
+};
+
+// A message that arrived before its receive was posted (small ones only).
+struct shi_unexpected {
+    struct shi_unexpected *next;
+    int                    tag;
+    size_t                 bytes;
+    unsigned char          data[];
+};
+
+struct shi_peer {
+    int        fd; // unix socket to the peer (-1 for ourselves)
+    atomic_int state;
+    int        pid;
+    char       host[64];
+    // Point-to-point state, under the comm lock.
+    shi_req_queue          sends; // sends to this peer, in issue order
+    shi_req_queue          recvs; // posted receives from it, in post order
+    struct shi_unexpected *unexpected, *unexpected_tail;
+    shoal_request         *active_recv; // consuming a multi-slot message
+    uint64_t               send_slot; // next slot we write to it
+    uint64_t               send_free; // slots known free up to (exclusive)
+    uint64_t               recv_slot; // next slot we read from it
+    // Collective state.
+    uint64_t box_slot; // next slot of this peer's outbox
+    uint32_t coll_checked; // collectives verified against this peer
+};
+
+struct shoal_comm {
+    char    name[64];
+    int     rank;
+    int     size;
+    int64_t timeout_ms;
+
+    shi_secret            secret;
+    struct shi_store_ref *store;
+    char                  prefix[256]; // store key prefix of this comm
+    int                   nsplits; // splits made from this comm
+
+    struct shi_peer *peers;
+    shm_segment      seg;
+    struct shm_ctl  *my_ctl;
+    int              spin_ns; // busy-wait budget before yielding
+    int              yield_iter; // sched_yield rounds before sleeping
+
+    // Progress engine (engine.c), under `lock`.
+    pthread_mutex_t lock;
+    pthread_cond_t  cv;
+    shi_req_queue   active; // every incomplete request, issue order
+    shi_req_queue   colls; // incomplete collectives, issue order
+    int             app_drivers;
+    int             shutdown;
+    uint32_t        coll_seq;
+    uint64_t        p2p_seq;
+    int64_t         unexpected_bytes;
+    pthread_t       progress_thread;
+    int             progress_started;
+
+    // Liveness watcher (watch.c).
+    pthread_t watch_thread;
+    int       watch_started;
+    int       watch_stop_fd;
+
+    // Failure: the first outside fault aborts the communicator.
+    atomic_int      failed; // 0, or the status of the fault
+    pthread_mutex_t err_lock;
+    char            fail_text[SHI_ERROR_TEXT_MAX];
+    char            last_error[SHI_ERROR_TEXT_MAX];
+};
+
+// Records `status` and the thread's error text as comm's last error (and
+// returns status), so shoal_comm_last_error can show it.
+int shi_comm_error(shoal_comm *comm, int status);
+
+// Aborts the communicator on every rank with an outside fault: pending and
+// later operations fail. The first abort wins; later ones are ignored.
+// Callable with or without the engine lock held.
+void shi_comm_abort(shoal_comm *comm, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+// Wakes rank `rank`'s sleeping threads if any (or always when `force`).
+void shi_ring(shoal_comm *comm, int rank, int force);
+
+// Bootstrap (bootstrap.c): given rank, size, store and prefix filled in,
+// connect to the peers, set up shared memory and start the threads.
+int shi_comm_bootstrap(shoal_comm *comm, int64_t deadline);
+
+// Allocates a communicator with its locks initialized.
+int shi_comm_alloc(shoal_comm **out, const char *name, int rank, int size,
+    int64_t timeout_ms);
+
+// Frees a communicator after its threads have stopped.
+void shi_comm_free(shoal_comm *comm);
+
+// Liveness watcher (watch.c).
+int  shi_watch_start(shoal_comm *comm);
+void shi_watch_stop(shoal_comm *comm);
+
+// Store references (comm.c).
+struct shi_store     *shi_comm_store(shoal_comm *comm);
+struct shi_store_ref *shi_store_ref_get(struct shi_store_ref *ref);
+void                  shi_store_ref_put(struct shi_store_ref *ref);
+
+#endif

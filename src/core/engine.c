@@ -1,0 +1,384 @@
+// The progress engine (see engine.h).
+#include "engine.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "platform/futex.h"
+
+// How often the driver looks at deadlines and departed peers while it
+// sleeps: a dead peer is also announced by the watcher, so this only bounds
+// how late a deadline or a departure is noticed.
+#define ENGINE_HOUSEKEEPING_NS (100 * 1000000LL)
+
+static inline void
+cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+static void
+queue_unlink_active(shi_req_queue *q, shoal_request *req)
+{
+    if (req->aprev != NULL) {
+        req->aprev->anext = req->anext;
+    } else {
+        q->head = req->anext;
+    }
+    if (req->anext != NULL) {
+        req->anext->aprev = req->aprev;
+    } else {
+        q->tail = req->aprev;
+    }
+    req->anext = req->aprev = NULL;
+}
+
+static void
+queue_push_active(shi_req_queue *q, shoal_request *req)
+{
+    req->anext = NULL;
+    req->aprev = q->tail;
+    if (q->tail != NULL) {
+        q->tail->anext = req;
+    } else {
+        q->head = req;
+    }
+    q->tail = req;
+}
+
+void
+shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
+{
+    if (!req->in_engine) {
+        return;
+    }
+    if (req->kind == SHI_OP_SEND) {
+        shi_queue_remove(&comm->peers[req->peer].sends, req);
+    } else if (req->kind == SHI_OP_RECV) {
+        struct shi_peer *p = &comm->peers[req->peer];
+        if (p->active_recv == req) {
+            p->active_recv = NULL;
+        } else {
+            shi_queue_remove(&p->recvs, req);
+        }
+    } else {
+        shi_queue_remove(&comm->colls, req);
+    }
+    queue_unlink_active(&comm->active, req);
+    req->in_engine = 0;
+    atomic_store_explicit(&req->status, status, memory_order_release);
+}
+
+// Takes over an abort announced by another rank in shared memory.
+static void
+adopt_remote_abort(shoal_comm *comm)
+{
+    struct shm_abort *ab = shm_abort_of(&comm->seg);
+
+    if (atomic_load_explicit(&ab->state, memory_order_acquire) != 2) {
+        return;
+    }
+    shi_comm_abort(
+        comm, ab->status, "rank %d reported: %s", ab->by_rank, ab->text);
+}
+
+static void
+fail_all_locked(shoal_comm *comm)
+{
+    int st = atomic_load(&comm->failed);
+
+    while (comm->active.head != NULL) {
+        shi_engine_complete(comm, comm->active.head, st);
+    }
+}
+
+// One pass over everything that can move. Under the lock.
+static int
+step_locked(shoal_comm *comm)
+{
+    int n = 0;
+
+    if (comm->seg.base != NULL && !atomic_load(&comm->failed)) {
+        adopt_remote_abort(comm);
+    }
+    if (atomic_load(&comm->failed)) {
+        fail_all_locked(comm);
+        return 1;
+    }
+    if (comm->active.head == NULL) {
+        return 0;
+    }
+    n += shi_p2p_step(comm);
+    n += shi_coll_step(comm);
+    return n;
+}
+
+// Aborts with a time-out or a departed peer if an active request calls for
+// it. Under the lock.
+static void
+housekeeping_locked(shoal_comm *comm, int64_t now)
+{
+    char desc[256];
+
+    for (shoal_request *r = comm->active.head; r != NULL; r = r->anext) {
+        int p = r->blocked_on;
+        if (now > r->deadline) {
+            shi_req_describe(r, desc, sizeof(desc));
+            shi_comm_abort(comm, SHOAL_ETIMEDOUT,
+                "%s timed out after %.2f s on rank %d%s%.0d", desc,
+                (double) (now - r->start_ns) / 1e9, comm->rank,
+                p >= 0 ? ", waiting for rank " : "", p >= 0 ? p : 0);
+            return;
+        }
+        if (p >= 0 && atomic_load(&comm->peers[p].state) != SHI_PEER_LIVE) {
+            shi_req_describe(r, desc, sizeof(desc));
+            shi_comm_abort(comm, SHOAL_EPEER,
+                "%s on rank %d needs rank %d (pid %d), which %s", desc,
+                comm->rank, p, comm->peers[p].pid,
+                atomic_load(&comm->peers[p].state) == SHI_PEER_LEFT
+                    ? "destroyed its communicator"
+                    : "died");
+            return;
+        }
+    }
+}
+
+static int
+is_done(shoal_comm *comm, shoal_request *req)
+{
+    if (req != NULL) {
+        return atomic_load_explicit(&req->status, memory_order_acquire)
+            != SHOAL_INPROGRESS;
+    }
+    return comm->active.head == NULL;
+}
+
+// Sleeps on this rank's doorbell unless something can move. Returns 1 if
+// it made progress instead of sleeping.
+static int
+sleep_on_doorbell(shoal_comm *comm, shoal_request *req, int64_t deadline)
+{
+    struct shm_ctl *me = comm->my_ctl;
+    int64_t         now, wait_ns;
+    int             progressed, done;
+
+    atomic_fetch_add(&me->sleepers, 1);
+    uint32_t bell = atomic_load(&me->doorbell);
+    pthread_mutex_lock(&comm->lock);
+    progressed = step_locked(comm);
+    done       = is_done(comm, req);
+    pthread_mutex_unlock(&comm->lock);
+    if (!progressed && !done) {
+        now     = shi_now_ns();
+        wait_ns = deadline - now;
+        if (wait_ns > ENGINE_HOUSEKEEPING_NS) {
+            wait_ns = ENGINE_HOUSEKEEPING_NS;
+        }
+        if (wait_ns > 0) {
+            shi_futex_wait(&me->doorbell, bell, wait_ns);
+        }
+    }
+    atomic_fetch_sub(&me->sleepers, 1);
+    return progressed;
+}
+
+// Drives until `req` completes (req NULL: until nothing is active), the
+// caller's `deadline` passes, or, for the progress thread (`app` 0), until
+// an application thread takes over.
+static void
+drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
+{
+    int64_t idle_since = shi_now_ns();
+    int     yields     = 0;
+    char    desc[256];
+
+    for (unsigned iter = 1;; iter++) {
+        pthread_mutex_lock(&comm->lock);
+        int progressed = step_locked(comm);
+        if (is_done(comm, req)
+            || (!app && (comm->app_drivers > 0 || comm->shutdown))) {
+            pthread_mutex_unlock(&comm->lock);
+            return;
+        }
+        int64_t now = shi_now_ns();
+        if ((iter & 255) == 0 || yields >= comm->yield_iter) {
+            housekeeping_locked(comm, now);
+        }
+        if (req != NULL && now > deadline && deadline < req->deadline) {
+            shi_req_describe(req, desc, sizeof(desc));
+            shi_comm_abort(comm, SHOAL_ETIMEDOUT,
+                "%s: the wait's deadline passed after %.2f s on "
+                "rank %d",
+                desc, (double) (now - req->start_ns) / 1e9, comm->rank);
+        }
+        pthread_mutex_unlock(&comm->lock);
+        if (progressed) {
+            idle_since = now;
+            yields     = 0;
+        } else if (now - idle_since < comm->spin_ns) {
+            cpu_relax();
+        } else if (yields < comm->yield_iter) {
+            sched_yield();
+            yields++;
+        } else if (sleep_on_doorbell(comm, req, deadline) == 0) {
+            idle_since = shi_now_ns();
+        }
+    }
+}
+
+static int
+fail_text_status(shoal_comm *comm, shoal_request *req, int st)
+{
+    char desc[256];
+
+    shi_req_describe(req, desc, sizeof(desc));
+    pthread_mutex_lock(&comm->err_lock);
+    shi_error(
+        st, "%s failed on rank %d: %s", desc, comm->rank, comm->fail_text);
+    pthread_mutex_unlock(&comm->err_lock);
+    return shi_comm_error(comm, st);
+}
+
+int
+shi_engine_wait(shoal_request *req, int64_t deadline)
+{
+    shoal_comm *comm = req->comm;
+    int         st = atomic_load_explicit(&req->status, memory_order_acquire);
+
+    if (st == SHOAL_INPROGRESS) {
+        pthread_mutex_lock(&comm->lock);
+        comm->app_drivers++;
+        pthread_mutex_unlock(&comm->lock);
+        drive(comm, req, deadline, 1);
+        pthread_mutex_lock(&comm->lock);
+        if (--comm->app_drivers == 0 && comm->active.head != NULL) {
+            pthread_cond_signal(&comm->cv);
+        }
+        pthread_mutex_unlock(&comm->lock);
+        st = atomic_load_explicit(&req->status, memory_order_acquire);
+    }
+    return st < 0 ? fail_text_status(comm, req, st) : st;
+}
+
+int
+shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
+{
+    int st;
+
+    req->comm       = comm;
+    req->start_ns   = shi_now_ns();
+    req->blocked_on = -1;
+    atomic_store_explicit(
+        &req->status, SHOAL_INPROGRESS, memory_order_relaxed);
+    pthread_mutex_lock(&comm->lock);
+    st = atomic_load(&comm->failed);
+    if (st != 0) {
+        pthread_mutex_lock(&comm->err_lock);
+        shi_error(SHOAL_EABORTED,
+            "communicator '%s' was aborted by an "
+            "earlier error: %s",
+            comm->name, comm->fail_text);
+        pthread_mutex_unlock(&comm->err_lock);
+        pthread_mutex_unlock(&comm->lock);
+        return shi_comm_error(comm, SHOAL_EABORTED);
+    }
+    req->in_engine = 1;
+    queue_push_active(&comm->active, req);
+    if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
+        shi_p2p_post(comm, req);
+    } else {
+        req->seq = ++comm->coll_seq;
+        shi_queue_push(&comm->colls, req);
+    }
+    step_locked(comm);
+    st = atomic_load_explicit(&req->status, memory_order_acquire);
+    if (st == SHOAL_INPROGRESS && !blocking) {
+        // The progress thread may sleep on the doorbell or on the cv.
+        shi_ring(comm, comm->rank, 0);
+        pthread_cond_signal(&comm->cv);
+    }
+    pthread_mutex_unlock(&comm->lock);
+    return st < 0 ? fail_text_status(comm, req, st) : st;
+}
+
+int
+shi_engine_sync(shoal_comm *comm, int64_t deadline)
+{
+    shoal_request *last;
+    int            st;
+
+    pthread_mutex_lock(&comm->lock);
+    last = comm->active.tail;
+    comm->app_drivers++;
+    pthread_mutex_unlock(&comm->lock);
+    if (last != NULL) {
+        drive(comm, NULL, deadline, 1);
+    }
+    pthread_mutex_lock(&comm->lock);
+    comm->app_drivers--;
+    st = atomic_load(&comm->failed);
+    pthread_mutex_unlock(&comm->lock);
+    if (st != 0) {
+        pthread_mutex_lock(&comm->err_lock);
+        shi_error(st, "%s", comm->fail_text);
+        pthread_mutex_unlock(&comm->err_lock);
+        return shi_comm_error(comm, st);
+    }
+    return SHOAL_OK;
+}
+
+static void *
+progress_main(void *arg)
+{
+    shoal_comm *comm = arg;
+
+    pthread_mutex_lock(&comm->lock);
+    while (!comm->shutdown) {
+        if (comm->active.head == NULL || comm->app_drivers > 0) {
+            pthread_cond_wait(&comm->cv, &comm->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&comm->lock);
+        drive(comm, NULL, SHI_NO_DEADLINE, 0);
+        pthread_mutex_lock(&comm->lock);
+    }
+    pthread_mutex_unlock(&comm->lock);
+    return NULL;
+}
+
+int
+shi_engine_start(shoal_comm *comm)
+{
+    int err
+        = pthread_create(&comm->progress_thread, NULL, progress_main, comm);
+
+    if (err != 0) {
+        return shi_error(
+            SHOAL_ESYS, "cannot start the progress thread: %s", strerror(err));
+    }
+    comm->progress_started = 1;
+    return SHOAL_OK;
+}
+
+void
+shi_engine_stop(shoal_comm *comm)
+{
+    if (!comm->progress_started) {
+        return;
+    }
+    pthread_mutex_lock(&comm->lock);
+    comm->shutdown = 1;
+    pthread_cond_broadcast(&comm->cv);
+    pthread_mutex_unlock(&comm->lock);
+    shi_ring(comm, comm->rank, 1);
+    pthread_join(comm->progress_thread, NULL);
+    comm->progress_started = 0;
+}

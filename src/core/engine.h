@@ -1,0 +1,48 @@
+// The progress engine: every request of a communicator advances through
+// one step function, driven either by a thread waiting for a request (the
+// fast path: no hand-off) or by the communicator's progress thread when no
+// caller waits, so non-blocking work moves without the caller polling.
+//
+// Waiting spins briefly, then yields, then sleeps on this rank's doorbell
+// futex in shared memory; peers ring it only when someone sleeps, so the
+// fast path makes no system call and an idle communicator uses no CPU.
+#ifndef SHI_ENGINE_H
+#define SHI_ENGINE_H
+
+#include <stdint.h>
+
+#include "core/comm.h"
+
+// Starts and stops the progress thread.
+int  shi_engine_start(shoal_comm *comm);
+void shi_engine_stop(shoal_comm *comm);
+
+// Hands `req` (filled in by the operation) to the engine and tries to
+// complete it at once. Returns SHOAL_OK if it completed, SHOAL_INPROGRESS if
+// it is pending, or an error (the request was not accepted; the message is
+// recorded on the comm). `blocking`: the caller will wait right away, so the
+// progress thread need not be woken.
+int shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking);
+
+// Drives the engine until `req` completes or `deadline` passes (then the
+// communicator is aborted with SHOAL_ETIMEDOUT). Returns req's status, with
+// the message recorded on the comm and the thread.
+int shi_engine_wait(shoal_request *req, int64_t deadline);
+
+// Waits for every request of the comm; returns the first error or OK.
+int shi_engine_sync(shoal_comm *comm, int64_t deadline);
+
+// Completes `req` with `status` (under the comm lock): unlinks it from every
+// queue, then publishes the status.
+void shi_engine_complete(shoal_comm *comm, shoal_request *req, int status);
+
+// Transport steps, called under the comm lock; each returns how many units
+// of progress it made (0: nothing could move).
+int shi_p2p_post(shoal_comm *comm, shoal_request *req);
+int shi_p2p_step(shoal_comm *comm);
+int shi_coll_step(shoal_comm *comm);
+
+// Frees buffered messages nobody received (at destroy).
+void shi_p2p_discard(shoal_comm *comm);
+
+#endif

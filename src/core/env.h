@@ -1,0 +1,29 @@
+// Launch-environment detection: who am I (rank, size) and where is the
+// rendezvous store. Sources, first match wins: an explicit shoal_config,
+// SHOAL_RANK/SHOAL_SIZE/SHOAL_STORE, torchrun (RANK, WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT), Open MPI (OMPI_COMM_WORLD_RANK/SIZE),
+// MPICH/PMI (PMI_RANK/PMI_SIZE), Slurm (SLURM_PROCID/SLURM_NTASKS).
+#ifndef SHI_ENV_H
+#define SHI_ENV_H
+
+#include "shoal.h"
+
+#define SHI_ADDR_MAX 512
+
+typedef struct shi_launch {
+    int         rank;
+    int         size;
+    char        store[SHI_ADDR_MAX]; // "" when size == 1 and none was given
+    int         launcher_serves; // 1: the launcher serves the store
+    const char *source; // where rank and size came from
+} shi_launch;
+
+// Fills *out from `cfg` (may be NULL) and the environment. Errors:
+// SHOAL_EENV naming the variables looked for, or the contradiction found.
+int shi_launch_detect(shi_launch *out, const shoal_config *cfg);
+
+// Reads an integer environment variable; returns `fallback` when unset and
+// SHOAL_EENV (with a message) when set but not an integer.
+int shi_env_int(const char *name, long long fallback, long long *out);
+
+#endif

@@ -1,0 +1,298 @@
+// Public entry points of the operations: argument checks, then a request
+// handed to the engine. Blocking forms keep their request on the stack.
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/engine.h"
+
+static int bad_arg(shoal_comm *comm, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+// Records an argument error on the thread and the comm.
+static int
+bad_arg(shoal_comm *comm, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    shi_verror(SHOAL_EINVAL, fmt, ap);
+    va_end(ap);
+    return comm != NULL ? shi_comm_error(comm, SHOAL_EINVAL) : SHOAL_EINVAL;
+}
+
+// Checks what every operation with a buffer needs.
+static int
+check_buffer(
+    shoal_comm *comm, const char *op, const void *buf, size_t count, int dtype)
+{
+    if (comm == NULL) {
+        return shi_error(SHOAL_EINVAL, "%s: the communicator is NULL", op);
+    }
+    if (shoal_dtype_size(dtype) == 0) {
+        return bad_arg(
+            comm, "%s: unknown dtype %d (see shoal_dtype)", op, dtype);
+    }
+    if (buf == NULL && count > 0) {
+        return bad_arg(comm, "%s: buffer is NULL but count is %zu", op, count);
+    }
+    if (count > SIZE_MAX / shoal_dtype_size(dtype)) {
+        return bad_arg(
+            comm, "%s: count %zu overflows the buffer size", op, count);
+    }
+    return SHOAL_OK;
+}
+
+static int
+check_rank(shoal_comm *comm, const char *op, const char *what, int rank)
+{
+    if (rank >= 0 && rank < comm->size) {
+        return SHOAL_OK;
+    }
+    return bad_arg(
+        comm, "%s: %s %d is outside 0..%d", op, what, rank, comm->size - 1);
+}
+
+static void
+req_fill(shoal_request *req, shoal_comm *comm, int kind, const void *buf,
+    size_t count, int dtype, int peer, int tag)
+{
+    memset(req, 0, sizeof(*req));
+    req->kind     = kind;
+    req->buf      = (unsigned char *) buf;
+    req->count    = count;
+    req->dtype    = dtype;
+    req->bytes    = count * shoal_dtype_size(dtype);
+    req->peer     = peer;
+    req->tag      = tag;
+    req->deadline = shi_deadline_in_ms(comm->timeout_ms);
+}
+
+static int
+check_p2p(shoal_comm *comm, const char *op, const void *buf, size_t count,
+    int dtype, int peer, int tag)
+{
+    int st = check_buffer(comm, op, buf, count, dtype);
+
+    if (st == SHOAL_OK) {
+        st = check_rank(comm, op, "peer", peer);
+    }
+    if (st == SHOAL_OK && peer == comm->rank) {
+        st = bad_arg(comm,
+            "%s: peer %d is this rank; sending to oneself "
+            "is not supported",
+            op, peer);
+    }
+    if (st == SHOAL_OK && tag < 0) {
+        st = bad_arg(comm, "%s: tag %d is negative", op, tag);
+    }
+    return st;
+}
+
+// Runs a filled request to completion on the caller's stack.
+static int
+run_blocking(shoal_comm *comm, shoal_request *req)
+{
+    int st = shi_engine_submit(comm, req, 1);
+
+    if (st == SHOAL_INPROGRESS) {
+        st = shi_engine_wait(req, req->deadline);
+    }
+    return st;
+}
+
+// Moves a filled stack request to the heap and starts it.
+static int
+start_async(shoal_comm *comm, const shoal_request *tmpl, shoal_request **out)
+{
+    shoal_request *req;
+    int            st;
+
+    *out = NULL;
+    req  = malloc(sizeof(*req));
+    if (req == NULL) {
+        return shi_comm_error(comm, shi_error(SHOAL_ENOMEM, "out of memory"));
+    }
+    *req      = *tmpl;
+    req->heap = 1;
+    st        = shi_engine_submit(comm, req, 0);
+    if (st < 0) {
+        free(req);
+        return st;
+    }
+    *out = req;
+    return SHOAL_OK;
+}
+
+static int
+p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
+    shoal_dtype dtype, int peer, int tag, shoal_request **out)
+{
+    const char   *op = kind == SHI_OP_SEND ? "send" : "recv";
+    shoal_request req;
+    int           st;
+
+    if (out != NULL) {
+        *out = NULL;
+    }
+    st = check_p2p(comm, op, buf, count, (int) dtype, peer, tag);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    req_fill(&req, comm, kind, buf, count, (int) dtype, peer, tag);
+    return out != NULL ? start_async(comm, &req, out)
+                       : run_blocking(comm, &req);
+}
+
+int
+shoal_send(shoal_comm *comm, const void *buf, size_t count, shoal_dtype dtype,
+    int peer, int tag)
+{
+    return p2p(comm, SHI_OP_SEND, buf, count, dtype, peer, tag, NULL);
+}
+
+int
+shoal_isend(shoal_comm *comm, const void *buf, size_t count, shoal_dtype dtype,
+    int peer, int tag, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "isend: req is NULL");
+    }
+    return p2p(comm, SHI_OP_SEND, buf, count, dtype, peer, tag, req);
+}
+
+int
+shoal_recv(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
+    int peer, int tag)
+{
+    return p2p(comm, SHI_OP_RECV, buf, count, dtype, peer, tag, NULL);
+}
+
+int
+shoal_irecv(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
+    int peer, int tag, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "irecv: req is NULL");
+    }
+    return p2p(comm, SHI_OP_RECV, buf, count, dtype, peer, tag, req);
+}
+
+static int
+barrier(shoal_comm *comm, shoal_request **out)
+{
+    shoal_request req;
+
+    if (comm == NULL) {
+        return shi_error(SHOAL_EINVAL, "barrier: the communicator is NULL");
+    }
+    req_fill(&req, comm, SHI_OP_BARRIER, NULL, 0, SHOAL_UINT8, -1, 0);
+    return out != NULL ? start_async(comm, &req, out)
+                       : run_blocking(comm, &req);
+}
+
+int
+shoal_barrier(shoal_comm *comm)
+{
+    return barrier(comm, NULL);
+}
+
+int
+shoal_ibarrier(shoal_comm *comm, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "ibarrier: req is NULL");
+    }
+    *req = NULL;
+    return barrier(comm, req);
+}
+
+static int
+broadcast(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
+    int root, shoal_request **out)
+{
+    shoal_request req;
+    int st = check_buffer(comm, "broadcast", buf, count, (int) dtype);
+
+    if (st == SHOAL_OK) {
+        st = check_rank(comm, "broadcast", "root", root);
+    }
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    req_fill(&req, comm, SHI_OP_BCAST, buf, count, (int) dtype, root, 0);
+    return out != NULL ? start_async(comm, &req, out)
+                       : run_blocking(comm, &req);
+}
+
+int
+shoal_broadcast(
+    shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype, int root)
+{
+    return broadcast(comm, buf, count, dtype, root, NULL);
+}
+
+int
+shoal_ibroadcast(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
+    int root, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "ibroadcast: req is NULL");
+    }
+    *req = NULL;
+    return broadcast(comm, buf, count, dtype, root, req);
+}
+
+int
+shoal_test(shoal_request *req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "test: req is NULL");
+    }
+    int st = atomic_load_explicit(&req->status, memory_order_acquire);
+    if (st == SHOAL_INPROGRESS) {
+        return SHOAL_INPROGRESS;
+    }
+    // Failed: record the message for this thread (and return the status).
+    return st < 0 ? shi_engine_wait(req, req->deadline) : st;
+}
+
+int
+shoal_wait(shoal_request *req, int64_t timeout_ms)
+{
+    int64_t deadline;
+
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "wait: req is NULL");
+    }
+    deadline = req->deadline;
+    if (timeout_ms >= 0) {
+        int64_t mine = shi_deadline_in_ms(timeout_ms);
+        deadline     = mine < deadline ? mine : deadline;
+    }
+    return shi_engine_wait(req, deadline);
+}
+
+void
+shoal_request_free(shoal_request *req)
+{
+    if (req == NULL) {
+        return;
+    }
+    if (atomic_load_explicit(&req->status, memory_order_acquire)
+        == SHOAL_INPROGRESS) {
+        shi_engine_wait(req, req->deadline);
+    }
+    free(req);
+}
+
+int
+shoal_comm_sync(shoal_comm *comm)
+{
+    if (comm == NULL) {
+        return shi_error(SHOAL_EINVAL, "sync: the communicator is NULL");
+    }
+    return shi_engine_sync(comm, shi_deadline_in_ms(comm->timeout_ms));
+}

@@ -1,0 +1,246 @@
+// Point-to-point messages over the shared-memory channels.
+//
+// A message is one or more slots of the channel from sender to receiver:
+// the first slot carries the tag and total size. The receiver drains its
+// channel in order; a message whose receive is not posted yet is copied
+// aside if it fits in one slot (and the unexpected budget), otherwise it
+// waits at the head of the channel until its receive is posted. Messages
+// with the same tag therefore arrive in send order.
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/engine.h"
+#include "core/log.h"
+
+// Budget for buffered unexpected messages per communicator.
+#define P2P_UNEXPECTED_MAX (64LL << 20)
+
+static void
+consume_slot(shoal_comm *comm, int src)
+{
+    struct shi_peer *p = &comm->peers[src];
+
+    p->recv_slot++;
+    atomic_store_explicit(&shm_p2p_tail(&comm->seg, src, comm->rank)->tail,
+        p->recv_slot, memory_order_release);
+    shi_ring(comm, src, 0);
+}
+
+static int
+size_mismatch(shoal_comm *comm, int src, int tag, uint64_t sent,
+    const shoal_request *req)
+{
+    shi_comm_abort(comm, SHOAL_EMISMATCH,
+        "rank %d sent %llu bytes with tag %d, but rank %d posted "
+        "a receive of %zu bytes (%zu x %s)",
+        src, (unsigned long long) sent, tag, comm->rank, req->bytes,
+        req->count, shoal_dtype_name(req->dtype));
+    return 1;
+}
+
+// Copies a one-slot message whose receive is not posted yet. Returns 0 if
+// the budget is exhausted (the message stays in the channel).
+static int
+buffer_unexpected(shoal_comm *comm, int src, struct shm_slot_header *h)
+{
+    struct shi_peer       *p = &comm->peers[src];
+    struct shi_unexpected *u;
+
+    if (comm->unexpected_bytes + (int64_t) h->chunk_bytes
+        > P2P_UNEXPECTED_MAX) {
+        return 0;
+    }
+    u = malloc(sizeof(*u) + h->chunk_bytes);
+    if (u == NULL) {
+        return 0;
+    }
+    u->next  = NULL;
+    u->tag   = (int) h->tag;
+    u->bytes = h->chunk_bytes;
+    memcpy(u->data, shm_slot_data(h), h->chunk_bytes);
+    if (p->unexpected_tail != NULL) {
+        p->unexpected_tail->next = u;
+    } else {
+        p->unexpected = u;
+    }
+    p->unexpected_tail = u;
+    comm->unexpected_bytes += (int64_t) u->bytes;
+    consume_slot(comm, src);
+    return 1;
+}
+
+static shoal_request *
+take_posted(struct shi_peer *p, int tag)
+{
+    for (shoal_request *r = p->recvs.head; r != NULL; r = r->qnext) {
+        if (r->tag == tag) {
+            shi_queue_remove(&p->recvs, r);
+            return r;
+        }
+    }
+    return NULL;
+}
+
+// Drains the channel from `src` as far as posted receives allow.
+static int
+recv_step(shoal_comm *comm, int src)
+{
+    struct shi_peer *p = &comm->peers[src];
+    int              n = 0;
+
+    for (;;) {
+        struct shm_slot_header *h
+            = shm_p2p_slot(&comm->seg, src, comm->rank, p->recv_slot);
+        if (atomic_load_explicit(&h->seq, memory_order_acquire)
+            != p->recv_slot + 1) {
+            return n;
+        }
+        if (p->active_recv == NULL) {
+            shoal_request *r = take_posted(p, (int) h->tag);
+            if (r == NULL) {
+                if (!(h->flags & SHM_LAST)
+                    || !buffer_unexpected(comm, src, h)) {
+                    return n;
+                }
+                n++;
+                continue;
+            }
+            p->active_recv = r;
+            if (h->msg_bytes != r->bytes) {
+                return size_mismatch(comm, src, (int) h->tag, h->msg_bytes, r);
+            }
+        }
+        shoal_request *r    = p->active_recv;
+        uint32_t       flag = h->flags;
+        memcpy(r->buf + r->done, shm_slot_data(h), h->chunk_bytes);
+        r->done += h->chunk_bytes;
+        consume_slot(comm, src);
+        n++;
+        if (flag & SHM_LAST) {
+            p->active_recv = NULL;
+            shi_engine_complete(comm, r, SHOAL_OK);
+        }
+    }
+}
+
+// Writes the queued sends to `dst` into free slots, in issue order.
+static int
+send_step(shoal_comm *comm, int dst)
+{
+    struct shi_peer *p     = &comm->peers[dst];
+    uint32_t         slots = comm->seg.p2p_slots;
+    size_t           max   = comm->seg.p2p_slot_bytes;
+    int              n     = 0;
+    shoal_request   *r;
+
+    while ((r = p->sends.head) != NULL) {
+        if (p->send_slot >= p->send_free) {
+            uint64_t tail = atomic_load_explicit(
+                &shm_p2p_tail(&comm->seg, comm->rank, dst)->tail,
+                memory_order_acquire);
+            p->send_free = tail + slots;
+            if (p->send_slot >= p->send_free) {
+                return n;
+            }
+        }
+        struct shm_slot_header *h
+            = shm_p2p_slot(&comm->seg, comm->rank, dst, p->send_slot);
+        size_t chunk = r->bytes - r->done < max ? r->bytes - r->done : max;
+        memcpy(shm_slot_data(h), r->buf + r->done, chunk);
+        h->msg_bytes   = r->bytes;
+        h->tag         = (uint32_t) r->tag;
+        h->chunk_bytes = (uint32_t) chunk;
+        h->flags       = (r->done == 0 ? SHM_FIRST : 0)
+            | (r->done + chunk == r->bytes ? SHM_LAST : 0);
+        atomic_store_explicit(&h->seq, p->send_slot + 1, memory_order_release);
+        p->send_slot++;
+        r->done += chunk;
+        n++;
+        shi_ring(comm, dst, 0);
+        if (r->done == r->bytes) {
+            shi_engine_complete(comm, r, SHOAL_OK);
+        }
+    }
+    return n;
+}
+
+int
+shi_p2p_step(shoal_comm *comm)
+{
+    int n = 0;
+
+    for (int peer = 0; peer < comm->size; peer++) {
+        if (peer == comm->rank) {
+            continue;
+        }
+        if (comm->peers[peer].sends.head != NULL) {
+            n += send_step(comm, peer);
+        }
+        n += recv_step(comm, peer);
+    }
+    return n;
+}
+
+// Matches a new receive against buffered unexpected messages first, so
+// that same-tag messages keep their order.
+static int
+match_unexpected(shoal_comm *comm, shoal_request *req)
+{
+    struct shi_peer       *p    = &comm->peers[req->peer];
+    struct shi_unexpected *prev = NULL;
+
+    for (struct shi_unexpected *u = p->unexpected; u; prev = u, u = u->next) {
+        if (u->tag != req->tag) {
+            continue;
+        }
+        if (prev != NULL) {
+            prev->next = u->next;
+        } else {
+            p->unexpected = u->next;
+        }
+        if (p->unexpected_tail == u) {
+            p->unexpected_tail = prev;
+        }
+        comm->unexpected_bytes -= (int64_t) u->bytes;
+        if (u->bytes != req->bytes) {
+            size_mismatch(comm, req->peer, u->tag, u->bytes, req);
+        } else {
+            memcpy(req->buf, u->data, u->bytes);
+            shi_engine_complete(comm, req, SHOAL_OK);
+        }
+        free(u);
+        return 1;
+    }
+    return 0;
+}
+
+int
+shi_p2p_post(shoal_comm *comm, shoal_request *req)
+{
+    req->seq        = ++comm->p2p_seq;
+    req->blocked_on = req->peer;
+    if (req->kind == SHI_OP_SEND) {
+        shi_queue_push(&comm->peers[req->peer].sends, req);
+        return 0;
+    }
+    if (match_unexpected(comm, req)) {
+        return 1;
+    }
+    shi_queue_push(&comm->peers[req->peer].recvs, req);
+    return 0;
+}
+
+void
+shi_p2p_discard(shoal_comm *comm)
+{
+    for (int i = 0; i < comm->size; i++) {
+        struct shi_unexpected *u = comm->peers[i].unexpected;
+        while (u != NULL) {
+            struct shi_unexpected *next = u->next;
+            free(u);
+            u = next;
+        }
+        comm->peers[i].unexpected = comm->peers[i].unexpected_tail = NULL;
+    }
+}

@@ -1,0 +1,58 @@
+// Requests: one per operation, blocking or not. A request is in the engine
+// (on the comm's active queue) until it completes; its owner (the caller of
+// a non-blocking operation, or the blocking call's stack frame) keeps it
+// until shoal_request_free or return.
+#ifndef SHI_REQUEST_H
+#define SHI_REQUEST_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shoal.h"
+
+enum shi_op_kind {
+    SHI_OP_SEND = 1,
+    SHI_OP_RECV,
+    SHI_OP_BARRIER,
+    SHI_OP_BCAST,
+};
+
+typedef struct shi_req_queue {
+    shoal_request *head, *tail;
+} shi_req_queue;
+
+struct shoal_request {
+    shoal_comm    *comm;
+    int            kind;
+    atomic_int     status; // SHOAL_INPROGRESS until final
+    int            in_engine;
+    int            heap; // allocated by a non-blocking call
+    int64_t        start_ns;
+    int64_t        deadline;
+    uint64_t       seq; // collective number or point-to-point number
+    int            peer; // p2p peer, or broadcast root
+    int            tag;
+    unsigned char *buf;
+    size_t         bytes;
+    size_t         done;
+    size_t         count;
+    int            dtype;
+    int            blocked_on; // the rank it waits for, -1 if none
+    uint64_t       slot; // next ring slot (broadcast)
+    uint64_t       slot_end; // one past its last slot (broadcast)
+    int            started; // collective entered (descriptor published)
+    // Links: `anext` on comm->active, `qnext` on one per-kind queue.
+    shoal_request *anext, *aprev;
+    shoal_request *qnext;
+};
+
+// Short description for messages: "broadcast #12 (root 0, 1024 x float32)".
+void shi_req_describe(const shoal_request *req, char *buf, size_t len);
+
+// Queue helpers (FIFO through `qnext`).
+void           shi_queue_push(shi_req_queue *q, shoal_request *req);
+void           shi_queue_remove(shi_req_queue *q, shoal_request *req);
+shoal_request *shi_queue_head(const shi_req_queue *q);
+
+#endif

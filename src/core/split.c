@@ -1,0 +1,274 @@
+// Splitting a communicator, by color and key or by an explicit rank list.
+//
+// Collective over the parent: every rank publishes its choice under the
+// parent's next split number in the store, reads the choices of the ranks
+// it may share a group with, and the members bootstrap a new communicator
+// under their own key prefix (so groups of one split never mix).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/comm.h"
+#include "core/log.h"
+#include "store/store.h"
+
+#define CHOICE_MAX 65536
+
+static int
+publish_choice(
+    shoal_comm *parent, int split, const char *choice, int64_t deadline)
+{
+    char key[512];
+
+    snprintf(
+        key, sizeof(key), "%ssplit%d/%d", parent->prefix, split, parent->rank);
+    return shi_store_set(
+        shi_comm_store(parent), key, choice, strlen(choice), deadline);
+}
+
+static int
+read_choice(shoal_comm *parent, int split, int r, char **out, int64_t deadline)
+{
+    char   key[512];
+    size_t len;
+
+    snprintf(key, sizeof(key), "%ssplit%d/%d", parent->prefix, split, r);
+    int st = shi_store_get(
+        shi_comm_store(parent), key, (void **) out, &len, deadline);
+    if (st != SHOAL_OK) {
+        return shi_error_wrap(
+            st, "split of '%s': waiting for rank %d", parent->name, r);
+    }
+    return SHOAL_OK;
+}
+
+// Creates the member communicator: `rank` of `size`, keys under `tag`.
+static int
+make_child(shoal_comm *parent, int split, const char *tag, int rank, int size,
+    int64_t deadline, shoal_comm **out)
+{
+    shoal_comm *child;
+    char        name[64];
+    int         st;
+
+    snprintf(name, sizeof(name), "%s.split%d", parent->name, split);
+    st = shi_comm_alloc(&child, name, rank, size, parent->timeout_ms);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    child->secret = parent->secret;
+    child->store  = shi_store_ref_get(parent->store);
+    snprintf(child->prefix, sizeof(child->prefix), "%ssplit%d.%s/",
+        parent->prefix, split, tag);
+    st = shi_comm_bootstrap(child, deadline);
+    if (st != SHOAL_OK) {
+        shi_comm_free(child);
+        return st;
+    }
+    *out = child;
+    return SHOAL_OK;
+}
+
+struct member {
+    int key, rank;
+};
+
+static int
+by_key_then_rank(const void *a, const void *b)
+{
+    const struct member *x = a, *y = b;
+
+    if (x->key != y->key) {
+        return x->key < y->key ? -1 : 1;
+    }
+    return x->rank < y->rank ? -1 : (x->rank > y->rank);
+}
+
+// Reads every rank's (color, key) and collects those of `color`.
+static int
+collect_color(shoal_comm *parent, int split, int color, struct member *m,
+    int *count, int64_t deadline)
+{
+    *count = 0;
+    for (int r = 0; r < parent->size; r++) {
+        char *choice;
+        int   c, k, st = read_choice(parent, split, r, &choice, deadline);
+        if (st != SHOAL_OK) {
+            return st;
+        }
+        int ok = sscanf(choice, "color %d %d", &c, &k) == 2;
+        free(choice);
+        if (!ok) {
+            return shi_error(SHOAL_EMISMATCH,
+                "split of '%s': rank %d called "
+                "shoal_comm_split_ranks where rank %d called "
+                "shoal_comm_split",
+                parent->name, r, parent->rank);
+        }
+        if (c == color) {
+            m[*count].key  = k;
+            m[*count].rank = r;
+            (*count)++;
+        }
+    }
+    return SHOAL_OK;
+}
+
+int
+shoal_comm_split(shoal_comm *comm, int color, int key, shoal_comm **out)
+{
+    char           choice[64], tag[32];
+    struct member *m;
+    int            n, me = -1, st;
+
+    if (out == NULL || comm == NULL || color < SHOAL_SPLIT_NONE) {
+        return shi_error(SHOAL_EINVAL,
+            "comm_split: need a communicator, an "
+            "out pointer and a color >= 0 or SHOAL_SPLIT_NONE");
+    }
+    *out             = NULL;
+    int     split    = ++comm->nsplits;
+    int64_t deadline = shi_deadline_in_ms(comm->timeout_ms);
+    snprintf(choice, sizeof(choice), "color %d %d", color, key);
+    if (comm->size > 1
+        && (st = publish_choice(comm, split, choice, deadline)) != SHOAL_OK) {
+        return shi_comm_error(comm, st);
+    }
+    if (color == SHOAL_SPLIT_NONE) {
+        return SHOAL_OK;
+    }
+    if ((m = calloc((size_t) comm->size, sizeof(*m))) == NULL) {
+        return shi_comm_error(comm, shi_error(SHOAL_ENOMEM, "out of memory"));
+    }
+    if (comm->size == 1) {
+        m[0] = (struct member) { key, 0 };
+        n    = 1;
+        st   = SHOAL_OK;
+    } else {
+        st = collect_color(comm, split, color, m, &n, deadline);
+    }
+    if (st == SHOAL_OK) {
+        qsort(m, (size_t) n, sizeof(*m), by_key_then_rank);
+        for (int i = 0; i < n; i++) {
+            me = m[i].rank == comm->rank ? i : me;
+        }
+        snprintf(tag, sizeof(tag), "c%d", color);
+        st = make_child(comm, split, tag, me, n, deadline, out);
+    }
+    free(m);
+    return st == SHOAL_OK ? st : shi_comm_error(comm, st);
+}
+
+// Checks a rank list: in range, no duplicates, contains the caller.
+static int
+check_list(shoal_comm *comm, const int *ranks, int n, int *me)
+{
+    *me = -1;
+    for (int i = 0; i < n; i++) {
+        if (ranks[i] < 0 || ranks[i] >= comm->size) {
+            return shi_error(SHOAL_EINVAL,
+                "comm_split_ranks: rank %d is "
+                "outside 0..%d",
+                ranks[i], comm->size - 1);
+        }
+        for (int j = 0; j < i; j++) {
+            if (ranks[j] == ranks[i]) {
+                return shi_error(SHOAL_EINVAL,
+                    "comm_split_ranks: rank %d "
+                    "is listed twice",
+                    ranks[i]);
+            }
+        }
+        *me = ranks[i] == comm->rank ? i : *me;
+    }
+    if (*me < 0) {
+        return shi_error(SHOAL_EINVAL,
+            "comm_split_ranks: the list does not "
+            "contain this rank (%d); ranks outside the new group "
+            "pass an empty list",
+            comm->rank);
+    }
+    return SHOAL_OK;
+}
+
+static int
+format_list(char *buf, size_t len, const int *ranks, int n)
+{
+    size_t used = (size_t) snprintf(buf, len, "ranks");
+
+    for (int i = 0; i < n && used < len; i++) {
+        used += (size_t) snprintf(buf + used, len - used, " %d", ranks[i]);
+    }
+    return used < len ? SHOAL_OK
+                      : shi_error(SHOAL_EINVAL,
+                          "comm_split_ranks: list too "
+                          "long");
+}
+
+// Every member must have passed exactly our list.
+static int
+verify_members(shoal_comm *comm, int split, const int *ranks, int n,
+    const char *mine, int64_t deadline)
+{
+    for (int i = 0; i < n; i++) {
+        char *theirs;
+        int   st = read_choice(comm, split, ranks[i], &theirs, deadline);
+        if (st != SHOAL_OK) {
+            return st;
+        }
+        int same = strcmp(theirs, mine) == 0;
+        if (!same) {
+            st = shi_error(SHOAL_EMISMATCH,
+                "split of '%s': rank %d passed "
+                "[%s] but rank %d passed [%s]",
+                comm->name, comm->rank, mine, ranks[i], theirs);
+        }
+        free(theirs);
+        if (!same) {
+            return st;
+        }
+    }
+    return SHOAL_OK;
+}
+
+int
+shoal_comm_split_ranks(
+    shoal_comm *comm, const int *ranks, int nranks, shoal_comm **out)
+{
+    char *mine;
+    char  tag[32];
+    int   me, st;
+
+    if (out == NULL || comm == NULL || nranks < 0
+        || (nranks > 0 && ranks == NULL)) {
+        return shi_error(SHOAL_EINVAL,
+            "comm_split_ranks: need a "
+            "communicator, an out pointer and a list");
+    }
+    *out             = NULL;
+    int     split    = ++comm->nsplits;
+    int64_t deadline = shi_deadline_in_ms(comm->timeout_ms);
+    if (nranks == 0) {
+        return SHOAL_OK;
+    }
+    if ((st = check_list(comm, ranks, nranks, &me)) != SHOAL_OK) {
+        return shi_comm_error(comm, st);
+    }
+    if ((mine = malloc(CHOICE_MAX)) == NULL) {
+        return shi_comm_error(comm, shi_error(SHOAL_ENOMEM, "out of memory"));
+    }
+    st = format_list(mine, CHOICE_MAX, ranks, nranks);
+    if (st == SHOAL_OK && comm->size > 1) {
+        st = publish_choice(comm, split, mine, deadline);
+        if (st == SHOAL_OK) {
+            st = verify_members(comm, split, ranks, nranks, mine, deadline);
+        }
+    }
+    if (st == SHOAL_OK) {
+        snprintf(tag, sizeof(tag), "r%d", ranks[0]);
+        st = make_child(comm, split, tag, me, nranks, deadline, out);
+    }
+    free(mine);
+    return st == SHOAL_OK ? st : shi_comm_error(comm, st);
+}

@@ -1,0 +1,117 @@
+// Liveness watcher: a thread per communicator sleeps in epoll on the
+// sockets to its peers. A goodbye byte marks a peer as gone on purpose
+// (it destroyed its communicator); a connection that closes without one
+// means the peer died, and the communicator is aborted at once, so every
+// rank learns of a SIGKILLed peer within milliseconds.
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/comm.h"
+#include "core/log.h"
+
+// Handles readable data or a hang-up on peer `r`'s socket. Returns 1 when
+// the socket is finished (removed from the set).
+static int
+watch_peer_event(shoal_comm *comm, int r)
+{
+    struct shi_peer *p = &comm->peers[r];
+    char             buf[64];
+    ssize_t          n = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+    if (n > 0) {
+        if (memchr(buf, 'B', (size_t) n) != NULL) {
+            atomic_store(&p->state, SHI_PEER_LEFT);
+            SHI_INFO("communicator '%s': rank %d destroyed its communicator",
+                comm->name, r);
+            shi_ring(comm, comm->rank, 1); // waiters re-check their peers
+        }
+        return 0;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return 0;
+    }
+    if (atomic_load(&p->state) == SHI_PEER_LIVE) {
+        atomic_store(&p->state, SHI_PEER_DEAD);
+        shi_comm_abort(comm, SHOAL_EPEER,
+            "rank %d (pid %d on %s) died: its connection to rank "
+            "%d closed without a goodbye",
+            r, p->pid, p->host, comm->rank);
+    }
+    return 1;
+}
+
+static void *
+watch_main(void *arg)
+{
+    shoal_comm        *comm = arg;
+    struct epoll_event ev[16];
+    int                ep = epoll_create1(EPOLL_CLOEXEC);
+
+    if (ep < 0) {
+        SHI_WARN("epoll_create1: %s; dead peers will be noticed only by "
+                 "deadlines",
+            strerror(errno));
+        return NULL;
+    }
+    struct epoll_event stop = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
+    epoll_ctl(ep, EPOLL_CTL_ADD, comm->watch_stop_fd, &stop);
+    for (int r = 0; r < comm->size; r++) {
+        if (comm->peers[r].fd >= 0) {
+            struct epoll_event e
+                = { .events = EPOLLIN | EPOLLRDHUP, .data.u32 = (uint32_t) r };
+            epoll_ctl(ep, EPOLL_CTL_ADD, comm->peers[r].fd, &e);
+        }
+    }
+    for (;;) {
+        int n = epoll_wait(ep, ev, 16, -1);
+        for (int i = 0; i < n; i++) {
+            uint32_t r = ev[i].data.u32;
+            if (r == UINT32_MAX) {
+                close(ep);
+                return NULL;
+            }
+            if (watch_peer_event(comm, (int) r)) {
+                epoll_ctl(ep, EPOLL_CTL_DEL, comm->peers[r].fd, NULL);
+            }
+        }
+    }
+}
+
+int
+shi_watch_start(shoal_comm *comm)
+{
+    comm->watch_stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (comm->watch_stop_fd < 0) {
+        return shi_error(SHOAL_ESYS, "eventfd: %s", strerror(errno));
+    }
+    int err = pthread_create(&comm->watch_thread, NULL, watch_main, comm);
+    if (err != 0) {
+        return shi_error(
+            SHOAL_ESYS, "cannot start the watcher thread: %s", strerror(err));
+    }
+    comm->watch_started = 1;
+    return SHOAL_OK;
+}
+
+void
+shi_watch_stop(shoal_comm *comm)
+{
+    uint64_t one = 1;
+
+    if (comm->watch_started) {
+        if (write(comm->watch_stop_fd, &one, sizeof(one)) < 0) {
+            SHI_WARN("cannot stop the watcher: %s", strerror(errno));
+        }
+        pthread_join(comm->watch_thread, NULL);
+        comm->watch_started = 0;
+    }
+    if (comm->watch_stop_fd >= 0) {
+        close(comm->watch_stop_fd);
+        comm->watch_stop_fd = -1;
+    }
+}

@@ -1,0 +1,238 @@
+// Shared-memory segment creation, mapping and layout (see shm_segment.h).
+#include "shm_segment.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/env.h"
+#include "core/error.h"
+#include "shoal.h"
+
+static size_t
+round_line(size_t n)
+{
+    return (n + SHM_LINE - 1) / SHM_LINE * SHM_LINE;
+}
+
+static int
+env_size(const char *name, long long fallback, long long lo, long long hi,
+    long long *out)
+{
+    int st = shi_env_int(name, fallback, out);
+
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    if (*out < lo || *out > hi) {
+        return shi_error(
+            SHOAL_EINVAL, "%s=%lld is outside %lld..%lld", name, *out, lo, hi);
+    }
+    return SHOAL_OK;
+}
+
+// Offsets of every part, from the geometry fields.
+static void
+segment_layout(shm_segment *seg)
+{
+    size_t n = (size_t) seg->nranks;
+
+    seg->p2p_slot_stride = round_line(SHM_LINE + seg->p2p_slot_bytes);
+    seg->p2p_chan_bytes  = SHM_LINE + seg->p2p_slots * seg->p2p_slot_stride;
+    seg->box_slot_stride = round_line(SHM_LINE + seg->box_slot_bytes);
+    seg->box_bytes = n * SHM_LINE + seg->box_slots * seg->box_slot_stride;
+    seg->ctl_off   = sizeof(struct shm_header) + sizeof(struct shm_abort);
+    seg->p2p_off   = seg->ctl_off + n * sizeof(struct shm_ctl);
+    seg->box_off   = seg->p2p_off + n * n * seg->p2p_chan_bytes;
+    seg->bytes     = seg->box_off + n * seg->box_bytes;
+}
+
+int
+shm_segment_plan(shm_segment *seg, int nranks)
+{
+    long long p2p_bytes, p2p_slots, box_bytes;
+    int       st;
+
+    // 8 slots of 32 KiB per direction keep a pipelined copy in cache; the
+    // outbox uses larger slots because broadcast streams whole tensors.
+    if ((st = env_size(
+             "SHOAL_SHM_SLOT_BYTES", 32 << 10, 256, 64 << 20, &p2p_bytes))
+            != SHOAL_OK
+        || (st = env_size("SHOAL_SHM_SLOTS", 8, 2, 1024, &p2p_slots))
+            != SHOAL_OK
+        || (st = env_size("SHOAL_SHM_BCAST_SLOT_BYTES", 256 << 10, 256,
+                64 << 20, &box_bytes))
+            != SHOAL_OK) {
+        return st;
+    }
+    memset(seg, 0, sizeof(*seg));
+    seg->nranks         = nranks;
+    seg->p2p_slots      = (uint32_t) p2p_slots;
+    seg->p2p_slot_bytes = (uint32_t) round_line((size_t) p2p_bytes);
+    seg->box_slots      = 8;
+    seg->box_slot_bytes = (uint32_t) round_line((size_t) box_bytes);
+    segment_layout(seg);
+    return SHOAL_OK;
+}
+
+static void
+segment_bind(shm_segment *seg, unsigned char *base)
+{
+    seg->base = base;
+    seg->hdr  = (struct shm_header *) base;
+}
+
+int
+shm_segment_create(shm_segment *seg, int nranks, int *fd)
+{
+    int st = shm_segment_plan(seg, nranks);
+
+    *fd = -1;
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    int mfd = memfd_create("shoal-comm", MFD_CLOEXEC);
+    if (mfd < 0) {
+        return shi_error(SHOAL_ESYS, "memfd_create: %s", strerror(errno));
+    }
+    fchmod(mfd, S_IRUSR | S_IWUSR);
+    if (ftruncate(mfd, (off_t) seg->bytes) != 0) {
+        int err = errno;
+        close(mfd);
+        return shi_error(SHOAL_ENOSPACE,
+            "cannot size shared memory to %zu bytes: %s", seg->bytes,
+            strerror(err));
+    }
+    void *base
+        = mmap(NULL, seg->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+    if (base == MAP_FAILED) {
+        int err = errno;
+        close(mfd);
+        return shi_error(SHOAL_ENOSPACE,
+            "cannot map %zu bytes of shared "
+            "memory: %s",
+            seg->bytes, strerror(err));
+    }
+    segment_bind(seg, base);
+    seg->hdr->total_bytes    = seg->bytes;
+    seg->hdr->nranks         = (uint32_t) nranks;
+    seg->hdr->p2p_slots      = seg->p2p_slots;
+    seg->hdr->p2p_slot_bytes = seg->p2p_slot_bytes;
+    seg->hdr->box_slots      = seg->box_slots;
+    seg->hdr->box_slot_bytes = seg->box_slot_bytes;
+    seg->hdr->magic          = SHM_MAGIC;
+    *fd                      = mfd;
+    return SHOAL_OK;
+}
+
+int
+shm_segment_attach(shm_segment *seg, int fd, int nranks)
+{
+    struct stat sb;
+
+    memset(seg, 0, sizeof(*seg));
+    if (fstat(fd, &sb) != 0
+        || sb.st_size < (off_t) sizeof(struct shm_header)) {
+        return shi_error(SHOAL_EPROTO, "shared memory from rank 0 is empty");
+    }
+    void *base = mmap(
+        NULL, (size_t) sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        return shi_error(SHOAL_ENOSPACE,
+            "cannot map %lld bytes of shared "
+            "memory: %s",
+            (long long) sb.st_size, strerror(errno));
+    }
+    struct shm_header *h = base;
+    if (h->magic != SHM_MAGIC || h->nranks != (uint32_t) nranks
+        || h->total_bytes != (uint64_t) sb.st_size) {
+        munmap(base, (size_t) sb.st_size);
+        return shi_error(SHOAL_EPROTO,
+            "shared memory from rank 0 has a "
+            "bad header (another shoal version?)");
+    }
+    // The creator's geometry wins over this rank's environment.
+    seg->nranks         = nranks;
+    seg->p2p_slots      = h->p2p_slots;
+    seg->p2p_slot_bytes = h->p2p_slot_bytes;
+    seg->box_slots      = h->box_slots;
+    seg->box_slot_bytes = h->box_slot_bytes;
+    segment_layout(seg);
+    if (seg->bytes != (size_t) sb.st_size) {
+        munmap(base, (size_t) sb.st_size);
+        return shi_error(SHOAL_EPROTO,
+            "shared memory from rank 0 has an "
+            "inconsistent layout");
+    }
+    segment_bind(seg, base);
+    return SHOAL_OK;
+}
+
+void
+shm_segment_unmap(shm_segment *seg)
+{
+    if (seg->base != NULL) {
+        munmap(seg->base, seg->bytes);
+        seg->base = NULL;
+        seg->hdr  = NULL;
+    }
+}
+
+struct shm_abort *
+shm_abort_of(const shm_segment *seg)
+{
+    return (struct shm_abort *) (seg->base + sizeof(struct shm_header));
+}
+
+struct shm_ctl *
+shm_ctl_of(const shm_segment *seg, int rank)
+{
+    return (struct shm_ctl *) (seg->base + seg->ctl_off) + rank;
+}
+
+static unsigned char *
+p2p_chan(const shm_segment *seg, int src, int dst)
+{
+    size_t idx = (size_t) src * (size_t) seg->nranks + (size_t) dst;
+
+    return seg->base + seg->p2p_off + idx * seg->p2p_chan_bytes;
+}
+
+struct shm_ring_tail *
+shm_p2p_tail(const shm_segment *seg, int src, int dst)
+{
+    return (struct shm_ring_tail *) p2p_chan(seg, src, dst);
+}
+
+struct shm_slot_header *
+shm_p2p_slot(const shm_segment *seg, int src, int dst, uint64_t i)
+{
+    uint64_t k = i % seg->p2p_slots;
+
+    return (struct shm_slot_header *) (p2p_chan(seg, src, dst) + SHM_LINE
+        + k * seg->p2p_slot_stride);
+}
+
+static unsigned char *
+box_of(const shm_segment *seg, int root)
+{
+    return seg->base + seg->box_off + (size_t) root * seg->box_bytes;
+}
+
+struct shm_ring_tail *
+shm_box_tail(const shm_segment *seg, int root, int rank)
+{
+    return (struct shm_ring_tail *) box_of(seg, root) + rank;
+}
+
+struct shm_slot_header *
+shm_box_slot(const shm_segment *seg, int root, uint64_t i)
+{
+    uint64_t k = i % seg->box_slots;
+
+    return (struct shm_slot_header *) (box_of(seg, root)
+        + (size_t) seg->nranks * SHM_LINE + k * seg->box_slot_stride);
+}

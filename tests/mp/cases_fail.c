@@ -1,0 +1,165 @@
+// Failure cases: a killed rank, a passed deadline, mismatched calls, idle
+// CPU use. Each checks that every surviving rank gets a clear error.
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "mptest.h"
+
+static double
+cpu_seconds(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6
+        + (double) ru.ru_stime.tv_sec + (double) ru.ru_stime.tv_usec / 1e6;
+}
+
+// The last rank SIGKILLs itself in the middle of a series of broadcasts;
+// every other rank must fail within 2 s with an error naming it.
+int
+mp_case_kill(shoal_comm *comm, int argc, char **argv)
+{
+    int    rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    int    victim = size - 1;
+    size_t n      = 1u << 20;
+    char   name[32];
+    (void) argc;
+    (void) argv;
+    MP_CHECK(size > 1);
+    float *buf = calloc(n, sizeof(float));
+    for (int i = 0;; i++) {
+        if (rank == victim && i == 5) {
+            raise(SIGKILL);
+        }
+        double t0 = mp_now();
+        int    st = shoal_broadcast(comm, buf, n, SHOAL_FLOAT32, 0);
+        if (st == SHOAL_OK) {
+            MP_CHECK(i < 1000);
+            continue;
+        }
+        double waited = mp_now() - t0;
+        printf("rank %d: broadcast %d failed after %.3f s: %s: %s\n", rank, i,
+            waited, shoal_status_name(st), shoal_last_error());
+        MP_CHECK(st == SHOAL_EPEER);
+        snprintf(name, sizeof(name), "rank %d", victim);
+        MP_CHECK(strstr(shoal_last_error(), name) != NULL);
+        MP_CHECK(waited < 2.0);
+        break;
+    }
+    // Later operations fail at once, naming the same cause.
+    MP_EXPECT(shoal_barrier(comm), SHOAL_EABORTED);
+    MP_CHECK(strstr(shoal_last_error(), name) != NULL);
+    free(buf);
+    return 0;
+}
+
+// Rank 0 waits in a barrier the others join late: its deadline passes,
+// and the others, arriving later, get the same time-out.
+int
+mp_case_timeout(shoal_comm *comm, int argc, char **argv)
+{
+    int rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    (void) argc;
+    (void) argv;
+    MP_CHECK(size > 1);
+    MP_OK(shoal_comm_set_timeout(comm, 400));
+    if (rank != 0) {
+        mp_sleep_ms(1500);
+    }
+    double t0 = mp_now();
+    MP_EXPECT(shoal_barrier(comm), SHOAL_ETIMEDOUT);
+    MP_CHECK(strstr(shoal_last_error(), "barrier #1") != NULL);
+    if (rank == 0) {
+        double waited = mp_now() - t0;
+        MP_CHECK(waited > 0.35 && waited < 1.5);
+    }
+    MP_EXPECT(shoal_barrier(comm), SHOAL_EABORTED);
+    return 0;
+}
+
+// argv[0] says what differs: "kind" (broadcast vs barrier), "count",
+// "dtype" or "root". Rank 0 calls the odd one; everyone then calls a
+// barrier. Every rank must see SHOAL_EMISMATCH from one of the two.
+int
+mp_case_mismatch(shoal_comm *comm, int argc, char **argv)
+{
+    int         rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    const char *what    = argc > 0 ? argv[0] : "kind";
+    float       buf[16] = { 0 };
+    int         st1, st2;
+    MP_CHECK(size > 1);
+    int odd = rank == 0;
+    if (strcmp(what, "kind") == 0) {
+        st1 = odd ? shoal_broadcast(comm, buf, 4, SHOAL_FLOAT32, 0)
+                  : shoal_barrier(comm);
+    } else if (strcmp(what, "count") == 0) {
+        st1 = shoal_broadcast(comm, buf, odd ? 8 : 4, SHOAL_FLOAT32, 0);
+    } else if (strcmp(what, "dtype") == 0) {
+        st1 = shoal_broadcast(
+            comm, buf, 4, odd ? SHOAL_INT32 : SHOAL_FLOAT32, 0);
+    } else {
+        st1 = shoal_broadcast(comm, buf, 4, SHOAL_FLOAT32, odd ? 0 : 1);
+    }
+    char first[1024];
+    snprintf(first, sizeof(first), "%s", shoal_last_error());
+    st2 = shoal_barrier(comm);
+    printf("rank %d: %s mismatch: first %s (%s), then %s: %s\n", rank, what,
+        shoal_status_name(st1), first, shoal_status_name(st2),
+        shoal_last_error());
+    MP_CHECK(st1 == SHOAL_EMISMATCH || st1 == SHOAL_OK);
+    MP_CHECK(st2 == (st1 == SHOAL_OK ? SHOAL_EMISMATCH : SHOAL_EABORTED));
+    MP_CHECK(strstr(shoal_last_error(), "does not match") != NULL);
+    return 0;
+}
+
+// Rank 0 sends 10 ints, rank 1 expects 5: rank 1's receive fails, and
+// rank 0's next operation fails with the same cause.
+int
+mp_case_p2p_mismatch(shoal_comm *comm, int argc, char **argv)
+{
+    int rank = shoal_comm_rank(comm), v[10] = { 0 };
+    (void) argc;
+    (void) argv;
+    MP_CHECK(shoal_comm_size(comm) > 1);
+    if (rank == 0) {
+        MP_OK(shoal_send(comm, v, 10, SHOAL_INT32, 1, 4));
+        MP_EXPECT(shoal_barrier(comm), SHOAL_EMISMATCH);
+    } else if (rank == 1) {
+        MP_EXPECT(shoal_recv(comm, v, 5, SHOAL_INT32, 0, 4), SHOAL_EMISMATCH);
+        MP_CHECK(strstr(shoal_last_error(), "40 bytes") != NULL);
+        MP_EXPECT(shoal_barrier(comm), SHOAL_EABORTED);
+    } else {
+        MP_EXPECT(shoal_barrier(comm), SHOAL_EMISMATCH);
+    }
+    return 0;
+}
+
+// While rank 0 waits for a late peer, and while nothing is pending, it
+// uses almost no CPU.
+int
+mp_case_idle(shoal_comm *comm, int argc, char **argv)
+{
+    int rank = shoal_comm_rank(comm);
+    (void) argc;
+    (void) argv;
+    MP_OK(shoal_barrier(comm));
+    double c0 = cpu_seconds(), t0 = mp_now();
+    mp_sleep_ms(1000); // nothing pending
+    double idle = cpu_seconds() - c0;
+    MP_OK(shoal_barrier(comm));
+    c0 = cpu_seconds();
+    t0 = mp_now();
+    if (rank != 0) {
+        mp_sleep_ms(1000);
+    }
+    MP_OK(shoal_barrier(comm)); // rank 0 waits about 1 s
+    double waiting = cpu_seconds() - c0, wall = mp_now() - t0;
+    printf("rank %d: idle cpu %.3f s over 1 s; waiting cpu %.3f s over "
+           "%.2f s\n",
+        rank, idle, waiting, wall);
+    MP_CHECK(idle < 0.05);
+    MP_CHECK(waiting < 0.1 * wall + 0.02);
+    return 0;
+}

@@ -1,0 +1,106 @@
+// shoal_mptest: runs one multi-process test case as one rank.
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mptest.h"
+
+static const struct {
+    const char *name;
+    mp_case_fn  fn;
+} cases[] = {
+    { "p2p", mp_case_p2p },
+    { "p2p_tags", mp_case_p2p_tags },
+    { "p2p_async", mp_case_p2p_async },
+    { "progress", mp_case_progress },
+    { "bcast", mp_case_bcast },
+    { "barrier", mp_case_barrier },
+    { "split", mp_case_split },
+    { "bad_args", mp_case_bad_args },
+    { "kill", mp_case_kill },
+    { "timeout", mp_case_timeout },
+    { "mismatch", mp_case_mismatch },
+    { "p2p_mismatch", mp_case_p2p_mismatch },
+    { "idle", mp_case_idle },
+};
+
+void
+mp_fill(void *buf, size_t bytes, int r, int k)
+{
+    unsigned char *p = buf;
+
+    for (size_t i = 0; i < bytes; i++) {
+        p[i] = mp_pattern(r, k, i);
+    }
+}
+
+int
+mp_verify(const void *buf, size_t bytes, int r, int k)
+{
+    const unsigned char *p = buf;
+
+    for (size_t i = 0; i < bytes; i++) {
+        if (p[i] != mp_pattern(r, k, i)) {
+            fprintf(stderr,
+                "byte %zu of message %d from rank %d is %u, "
+                "expected %u\n",
+                i, k, r, p[i], mp_pattern(r, k, i));
+            return 0;
+        }
+    }
+    return 1;
+}
+
+double
+mp_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+void
+mp_sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long) (ms % 1000) * 1000000 };
+
+    nanosleep(&ts, NULL);
+}
+
+int
+main(int argc, char **argv)
+{
+    shoal_comm *comm;
+    int         st;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 2) {
+        fprintf(stderr, "usage: shoal_mptest CASE [args]\n");
+        return 2;
+    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (strcmp(cases[i].name, argv[1]) != 0) {
+            continue;
+        }
+        st = shoal_comm_create(&comm, NULL);
+        if (st != SHOAL_OK) {
+            fprintf(stderr, "comm_create: %s: %s\n", shoal_status_name(st),
+                shoal_last_error());
+            return 1;
+        }
+        int rc   = cases[i].fn(comm, argc - 2, argv + 2);
+        int rank = shoal_comm_rank(comm);
+        st       = shoal_comm_destroy(comm);
+        if (rc == 0 && st != SHOAL_OK) {
+            fprintf(stderr, "rank %d: comm_destroy: %s\n", rank,
+                shoal_last_error());
+            rc = 1;
+        }
+        printf(
+            "rank %d: case %s %s\n", rank, argv[1], rc == 0 ? "OK" : "FAILED");
+        return rc;
+    }
+    fprintf(stderr, "unknown case %s\n", argv[1]);
+    return 2;
+}

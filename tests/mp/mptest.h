@@ -1,0 +1,76 @@
+// Multi-process test cases: shoal_mptest CASE runs one case on the rank it
+// was started as (under shoalrun, or with SHOAL_RANK/SHOAL_SIZE/SHOAL_STORE
+// set by a test); the case returns 0 on success. Failures print a line
+// naming the rank, then the case returns 1.
+#ifndef SHOAL_MPTEST_H
+#define SHOAL_MPTEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "shoal.h"
+
+#define MP_CHECK(cond)                                                        \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,  \
+                #cond);                                                       \
+            return 1;                                                         \
+        }                                                                     \
+    } while (0)
+
+#define MP_OK(expr)                                                           \
+    do {                                                                      \
+        int mp_st_ = (expr);                                                  \
+        if (mp_st_ != SHOAL_OK) {                                             \
+            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__,          \
+                __LINE__, #expr, shoal_status_name(mp_st_),                   \
+                shoal_last_error());                                          \
+            return 1;                                                         \
+        }                                                                     \
+    } while (0)
+
+// Expects `expr` to fail with `want`; prints the message it gave.
+#define MP_EXPECT(expr, want)                                                 \
+    do {                                                                      \
+        int mp_st_ = (expr);                                                  \
+        if (mp_st_ != (want)) {                                               \
+            fprintf(stderr, "%s:%d: %s returned %s, wanted %s: %s\n",         \
+                __FILE__, __LINE__, #expr, shoal_status_name(mp_st_),         \
+                shoal_status_name(want), shoal_last_error());                 \
+            return 1;                                                         \
+        }                                                                     \
+        printf("expected error %s: %s\n", shoal_status_name(mp_st_),          \
+            shoal_last_error());                                              \
+    } while (0)
+
+typedef int (*mp_case_fn)(shoal_comm *comm, int argc, char **argv);
+
+// Deterministic test pattern: byte i of rank r's message number k.
+static inline unsigned char
+mp_pattern(int r, int k, size_t i)
+{
+    return (unsigned char) (i * 131u + (unsigned) r * 17u + (unsigned) k * 7u
+        + 1u);
+}
+
+void   mp_fill(void *buf, size_t bytes, int r, int k);
+int    mp_verify(const void *buf, size_t bytes, int r, int k);
+double mp_now(void);
+void   mp_sleep_ms(int ms);
+
+int mp_case_p2p(shoal_comm *comm, int argc, char **argv);
+int mp_case_p2p_tags(shoal_comm *comm, int argc, char **argv);
+int mp_case_p2p_async(shoal_comm *comm, int argc, char **argv);
+int mp_case_progress(shoal_comm *comm, int argc, char **argv);
+int mp_case_bcast(shoal_comm *comm, int argc, char **argv);
+int mp_case_barrier(shoal_comm *comm, int argc, char **argv);
+int mp_case_split(shoal_comm *comm, int argc, char **argv);
+int mp_case_bad_args(shoal_comm *comm, int argc, char **argv);
+int mp_case_kill(shoal_comm *comm, int argc, char **argv);
+int mp_case_timeout(shoal_comm *comm, int argc, char **argv);
+int mp_case_mismatch(shoal_comm *comm, int argc, char **argv);
+int mp_case_p2p_mismatch(shoal_comm *comm, int argc, char **argv);
+int mp_case_idle(shoal_comm *comm, int argc, char **argv);
+
+#endif
