@@ -19,9 +19,13 @@ extern char **environ;
 const char *
 test_build_path(const char *relative)
 {
-    static _Thread_local char path[4096];
+    // A few rotating buffers, so that several paths can be used in one
+    // expression (an argv initializer).
+    static _Thread_local char paths[8][4096];
+    static _Thread_local int  next;
+    char                     *path = paths[next++ % 8];
 
-    snprintf(path, sizeof(path), "%s/%s", SHOAL_BIN_DIR, relative);
+    snprintf(path, sizeof(paths[0]), "%s/%s", SHOAL_BIN_DIR, relative);
     return path;
 }
 

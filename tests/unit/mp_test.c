@@ -1,0 +1,238 @@
+// Multi-process tests: shoal_mptest cases run as N ranks through the
+// launcher, for world sizes 1, 2, 3, 4 and 8 (on 2 cores), plus failure
+// cases started by hand to control each rank's environment.
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "test.h"
+
+static const char *
+mptest_path(void)
+{
+    return test_build_path("tests/shoal_mptest");
+}
+
+// Runs `shoalrun -n N shoal_mptest CASE [arg]`; returns its exit code and
+// the output in *out (caller frees).
+static int
+run_case(int n, const char *name, const char *arg, char **out)
+{
+    char        nbuf[16];
+    const char *argv[] = { test_build_path("tools/shoalrun"), "-n", nbuf,
+        "--tag-output", mptest_path(), name, arg, NULL };
+
+    snprintf(nbuf, sizeof(nbuf), "%d", n);
+    return test_run(argv, NULL, out, 120);
+}
+
+// Every rank must print "case NAME OK" and the job must exit 0.
+static void
+expect_pass(int n, const char *name, const char *arg)
+{
+    char *out;
+    int   rc = run_case(n, name, arg, &out);
+
+    if (rc != 0 || test_count(out, " OK\n") < n) {
+        test_fail(__FILE__, __LINE__, "case %s %s on %d ranks: exit %d\n%s",
+            name, arg ? arg : "", n, rc, out);
+    }
+    free(out);
+}
+
+#define MP_TEST(name, case_name, arg)                                         \
+    TEST_T(name##_1, 120)                                                     \
+    {                                                                         \
+        expect_pass(1, case_name, arg);                                       \
+    }                                                                         \
+    TEST_T(name##_2, 120)                                                     \
+    {                                                                         \
+        expect_pass(2, case_name, arg);                                       \
+    }                                                                         \
+    TEST_T(name##_3, 120)                                                     \
+    {                                                                         \
+        expect_pass(3, case_name, arg);                                       \
+    }                                                                         \
+    TEST_T(name##_4, 120)                                                     \
+    {                                                                         \
+        expect_pass(4, case_name, arg);                                       \
+    }                                                                         \
+    TEST_T(name##_8, 180)                                                     \
+    {                                                                         \
+        expect_pass(8, case_name, arg);                                       \
+    }
+
+MP_TEST(mp_p2p, "p2p", NULL)
+MP_TEST(mp_p2p_tags, "p2p_tags", NULL)
+MP_TEST(mp_p2p_async, "p2p_async", NULL)
+MP_TEST(mp_progress, "progress", NULL)
+MP_TEST(mp_bcast, "bcast", NULL)
+MP_TEST(mp_barrier, "barrier", NULL)
+MP_TEST(mp_split, "split", NULL)
+MP_TEST(mp_bad_args, "bad_args", NULL)
+
+TEST_T(mp_idle_cpu_2, 60)
+{
+    expect_pass(2, "idle", NULL);
+}
+
+TEST_T(mp_idle_cpu_8, 60)
+{
+    expect_pass(8, "idle", NULL);
+}
+
+// A rank killed mid-broadcast: the others fail within 2 s naming it, the
+// launcher reports the kill and exits 137.
+static void
+expect_kill(int n)
+{
+    char *out;
+    char  want[64];
+    int   rc = run_case(n, "kill", NULL, &out);
+
+    snprintf(want, sizeof(want), "rank %d killed by signal 9", n - 1);
+    CHECK_MSG(rc == 137, "exit %d, wanted 137\n%s", rc, out);
+    CHECK_MSG(strstr(out, want) != NULL, "no '%s' in\n%s", want, out);
+    CHECK_MSG(test_count(out, "case kill OK") == n - 1,
+        "not every survivor saw the failure:\n%s", out);
+    free(out);
+}
+
+TEST_T(mp_kill_2, 60)
+{
+    expect_kill(2);
+}
+
+TEST_T(mp_kill_4, 60)
+{
+    expect_kill(4);
+}
+
+TEST_T(mp_kill_8, 90)
+{
+    expect_kill(8);
+}
+
+TEST_T(mp_timeout_3, 60)
+{
+    expect_pass(3, "timeout", NULL);
+}
+
+TEST_T(mp_mismatch_kind_3, 60)
+{
+    expect_pass(3, "mismatch", "kind");
+}
+
+TEST_T(mp_mismatch_count_2, 60)
+{
+    expect_pass(2, "mismatch", "count");
+}
+
+TEST_T(mp_mismatch_dtype_4, 60)
+{
+    expect_pass(4, "mismatch", "dtype");
+}
+
+TEST_T(mp_mismatch_root_3, 60)
+{
+    expect_pass(3, "mismatch", "root");
+}
+
+TEST_T(mp_p2p_mismatch_3, 60)
+{
+    expect_pass(3, "p2p_mismatch", NULL);
+}
+
+// Runs one rank by hand with the given environment; returns its exit code.
+static int
+run_rank(const char *const *env, const char *name, char **out)
+{
+    const char *argv[] = { mptest_path(), name, NULL };
+
+    return test_run(argv, env, out, 30);
+}
+
+TEST_T(mp_unreachable_store, 30)
+{
+    const char *env[]
+        = { "SHOAL_RANK=1", "SHOAL_SIZE=2", "SHOAL_STORE=127.0.0.1:9",
+              "SHOAL_TIMEOUT_SECONDS=1", "SHOAL_SECRET=s", NULL };
+    char   *out;
+    int64_t t0 = shi_now_ns();
+    int     rc = run_rank(env, "barrier", &out);
+    double  s  = (double) (shi_now_ns() - t0) / 1e9;
+
+    CHECK_MSG(rc == 1, "exit %d\n%s", rc, out);
+    CHECK_MSG(strstr(out, "SHOAL_ECONNECT") != NULL, "%s", out);
+    CHECK_MSG(
+        strstr(out, "127.0.0.1:9") != NULL, "address not named: %s", out);
+    CHECK_MSG(s < 5, "took %.1f s", s);
+    free(out);
+}
+
+TEST_T(mp_missing_environment, 30)
+{
+    const char *env[] = { "SHOAL_RANK=", "SHOAL_SIZE=", NULL };
+    char       *out;
+    int         rc;
+
+    // Clear every launcher variable the test process might have.
+    unsetenv("RANK");
+    unsetenv("WORLD_SIZE");
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("PMI_RANK");
+    unsetenv("PMI_SIZE");
+    unsetenv("SLURM_PROCID");
+    unsetenv("SLURM_NTASKS");
+    unsetenv("SHOAL_RANK");
+    unsetenv("SHOAL_SIZE");
+    rc = run_rank(env + 2, "barrier", &out);
+    CHECK_MSG(rc == 1, "exit %d\n%s", rc, out);
+    CHECK_MSG(strstr(out, "SHOAL_EENV") != NULL, "%s", out);
+    CHECK_MSG(strstr(out, "OMPI_COMM_WORLD_RANK") != NULL
+            && strstr(out, "SLURM_PROCID") != NULL
+            && strstr(out, "MASTER_ADDR") != NULL,
+        "variables not named: %s", out);
+    free(out);
+}
+
+// Two ranks with different job secrets: rank 0 serves the store with its
+// secret, rank 1's connection is refused (SHOAL_EAUTH) and rank 0, left
+// alone, times out; neither hangs.
+TEST_T(mp_wrong_secret, 30)
+{
+    char        port[64];
+    int         p      = 20000 + (int) (getpid() % 20000);
+    const char *env0[] = { "SHOAL_RANK=0", "SHOAL_SIZE=2", port,
+        "SHOAL_TIMEOUT_SECONDS=3", "SHOAL_SECRET=right", NULL };
+    const char *env1[] = { "SHOAL_RANK=1", "SHOAL_SIZE=2", port,
+        "SHOAL_TIMEOUT_SECONDS=3", "SHOAL_SECRET=wrong", NULL };
+    char       *out0, *out1;
+    pid_t       pid;
+
+    snprintf(port, sizeof(port), "SHOAL_STORE=127.0.0.1:%d", p);
+    pid = fork();
+    if (pid == 0) {
+        int rc = run_rank(env0, "barrier", &out0);
+        // Rank 0 must fail (its peer never joins) and say it waited.
+        if (rc != 1 || strstr(out0, "rank 1") == NULL) {
+            fprintf(stderr, "rank 0: exit %d\n%s", rc, out0);
+            _exit(1);
+        }
+        _exit(0);
+    }
+    usleep(300000);
+    int rc = run_rank(env1, "barrier", &out1);
+    CHECK_MSG(rc == 1, "rank 1 exit %d\n%s", rc, out1);
+    CHECK_MSG(strstr(out1, "SHOAL_EAUTH") != NULL, "%s", out1);
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "rank 0 did not fail cleanly");
+    free(out1);
+}
