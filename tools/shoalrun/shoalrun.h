@@ -89,12 +89,13 @@ struct sr_job {
     pid_t             pgid; // process group of every rank (0: none yet)
     struct sr_rank   *ranks; // opt.nranks of them
     int               nlive; // ranks not yet reaped
-    int               sigfd; // signalfd for SIGCHLD, SIGINT, SIGTERM, SIGHUP
+    int               sigfd; // signalfd of sr_signals_init
 };
 
 // Blocks the signals the launcher handles (call before any thread starts,
-// so every thread inherits the mask), ignores SIGPIPE and returns a
-// non-blocking signalfd for SIGCHLD, SIGINT, SIGTERM and SIGHUP, or -1.
+// so every thread inherits the mask), ignores SIGPIPE, restores SIGCHLD's
+// default and returns a non-blocking signalfd for SIGCHLD, SIGINT, SIGTERM,
+// SIGHUP, SIGTSTP and SIGCONT, or -1.
 int sr_signals_init(void);
 
 // Starts every rank. Returns 0, SR_EXIT_USAGE (the program could not be

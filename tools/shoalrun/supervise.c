@@ -1,6 +1,7 @@
 // The launcher's event loop. One poll(2) waits on a signalfd (child exits,
-// SIGINT, SIGTERM, SIGHUP) and, with --tag-output, on the ranks' pipes,
-// with a time-out set by the next deadline; nothing spins.
+// SIGINT, SIGTERM, SIGHUP, and SIGTSTP/SIGCONT, which are passed on) and, with
+// --tag-output, on the ranks' pipes, with a time-out set by the next deadline;
+// nothing spins.
 //
 // Stopping the ranks goes through phases, each only forward:
 //   RUNNING  until a rank fails, the user signals, or --timeout passes;
@@ -91,7 +92,7 @@ sr_signal_name(int sig)
 int
 sr_signals_init(void)
 {
-    struct sigaction ign;
+    struct sigaction act;
     sigset_t         set;
 
     sigemptyset(&set);
@@ -99,13 +100,19 @@ sr_signals_init(void)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGTSTP);
+    sigaddset(&set, SIGCONT);
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0) {
         return -1;
     }
+    memset(&act, 0, sizeof(act));
+    // SIGCHLD ignored by whoever started us would make the kernel reap the
+    // ranks itself, and their statuses would be lost.
+    act.sa_handler = SIG_DFL;
+    sigaction(SIGCHLD, &act, NULL);
     // A closed stdout must not kill the launcher (and so orphan the job).
-    memset(&ign, 0, sizeof(ign));
-    ign.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &ign, NULL);
+    act.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &act, NULL);
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
@@ -229,6 +236,13 @@ supervise_signals(struct supervise *sv)
         if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM
             || si.ssi_signo == SIGHUP) {
             supervise_user_signal(sv, (int) si.ssi_signo);
+        } else if (si.ssi_signo == SIGTSTP) {
+            // Ctrl-Z reaches only the launcher's group: stop the ranks
+            // too, then the launcher (the shell's SIGCONT resumes it).
+            sr_signal_ranks(sv->job, SIGTSTP);
+            raise(SIGSTOP);
+        } else if (si.ssi_signo == SIGCONT) {
+            sr_signal_ranks(sv->job, SIGCONT);
         }
     }
     while (sr_reap_one(sv->job, &r, &status)) {
