@@ -1,0 +1,54 @@
+# Entry points. `make run` and `make test` work on a fresh Debian machine:
+# they install what is missing, configure, build, then run.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: all deps build run test test-unit test-asan check-install bench \
+        format check-format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+
+build: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The demo: a small program on 4 local ranks.
+run: build
+	$(BUILD)/tools/shoalrun -n 4 --tag-output $(BUILD)/examples/shoal-example-hello
+
+# Every test: unit, multi-process and failure tests, then the install check.
+test: build
+	$(BUILD)/tests/shoal_tests
+	scripts/check-install.sh $(BUILD)
+
+test-unit: build
+	$(BUILD)/tests/shoal_tests $(FILTER)
+
+# The test suite built with AddressSanitizer and UndefinedBehaviorSanitizer.
+test-asan: | deps
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	      -DSHOAL_SANITIZE=address,undefined
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	SHOAL_TEST_TIMEOUT_MULTIPLIER=3 ASAN_OPTIONS=detect_leaks=1 \
+	    $(ASAN_BUILD)/tests/shoal_tests
+
+bench: build
+	tools/perf/compare.sh $(BUILD)
+
+SOURCES = $(shell git ls-files '*.c' '*.h')
+
+format:
+	clang-format -i $(SOURCES)
+
+check-format:
+	clang-format --dry-run --Werror $(SOURCES)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)
