@@ -6,7 +6,12 @@
 // Values are opaque bytes. Every call takes an absolute deadline (clock.h)
 // and fails with SHOAL_ETIMEDOUT, naming the key, when it passes.
 // All functions return a shoal status and record a message with shi_error.
-// A handle is safe to use from several threads (calls are serialized).
+// A handle is safe to use from several threads (calls are serialized: a get
+// blocked on a handle holds up the other threads' calls on it, so a thread
+// that must set a key another one waits for needs a handle of its own).
+// After a call that failed on the connection (a passed deadline included),
+// a TCP handle reconnects on its next call; no request is ever re-sent by
+// itself, so a failed add may or may not have been applied.
 #ifndef SHI_STORE_H
 #define SHI_STORE_H
 
@@ -41,7 +46,9 @@ int shi_store_get(shi_store *st, const char *key, void **value, size_t *len,
     int64_t deadline);
 
 // Atomically adds `delta` to the integer stored under `key` (absent: 0)
-// and returns the new value in *result.
+// and returns the new value in *result (result may be NULL). Counters are
+// stored as decimal text, so get returns e.g. "42". SHOAL_EINVAL if the
+// value is not decimal text or the sum overflows int64.
 int shi_store_add(shi_store *st, const char *key, int64_t delta,
     int64_t *result, int64_t deadline);
 

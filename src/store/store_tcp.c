@@ -1,0 +1,265 @@
+// TCP store client. One request at a time on one connection; each request
+// carries an id the reply must echo. After any failure that may leave the
+// connection out of step (a deadline passing while a reply is still due,
+// a lost connection, a malformed reply) the connection is closed, and the
+// next call opens and authenticates a new one, so a late reply to an
+// abandoned request can never be taken for the answer to a later one.
+// Requests are never retried by themselves: an ADD may have been applied.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "platform/net.h"
+#include "shoal.h"
+#include "store/store_impl.h"
+#include "store/wire.h"
+
+typedef struct store_tcp {
+    shi_store    base; // first: the handle is cast to and from it
+    char         host[256];
+    int          port;
+    char         peer[300]; // "store at host:port", for the handshake
+    shi_secret   secret;
+    int          fd; // -1: not connected
+    uint32_t     next_id;
+    shi_wire_buf out;
+} store_tcp;
+
+static void
+tcp_disconnect(store_tcp *t)
+{
+    if (t->fd >= 0) {
+        close(t->fd);
+        t->fd = -1;
+    }
+}
+
+static int
+tcp_connect(store_tcp *t, int64_t deadline)
+{
+    int rc = shi_tcp_connect(t->host, t->port, deadline, &t->fd);
+
+    if (rc != SHOAL_OK) {
+        return rc;
+    }
+    rc = shi_auth_client(t->fd, &t->secret, t->peer, deadline);
+    if (rc != SHOAL_OK) {
+        tcp_disconnect(t);
+    }
+    return rc;
+}
+
+// Sends `req` and waits for its reply, decoded into `rep` (pointing into
+// *frame, which the caller frees). A failure status sent by the server is
+// returned with its message; the connection stays usable then. `waiting`
+// (NULL for requests answered at once) says what a deadline passing while
+// the reply is due means ("key not set").
+static int
+tcp_call(store_tcp *t, shi_wire_msg *req, shi_wire_msg *rep,
+    unsigned char **frame, const char *waiting, int64_t deadline)
+{
+    unsigned char prefix[SHI_WIRE_LEN_BYTES];
+    uint32_t      len;
+    int           rc;
+
+    *frame = NULL;
+    if (t->fd < 0) {
+        SHI_TRACE("connecting to %s", t->peer);
+        rc = tcp_connect(t, deadline);
+        if (rc != SHOAL_OK) {
+            return rc;
+        }
+    }
+    req->id    = ++t->next_id;
+    t->out.len = 0;
+    rc         = shi_wire_encode(&t->out, req);
+    if (rc != SHOAL_OK) {
+        return rc;
+    }
+    rc = shi_write_all(t->fd, t->out.data, t->out.len, deadline);
+    if (rc == SHOAL_OK) {
+        rc = shi_read_all(t->fd, prefix, sizeof(prefix), deadline);
+        if (rc == SHOAL_ETIMEDOUT && waiting != NULL) {
+            rc = shi_error(rc,
+                "%s before the deadline; the rank that should set it may "
+                "be slow, stuck or dead (%s)",
+                waiting, t->peer);
+        }
+    }
+    if (rc == SHOAL_OK) {
+        rc = shi_wire_frame_length(prefix, &len);
+    }
+    if (rc == SHOAL_OK) {
+        *frame = malloc(len);
+        rc     = *frame ? shi_read_all(t->fd, *frame, len, deadline)
+                        : shi_error(SHOAL_ENOMEM,
+                            "out of memory for a %u-byte reply", len);
+    }
+    if (rc == SHOAL_OK) {
+        rc = shi_wire_decode(*frame, len, rep);
+    }
+    if (rc == SHOAL_OK
+        && (rep->cmd != (req->cmd | SHI_WIRE_REPLY) || rep->id != req->id)) {
+        rc = shi_error(SHOAL_EPROTO,
+            "reply (command %u, id %u) does not match the request (command "
+            "%u, id %u)",
+            (unsigned) rep->cmd, rep->id, (unsigned) req->cmd, req->id);
+    }
+    if (rc != SHOAL_OK) {
+        tcp_disconnect(t);
+        free(*frame);
+        *frame = NULL;
+        return rc;
+    }
+    if (rep->status != SHOAL_OK) {
+        rc = shi_error(
+            rep->status, "%.*s", (int) rep->vlen, (const char *) rep->value);
+        free(*frame);
+        *frame = NULL;
+    }
+    return rc;
+}
+
+static int
+tcp_set(shi_store *st, const char *key, const void *value, size_t len,
+    int64_t deadline)
+{
+    store_tcp     *t   = (store_tcp *) st;
+    shi_wire_msg   req = { .cmd = SHI_WIRE_SET,
+          .key                  = key,
+          .klen                 = strlen(key),
+          .value                = value,
+          .vlen                 = len };
+    shi_wire_msg   rep;
+    unsigned char *frame;
+    int            rc = tcp_call(t, &req, &rep, &frame, NULL, deadline);
+
+    free(frame);
+    return rc;
+}
+
+static int
+tcp_get(shi_store *st, const char *key, void **value, size_t *len,
+    int64_t deadline)
+{
+    store_tcp   *t = (store_tcp *) st;
+    shi_wire_msg req
+        = { .cmd = SHI_WIRE_GET, .key = key, .klen = strlen(key) };
+    shi_wire_msg   rep;
+    unsigned char *frame, *copy;
+    int rc = tcp_call(t, &req, &rep, &frame, "key not set", deadline);
+
+    if (rc != SHOAL_OK) {
+        return rc;
+    }
+    // The value sits inside the frame: move it to the front and keep the
+    // buffer (one byte spare for the NUL: the value is shorter than the
+    // frame by at least its header).
+    memmove(frame, rep.value, rep.vlen);
+    frame[rep.vlen] = '\0';
+    copy            = realloc(frame, rep.vlen + 1);
+    *value          = copy ? copy : frame;
+    *len            = rep.vlen;
+    return SHOAL_OK;
+}
+
+static int
+tcp_add(shi_store *st, const char *key, int64_t delta, int64_t *result,
+    int64_t deadline)
+{
+    store_tcp   *t   = (store_tcp *) st;
+    shi_wire_msg req = {
+        .cmd = SHI_WIRE_ADD, .key = key, .klen = strlen(key), .num = delta
+    };
+    shi_wire_msg   rep;
+    unsigned char *frame;
+    int            rc = tcp_call(t, &req, &rep, &frame, NULL, deadline);
+
+    if (rc == SHOAL_OK) {
+        *result = rep.num;
+    }
+    free(frame);
+    return rc;
+}
+
+static int
+tcp_wait(
+    shi_store *st, const char *const *keys, size_t nkeys, int64_t deadline)
+{
+    store_tcp     *t = (store_tcp *) st;
+    shi_wire_msg   req, rep;
+    unsigned char *frame;
+    size_t         i  = 0, n, bytes;
+    int            rc = SHOAL_OK;
+
+    // As many keys per frame as fit; waiting for each batch in turn waits
+    // for all.
+    while (i < nkeys && rc == SHOAL_OK) {
+        bytes = SHI_WIRE_HEAD_BYTES + 4;
+        for (n = 0; i + n < nkeys && n < UINT32_MAX; n++) {
+            size_t k = shi_wire_key_size(keys[i + n]);
+            if (bytes + k > SHI_WIRE_FRAME_MAX) {
+                break;
+            }
+            bytes += k;
+        }
+        req = (shi_wire_msg) {
+            .cmd = SHI_WIRE_WAIT, .nkeys = (uint32_t) n, .keys = keys + i
+        };
+        rc = tcp_call(t, &req, &rep, &frame, "keys not all set", deadline);
+        free(frame);
+        i += n;
+    }
+    return rc;
+}
+
+static void
+tcp_close(shi_store *st)
+{
+    store_tcp *t = (store_tcp *) st;
+
+    tcp_disconnect(t);
+    shi_wire_buf_free(&t->out);
+    free(t);
+}
+
+static const shi_store_ops tcp_ops = {
+    .set   = tcp_set,
+    .get   = tcp_get,
+    .add   = tcp_add,
+    .wait  = tcp_wait,
+    .close = tcp_close,
+};
+
+int
+shi_store_tcp_open(shi_store **out, const char *host, int port,
+    const shi_secret *secret, int64_t deadline)
+{
+    store_tcp *t = calloc(1, sizeof(*t));
+    int        rc;
+
+    if (t == NULL) {
+        return shi_error(SHOAL_ENOMEM, "out of memory for a store handle");
+    }
+    t->base.ops = &tcp_ops;
+    t->fd       = -1;
+    t->port     = port;
+    snprintf(t->host, sizeof(t->host), "%s", host);
+    snprintf(t->peer, sizeof(t->peer),
+        strchr(host, ':') ? "store at [%s]:%d" : "store at %s:%d", host, port);
+    snprintf(t->base.where, sizeof(t->base.where), "TCP %s", t->peer);
+    if (secret != NULL) {
+        t->secret = *secret;
+    }
+    rc = tcp_connect(t, deadline);
+    if (rc != SHOAL_OK) {
+        tcp_close(&t->base);
+        return rc;
+    }
+    *out = &t->base;
+    return SHOAL_OK;
+}
