@@ -58,7 +58,9 @@ buffer_unexpected(shoal_comm *comm, int src, struct shm_slot_header *h)
     u->next  = NULL;
     u->tag   = (int) h->tag;
     u->bytes = h->chunk_bytes;
-    memcpy(u->data, shm_slot_data(h), h->chunk_bytes);
+    if (h->chunk_bytes > 0) {
+        memcpy(u->data, shm_slot_data(h), h->chunk_bytes);
+    }
     if (p->unexpected_tail != NULL) {
         p->unexpected_tail->next = u;
     } else {
@@ -113,7 +115,9 @@ recv_step(shoal_comm *comm, int src)
         }
         shoal_request *r    = p->active_recv;
         uint32_t       flag = h->flags;
-        memcpy(r->buf + r->done, shm_slot_data(h), h->chunk_bytes);
+        if (h->chunk_bytes > 0) { // buf may be NULL for zero bytes
+            memcpy(r->buf + r->done, shm_slot_data(h), h->chunk_bytes);
+        }
         r->done += h->chunk_bytes;
         consume_slot(comm, src);
         n++;
@@ -147,7 +151,9 @@ send_step(shoal_comm *comm, int dst)
         struct shm_slot_header *h
             = shm_p2p_slot(&comm->seg, comm->rank, dst, p->send_slot);
         size_t chunk = r->bytes - r->done < max ? r->bytes - r->done : max;
-        memcpy(shm_slot_data(h), r->buf + r->done, chunk);
+        if (chunk > 0) {
+            memcpy(shm_slot_data(h), r->buf + r->done, chunk);
+        }
         h->msg_bytes   = r->bytes;
         h->tag         = (uint32_t) r->tag;
         h->chunk_bytes = (uint32_t) chunk;
@@ -206,7 +212,9 @@ match_unexpected(shoal_comm *comm, shoal_request *req)
         if (u->bytes != req->bytes) {
             size_mismatch(comm, req->peer, u->tag, u->bytes, req);
         } else {
-            memcpy(req->buf, u->data, u->bytes);
+            if (u->bytes > 0) {
+                memcpy(req->buf, u->data, u->bytes);
+            }
             shi_engine_complete(comm, req, SHOAL_OK);
         }
         free(u);

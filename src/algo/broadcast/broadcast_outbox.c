@@ -66,7 +66,9 @@ root_step(shoal_comm *comm, shoal_request *req)
         size_t chunk = req->bytes - req->done < slot_bytes
             ? req->bytes - req->done
             : slot_bytes;
-        memcpy(shm_slot_data(h), req->buf + req->done, chunk);
+        if (chunk > 0) { // buf may be NULL for a zero-byte broadcast
+            memcpy(shm_slot_data(h), req->buf + req->done, chunk);
+        }
         h->msg_bytes   = req->bytes;
         h->chunk_bytes = (uint32_t) chunk;
         h->coll_seq    = (uint32_t) req->seq;
@@ -120,7 +122,9 @@ reader_step(shoal_comm *comm, shoal_request *req)
         if (!chunk_matches(comm, req, h)) {
             return n + 1;
         }
-        memcpy(req->buf + req->done, shm_slot_data(h), h->chunk_bytes);
+        if (h->chunk_bytes > 0) {
+            memcpy(req->buf + req->done, shm_slot_data(h), h->chunk_bytes);
+        }
         req->done += h->chunk_bytes;
         req->slot++;
         atomic_store_explicit(
