@@ -131,11 +131,14 @@ housekeeping_locked(shoal_comm *comm, int64_t now)
     for (shoal_request *r = comm->active.head; r != NULL; r = r->anext) {
         int p = r->blocked_on;
         if (now > r->deadline) {
+            char waiting[48] = "";
+            if (p >= 0) {
+                snprintf(waiting, sizeof(waiting), ", waiting for rank %d", p);
+            }
             shi_req_describe(r, desc, sizeof(desc));
             shi_comm_abort(comm, SHOAL_ETIMEDOUT,
-                "%s timed out after %.2f s on rank %d%s%.0d", desc,
-                (double) (now - r->start_ns) / 1e9, comm->rank,
-                p >= 0 ? ", waiting for rank " : "", p >= 0 ? p : 0);
+                "%s timed out after %.2f s on rank %d%s", desc,
+                (double) (now - r->start_ns) / 1e9, comm->rank, waiting);
             return;
         }
         if (p >= 0 && atomic_load(&comm->peers[p].state) != SHI_PEER_LIVE) {
