@@ -26,6 +26,7 @@
 #include "shoal.h"
 #include "store/store_impl.h"
 #include "store/table.h"
+#include "store/wire.h"
 
 #define FILE_MAGIC        "shoalFS1"
 #define FILE_MAGIC_LEN    8
@@ -93,22 +94,6 @@ file_unlock(store_file *sf)
     flock(sf->fd, LOCK_UN);
 }
 
-static uint32_t
-file_get_u32(const unsigned char *p)
-{
-    return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8
-        | (uint32_t) p[3];
-}
-
-static void
-file_put_u32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char) (v >> 24);
-    p[1] = (unsigned char) (v >> 16);
-    p[2] = (unsigned char) (v >> 8);
-    p[3] = (unsigned char) v;
-}
-
 // Reads up to n bytes at off; returns how many (short only at end of file).
 static int
 file_pread(
@@ -140,8 +125,8 @@ file_parse(store_file *sf, const unsigned char *buf, size_t n, size_t *used)
     size_t off = 0;
 
     while (n - off >= FILE_RECORD_HEAD) {
-        uint32_t klen = file_get_u32(buf + off);
-        uint32_t vlen = file_get_u32(buf + off + 4);
+        uint32_t klen = shi_wire_get_u32(buf + off);
+        uint32_t vlen = shi_wire_get_u32(buf + off + 4);
         int      rc;
 
         if (klen == 0 || klen > SHI_STORE_KEY_MAX
@@ -228,8 +213,8 @@ file_append(store_file *sf, uint64_t size, const char *key, const void *value,
         return shi_error(
             SHOAL_ENOMEM, "out of memory for a %zu-byte record", len);
     }
-    file_put_u32(rec, (uint32_t) klen);
-    file_put_u32(rec + 4, (uint32_t) vlen);
+    shi_wire_put_u32(rec, (uint32_t) klen);
+    shi_wire_put_u32(rec + 4, (uint32_t) vlen);
     memcpy(rec + FILE_RECORD_HEAD, key, klen);
     if (vlen > 0) {
         memcpy(rec + FILE_RECORD_HEAD + klen, value, vlen);
@@ -266,18 +251,28 @@ file_append(store_file *sf, uint64_t size, const char *key, const void *value,
     return rc;
 }
 
+// Appends `value` under `key`, or with add set, the sum of the key's
+// current value and `delta` (into *result): one exclusive lock around
+// reading the file's end and appending, so adds are atomic.
 static int
-file_set(shi_store *st, const char *key, const void *value, size_t len,
-    int64_t deadline)
+file_write(store_file *sf, const char *key, const void *value, size_t len,
+    int add, int64_t delta, int64_t *result, int64_t deadline)
 {
-    store_file *sf = (store_file *) st;
-    uint64_t    size;
-    int         rc = file_lock(sf, LOCK_EX, deadline);
+    const shi_table_entry *e;
+    char                   text[SHI_STORE_INT_TEXT];
+    uint64_t               size;
+    int                    rc = file_lock(sf, LOCK_EX, deadline);
 
     if (rc != SHOAL_OK) {
         return rc;
     }
     rc = file_refresh(sf, &size);
+    if (rc == SHOAL_OK && add) {
+        e     = shi_table_get(&sf->table, key, strlen(key));
+        rc    = shi_store_add_value(key, e ? e->value : NULL, e ? e->vlen : 0,
+               e != NULL, delta, result, text, &len);
+        value = text;
+    }
     if (rc == SHOAL_OK) {
         rc = file_append(sf, size, key, value, len);
     }
@@ -286,30 +281,19 @@ file_set(shi_store *st, const char *key, const void *value, size_t len,
 }
 
 static int
+file_set(shi_store *st, const char *key, const void *value, size_t len,
+    int64_t deadline)
+{
+    return file_write(
+        (store_file *) st, key, value, len, 0, 0, NULL, deadline);
+}
+
+static int
 file_add(shi_store *st, const char *key, int64_t delta, int64_t *result,
     int64_t deadline)
 {
-    store_file            *sf = (store_file *) st;
-    const shi_table_entry *e;
-    char                   text[SHI_STORE_INT_TEXT];
-    size_t                 tlen;
-    uint64_t               size;
-    int                    rc = file_lock(sf, LOCK_EX, deadline);
-
-    if (rc != SHOAL_OK) {
-        return rc;
-    }
-    rc = file_refresh(sf, &size);
-    if (rc == SHOAL_OK) {
-        e  = shi_table_get(&sf->table, key, strlen(key));
-        rc = shi_store_add_value(key, e ? e->value : NULL, e ? e->vlen : 0,
-            e != NULL, delta, result, text, &tlen);
-    }
-    if (rc == SHOAL_OK) {
-        rc = file_append(sf, size, key, text, tlen);
-    }
-    file_unlock(sf);
-    return rc;
+    return file_write(
+        (store_file *) st, key, NULL, 0, 1, delta, result, deadline);
 }
 
 // Polls until every key is present; a timeout names the first missing.

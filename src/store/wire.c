@@ -50,8 +50,8 @@ shi_wire_buf_append(shi_wire_buf *b, const void *p, size_t n)
     return rc;
 }
 
-static void
-wire_put_u32(unsigned char *p, uint32_t v)
+void
+shi_wire_put_u32(unsigned char *p, uint32_t v)
 {
     p[0] = (unsigned char) (v >> 24);
     p[1] = (unsigned char) (v >> 16);
@@ -59,8 +59,8 @@ wire_put_u32(unsigned char *p, uint32_t v)
     p[3] = (unsigned char) v;
 }
 
-static uint32_t
-wire_get_u32(const unsigned char *p)
+uint32_t
+shi_wire_get_u32(const unsigned char *p)
 {
     return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8
         | (uint32_t) p[3];
@@ -69,21 +69,21 @@ wire_get_u32(const unsigned char *p)
 static void
 wire_put_u64(unsigned char *p, uint64_t v)
 {
-    wire_put_u32(p, (uint32_t) (v >> 32));
-    wire_put_u32(p + 4, (uint32_t) v);
+    shi_wire_put_u32(p, (uint32_t) (v >> 32));
+    shi_wire_put_u32(p + 4, (uint32_t) v);
 }
 
 static uint64_t
 wire_get_u64(const unsigned char *p)
 {
-    return (uint64_t) wire_get_u32(p) << 32 | wire_get_u32(p + 4);
+    return (uint64_t) shi_wire_get_u32(p) << 32 | shi_wire_get_u32(p + 4);
 }
 
 // Appends u32 n and n bytes (space already reserved).
 static void
 wire_put_bytes(shi_wire_buf *b, const void *p, size_t n)
 {
-    wire_put_u32(b->data + b->len, (uint32_t) n);
+    shi_wire_put_u32(b->data + b->len, (uint32_t) n);
     if (n > 0) {
         memcpy(b->data + b->len + 4, p, n);
     }
@@ -152,12 +152,13 @@ shi_wire_encode(shi_wire_buf *b, const shi_wire_msg *m)
     if (rc != SHOAL_OK) {
         return rc;
     }
-    wire_put_u32(b->data + b->len, (uint32_t) (SHI_WIRE_HEAD_BYTES + body));
+    shi_wire_put_u32(
+        b->data + b->len, (uint32_t) (SHI_WIRE_HEAD_BYTES + body));
     b->data[b->len + 4] = m->cmd;
-    wire_put_u32(b->data + b->len + 5, m->id);
+    shi_wire_put_u32(b->data + b->len + 5, m->id);
     b->len += SHI_WIRE_LEN_BYTES + SHI_WIRE_HEAD_BYTES;
     if (m->cmd & SHI_WIRE_REPLY) {
-        wire_put_u32(b->data + b->len, (uint32_t) m->status);
+        shi_wire_put_u32(b->data + b->len, (uint32_t) m->status);
         b->len += 4;
         if (m->status != 0 || (m->cmd & ~SHI_WIRE_REPLY) == SHI_WIRE_GET) {
             wire_put_bytes(b, m->value, vlen);
@@ -168,7 +169,7 @@ shi_wire_encode(shi_wire_buf *b, const shi_wire_msg *m)
         return SHOAL_OK;
     }
     if (m->cmd == SHI_WIRE_WAIT) {
-        wire_put_u32(b->data + b->len, m->nkeys);
+        shi_wire_put_u32(b->data + b->len, m->nkeys);
         b->len += 4;
         for (uint32_t i = 0; i < m->nkeys; i++) {
             wire_put_bytes(b, m->keys[i], strlen(m->keys[i]));
@@ -188,7 +189,7 @@ shi_wire_encode(shi_wire_buf *b, const shi_wire_msg *m)
 int
 shi_wire_frame_length(const unsigned char prefix[4], uint32_t *len)
 {
-    *len = wire_get_u32(prefix);
+    *len = shi_wire_get_u32(prefix);
     if (*len < SHI_WIRE_HEAD_BYTES || *len > SHI_WIRE_FRAME_MAX) {
         return shi_error(SHOAL_EPROTO,
             "frame length %u is outside the allowed %u..%u bytes", *len,
@@ -225,7 +226,7 @@ wire_u32(wire_rd *r, const char *what)
 {
     const unsigned char *p;
 
-    return wire_take(r, 4, what, &p) ? wire_get_u32(p) : 0;
+    return wire_take(r, 4, what, &p) ? shi_wire_get_u32(p) : 0;
 }
 
 static int64_t
@@ -318,7 +319,7 @@ shi_wire_decode(const unsigned char *frame, size_t len, shi_wire_msg *m)
         return shi_error(SHOAL_EPROTO, "frame of %zu bytes is too short", len);
     }
     m->cmd = head[0];
-    m->id  = wire_get_u32(head + 1);
+    m->id  = shi_wire_get_u32(head + 1);
     base   = m->cmd & ~SHI_WIRE_REPLY;
     if (base < SHI_WIRE_SET || base > SHI_WIRE_WAIT) {
         return shi_error(
@@ -349,7 +350,7 @@ shi_wire_next_key(
     if (*left < 4) {
         return 0;
     }
-    *klen = wire_get_u32(*blob);
+    *klen = shi_wire_get_u32(*blob);
     *key  = (const char *) *blob + 4;
     *blob += 4 + *klen;
     *left -= 4 + *klen;

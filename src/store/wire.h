@@ -64,6 +64,10 @@ typedef struct shi_wire_buf {
 
 void shi_wire_buf_free(shi_wire_buf *b);
 
+// Big-endian u32 at p (also the file store's record lengths).
+void     shi_wire_put_u32(unsigned char *p, uint32_t v);
+uint32_t shi_wire_get_u32(const unsigned char *p);
+
 // Appends n raw bytes (the handshake's messages); SHOAL_ENOMEM.
 int shi_wire_buf_append(shi_wire_buf *b, const void *p, size_t n);
 

@@ -71,6 +71,57 @@ tmpdir_remove(const char *dir)
     CHECK(system(cmd) == 0);
 }
 
+// Runs `fn` against a TCP store server of our own, or against a file store
+// in a fresh directory (whose mode is checked afterwards).
+typedef void (*store_case)(const char *addr, const char *secret);
+
+// The server runs in a process of its own, so the test process has no
+// threads when cases fork (a fork may copy a lock another thread holds).
+static void
+on_tcp_store(store_case fn)
+{
+    char  addr[ADDR_MAX];
+    int   up[2], ctl[2], port = 0, status;
+    char  byte;
+    pid_t pid;
+
+    CHECK(pipe(up) == 0 && pipe(ctl) == 0);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(up[0]);
+        close(ctl[1]);
+        shi_store_server *srv = server_start("s", addr);
+        port                  = shi_store_server_port(srv);
+        CHECK(write(up[1], &port, sizeof(port)) == sizeof(port));
+        CHECK(read(ctl[0], &byte, 1) == 0); // until the test is done
+        shi_store_server_stop(srv);
+        _exit(0);
+    }
+    close(up[1]);
+    close(ctl[0]);
+    CHECK(read(up[0], &port, sizeof(port)) == sizeof(port));
+    close(up[0]);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    fn(addr, "s");
+    close(ctl[1]);
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void
+on_file_store(store_case fn)
+{
+    char        dir[ADDR_MAX], path[ADDR_MAX + 16];
+    struct stat sb;
+
+    tmpdir_make(dir);
+    snprintf(path, sizeof(path), "%s/store", dir);
+    fn(path, NULL);
+    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0600);
+    tmpdir_remove(dir);
+}
+
 static double
 seconds_since(int64_t start)
 {
@@ -154,37 +205,28 @@ exercise_basics(shi_store *st)
     free(big);
 }
 
-TEST(store_tcp_set_get_add_wait)
+static void
+basics_case(const char *addr, const char *secret)
 {
-    char              addr[ADDR_MAX];
-    shi_store_server *srv = server_start("s", addr);
-    shi_store        *st  = store_open(addr, "s");
+    shi_store *st = store_open(addr, secret);
 
     exercise_basics(st);
     // A second handle sees the first one's keys.
-    shi_store *other = store_open(addr, "s");
-    check_value(other, "n", "-2");
-    shi_store_close(other);
-    shi_store_close(st);
-    shi_store_server_stop(srv);
-}
-
-TEST(store_file_set_get_add_wait)
-{
-    char        dir[ADDR_MAX], path[ADDR_MAX + 16];
-    struct stat sb;
-
-    tmpdir_make(dir);
-    snprintf(path, sizeof(path), "%s/store", dir);
-    shi_store *st = store_open(path, NULL);
-    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0600);
-    exercise_basics(st);
-    shi_store *other = store_open(path, NULL);
+    shi_store *other = store_open(addr, secret);
     check_value(other, "n", "-2");
     check_value(other, "a", "replaced");
     shi_store_close(other);
     shi_store_close(st);
-    tmpdir_remove(dir);
+}
+
+TEST(store_tcp_set_get_add_wait)
+{
+    on_tcp_store(basics_case);
+}
+
+TEST(store_file_set_get_add_wait)
+{
+    on_file_store(basics_case);
 }
 
 TEST(store_open_rejects_bad_addresses)
@@ -247,21 +289,12 @@ get_waits_for_thread(const char *addr, const char *secret)
 
 TEST(store_tcp_get_waits_for_key_set_later)
 {
-    char              addr[ADDR_MAX];
-    shi_store_server *srv = server_start("s", addr);
-
-    get_waits_for_thread(addr, "s");
-    shi_store_server_stop(srv);
+    on_tcp_store(get_waits_for_thread);
 }
 
 TEST(store_file_get_waits_for_key_set_later)
 {
-    char dir[ADDR_MAX], path[ADDR_MAX + 16];
-
-    tmpdir_make(dir);
-    snprintf(path, sizeof(path), "%s/store", dir);
-    get_waits_for_thread(path, NULL);
-    tmpdir_remove(dir);
+    on_file_store(get_waits_for_thread);
 }
 
 // nproc processes each add 1 to "counter" `rounds` times and set "done<i>";
@@ -309,21 +342,12 @@ concurrent_adds(const char *addr, const char *secret)
 
 TEST(store_tcp_concurrent_adds_from_8_processes)
 {
-    char              addr[ADDR_MAX];
-    shi_store_server *srv = server_start("s", addr);
-
-    concurrent_adds(addr, "s");
-    shi_store_server_stop(srv);
+    on_tcp_store(concurrent_adds);
 }
 
 TEST(store_file_concurrent_adds_from_8_processes)
 {
-    char dir[ADDR_MAX], path[ADDR_MAX + 16];
-
-    tmpdir_make(dir);
-    snprintf(path, sizeof(path), "%s/store", dir);
-    concurrent_adds(path, NULL);
-    tmpdir_remove(dir);
+    on_file_store(concurrent_adds);
 }
 
 typedef struct waiter {
@@ -516,15 +540,6 @@ raw_authenticated(const char *addr)
     return fd;
 }
 
-static void
-put_u32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char) (v >> 24);
-    p[1] = (unsigned char) (v >> 16);
-    p[2] = (unsigned char) (v >> 8);
-    p[3] = (unsigned char) v;
-}
-
 // A get in a thread of its own.
 typedef struct blocked_get {
     shi_store  *st;
@@ -569,21 +584,21 @@ TEST(store_tcp_garbage_and_oversized_frames_close_only_that_connection)
 
     // An oversized length prefix after a good handshake.
     fd = raw_authenticated(addr);
-    put_u32(frame, 0xffffffffu);
+    shi_wire_put_u32(frame, 0xffffffffu);
     CHECK_OK(shi_write_all(fd, frame, 4, dl));
     CHECK(closed_by_server(fd));
     close(fd);
 
     // Just over the limit.
     fd = raw_authenticated(addr);
-    put_u32(frame, SHI_WIRE_FRAME_MAX + 1);
+    shi_wire_put_u32(frame, SHI_WIRE_FRAME_MAX + 1);
     CHECK_OK(shi_write_all(fd, frame, 4, dl));
     CHECK(closed_by_server(fd));
     close(fd);
 
     // An unknown command.
     fd = raw_authenticated(addr);
-    put_u32(frame, 9);
+    shi_wire_put_u32(frame, 9);
     frame[4] = 77;
     memset(frame + 5, 0, 8);
     CHECK_OK(shi_write_all(fd, frame, 13, dl));
@@ -592,20 +607,20 @@ TEST(store_tcp_garbage_and_oversized_frames_close_only_that_connection)
 
     // A GET whose key is longer than the limit.
     fd = raw_authenticated(addr);
-    put_u32(frame, 9);
+    shi_wire_put_u32(frame, 9);
     frame[4] = SHI_WIRE_GET;
-    put_u32(frame + 5, 1);
-    put_u32(frame + 9, SHI_STORE_KEY_MAX + 1);
+    shi_wire_put_u32(frame + 5, 1);
+    shi_wire_put_u32(frame + 9, SHI_STORE_KEY_MAX + 1);
     CHECK_OK(shi_write_all(fd, frame, 13, dl));
     CHECK(closed_by_server(fd));
     close(fd);
 
     // A key length running past the end of the frame.
     fd = raw_authenticated(addr);
-    put_u32(frame, 10);
+    shi_wire_put_u32(frame, 10);
     frame[4] = SHI_WIRE_GET;
-    put_u32(frame + 5, 1);
-    put_u32(frame + 9, 5);
+    shi_wire_put_u32(frame + 5, 1);
+    shi_wire_put_u32(frame + 9, 5);
     frame[13] = 'k';
     CHECK_OK(shi_write_all(fd, frame, 14, dl));
     CHECK(closed_by_server(fd));
@@ -674,11 +689,12 @@ TEST(store_tcp_unreachable_is_econnect_within_deadline)
 }
 
 static void
-get_timeout_then_recover(shi_store *st)
+get_timeout_then_recover(const char *addr, const char *secret)
 {
-    void   *v = (void *) 1;
-    size_t  len;
-    int64_t start = shi_now_ns();
+    shi_store *st = store_open(addr, secret);
+    void      *v  = (void *) 1;
+    size_t     len;
+    int64_t    start = shi_now_ns();
 
     CHECK_ST(shi_store_get(st, "never-set", &v, &len, shi_deadline_in_ms(200)),
         SHOAL_ETIMEDOUT);
@@ -698,29 +714,17 @@ get_timeout_then_recover(shi_store *st)
     CHECK_OK(
         shi_store_set(st, "never-set", "now", 3, shi_deadline_in_ms(2000)));
     check_value(st, "never-set", "now");
+    shi_store_close(st);
 }
 
 TEST(store_tcp_get_timeout_names_key_and_handle_recovers)
 {
-    char              addr[ADDR_MAX];
-    shi_store_server *srv = server_start("s", addr);
-    shi_store        *st  = store_open(addr, "s");
-
-    get_timeout_then_recover(st);
-    shi_store_close(st);
-    shi_store_server_stop(srv);
+    on_tcp_store(get_timeout_then_recover);
 }
 
 TEST(store_file_get_timeout_names_key_and_handle_recovers)
 {
-    char dir[ADDR_MAX], path[ADDR_MAX + 16];
-
-    tmpdir_make(dir);
-    snprintf(path, sizeof(path), "%s/store", dir);
-    shi_store *st = store_open(path, NULL);
-    get_timeout_then_recover(st);
-    shi_store_close(st);
-    tmpdir_remove(dir);
+    on_file_store(get_timeout_then_recover);
 }
 
 TEST(store_tcp_server_stop_fails_connected_clients)
