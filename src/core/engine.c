@@ -74,6 +74,13 @@ shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
     }
     queue_unlink_active(&comm->active, req);
     req->in_engine = 0;
+    if (shi_log_enabled(SHI_LOG_TRACE)) {
+        char desc[256];
+        shi_req_describe(req, desc, sizeof(desc));
+        shi_log(SHI_LOG_TRACE, "%s: %s after %.1f us (%s)", comm->name, desc,
+            (double) (shi_now_ns() - req->start_ns) / 1e3,
+            shoal_status_name(status));
+    }
     atomic_store_explicit(&req->status, status, memory_order_release);
 }
 
