@@ -1,0 +1,203 @@
+// shoal-perf: main. Creates the communicator from the launcher's
+// environment, allocates the buffers once (for the largest size), measures
+// the memcpy baseline, then runs the chosen operations in turn.
+//
+//   shoalrun -n 2 shoal-perf -o sendrecv -b 8 -e 64M -f 2
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "perf.h"
+
+#define INFO_TAG 7002
+
+// What rank 0 prints about every rank.
+typedef struct rank_info {
+    int32_t pid, cpus;
+    char    host[56];
+} rank_info;
+
+int
+perf_fail(const perf_ctx *c, const char *what, int st)
+{
+    fprintf(stderr, "shoal-perf: rank %d: %s failed: %s: %s\n",
+        c != NULL ? c->rank : -1, what, shoal_status_name(st),
+        shoal_last_error());
+    return st < 0 ? st : SHOAL_EINVAL;
+}
+
+// Before the communicator exists, the launcher's variables say whether we
+// are rank 0 (the only rank that prints usage). Unset: a lone process.
+static int
+env_says_rank0(void)
+{
+    static const char *names[] = { "SHOAL_RANK", "RANK",
+        "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID" };
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+        const char *v = getenv(names[i]);
+        if (v != NULL && v[0] != '\0') {
+            return strcmp(v, "0") == 0;
+        }
+    }
+    return 1;
+}
+
+static void
+local_info(rank_info *ri)
+{
+    cpu_set_t set;
+
+    memset(ri, 0, sizeof(*ri));
+    ri->pid  = (int32_t) getpid();
+    ri->cpus = sched_getaffinity(0, sizeof(set), &set) == 0
+        ? (int32_t) CPU_COUNT(&set)
+        : -1;
+    if (gethostname(ri->host, sizeof(ri->host) - 1) != 0) {
+        snprintf(ri->host, sizeof(ri->host), "?");
+    }
+}
+
+// Rank 0 prints one line per rank, as nccl-tests' "Using devices".
+static int
+print_ranks(perf_ctx *c)
+{
+    rank_info ri;
+    int       rc;
+
+    local_info(&ri);
+    if (c->rank != 0) {
+        rc = shoal_send(c->comm, &ri, sizeof(ri), SHOAL_UINT8, 0, INFO_TAG);
+        return rc == SHOAL_OK ? rc : perf_fail(c, "shoal_send(info)", rc);
+    }
+    printf("#\n# Using ranks\n");
+    for (int r = 0; r < c->nranks; r++) {
+        if (r > 0) {
+            rc = shoal_recv(
+                c->comm, &ri, sizeof(ri), SHOAL_UINT8, r, INFO_TAG);
+            if (rc != SHOAL_OK) {
+                return perf_fail(c, "shoal_recv(info)", rc);
+            }
+        }
+        ri.host[sizeof(ri.host) - 1] = '\0';
+        printf("#  Rank %2d Pid %7d on %10s cpus %d\n", r, (int) ri.pid,
+            ri.host, (int) ri.cpus);
+    }
+    return SHOAL_OK;
+}
+
+static int
+setup(perf_ctx *c, const perf_opts *o)
+{
+    size_t cap = 0;
+
+    c->o     = o;
+    c->esize = shoal_dtype_size(o->dtype);
+    if (perf_sizes_make(&c->sizes, o, c->esize) != 0) {
+        return SHOAL_ENOMEM;
+    }
+    for (int i = 0; i < c->sizes.n; i++) {
+        cap = c->sizes.bytes[i] > cap ? c->sizes.bytes[i] : cap;
+    }
+    c->cap         = cap;
+    c->sbuf        = perf_buffer_alloc(cap);
+    c->rbuf        = perf_buffer_alloc(cap);
+    c->times       = calloc((size_t) o->iters, sizeof(double));
+    c->memcpy_gbps = calloc((size_t) c->sizes.n + 1, sizeof(double));
+    if (c->sbuf == NULL || c->rbuf == NULL || c->times == NULL
+        || c->memcpy_gbps == NULL) {
+        fprintf(stderr,
+            "shoal-perf: rank %d: cannot allocate 2 x %zu bytes of "
+            "buffers\n",
+            c->rank, cap);
+        return SHOAL_ENOMEM;
+    }
+    return SHOAL_OK;
+}
+
+static void
+teardown(perf_ctx *c)
+{
+    perf_buffer_free(c->sbuf, c->cap);
+    perf_buffer_free(c->rbuf, c->cap);
+    free(c->times);
+    free(c->memcpy_gbps);
+    perf_sizes_free(&c->sizes);
+}
+
+static int
+run_all(perf_ctx *c)
+{
+    const perf_opts *o  = c->o;
+    int              rc = print_ranks(c);
+
+    if (rc == SHOAL_OK) {
+        rc = perf_memcpy_baseline(c);
+    }
+    if (rc == SHOAL_OK && (o->ops & PERF_OP_SENDRECV)) {
+        rc = perf_bench_sendrecv(c);
+    }
+    if (rc == SHOAL_OK && (o->ops & PERF_OP_BROADCAST)) {
+        rc = perf_bench_broadcast(c);
+    }
+    if (rc == SHOAL_OK && (o->ops & PERF_OP_BARRIER)) {
+        rc = perf_bench_barrier(c);
+    }
+    return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+    perf_opts opts;
+    perf_ctx  ctx = { 0 };
+    char      err[256];
+    int       rc;
+
+    rc = perf_parse_options(&opts, argc, argv, err, sizeof(err));
+    if (rc != PERF_PARSE_OK) {
+        if (env_says_rank0()) {
+            perf_usage("shoal-perf", rc == PERF_PARSE_ERROR ? err : NULL);
+        }
+        return rc == PERF_PARSE_HELP ? 0 : 2;
+    }
+    rc = shoal_comm_create(&ctx.comm, NULL);
+    if (rc != SHOAL_OK) {
+        fprintf(stderr, "shoal-perf: shoal_comm_create failed: %s: %s\n",
+            shoal_status_name(rc), shoal_last_error());
+        return 1;
+    }
+    ctx.rank   = shoal_comm_rank(ctx.comm);
+    ctx.nranks = shoal_comm_size(ctx.comm);
+    if (opts.root >= ctx.nranks) {
+        if (ctx.rank == 0) {
+            snprintf(err, sizeof(err), "root %d is not a rank (0..%d)",
+                opts.root, ctx.nranks - 1);
+            perf_usage("shoal-perf", err);
+        }
+        shoal_comm_destroy(ctx.comm);
+        return 2;
+    }
+    rc = setup(&ctx, &opts);
+    if (rc == SHOAL_OK) {
+        if (ctx.rank == 0) {
+            perf_print_run_header(&ctx);
+        }
+        rc = run_all(&ctx);
+    }
+    teardown(&ctx);
+    if (rc == SHOAL_OK) {
+        // Nobody leaves while another rank may still need it.
+        rc = shoal_barrier(ctx.comm);
+    }
+    shoal_comm_destroy(ctx.comm);
+    if (rc != SHOAL_OK) {
+        return 1;
+    }
+    return ctx.wrong_total != 0 ? 1 : 0;
+}

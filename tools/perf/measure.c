@@ -1,0 +1,41 @@
+// The measurement loop every table shares.
+//
+// Per iteration: (untimed) fill the send data, shoal_barrier, time the
+// operation on this rank alone, (untimed) count wrong elements. Warm-up
+// iterations skip the fill and the check. Afterwards the per-iteration
+// times go to rank 0 (perf_collect), which keeps the maximum over ranks.
+#include "perf.h"
+
+int
+perf_measure(perf_ctx *c, const perf_measure_ops *m, void *arg, int index,
+    perf_stats *st, double *wrong)
+{
+    const perf_opts *o     = c->o;
+    double           bad   = 0;
+    int              total = o->warmup + o->iters;
+
+    for (int it = 0; it < total; it++) {
+        int timed = it >= o->warmup;
+        int check = timed && o->check && m->verify != NULL;
+        if (check && m->prepare != NULL) {
+            m->prepare(c, arg, index, it);
+        }
+        int rc = shoal_barrier(c->comm);
+        if (rc != SHOAL_OK) {
+            return perf_fail(c, "shoal_barrier", rc);
+        }
+        double t0 = perf_now();
+        rc        = m->run(c, arg, index);
+        double t  = perf_now() - t0;
+        if (rc != SHOAL_OK) {
+            return rc; // run() reported it
+        }
+        if (timed) {
+            c->times[it - o->warmup] = t / m->divisor;
+        }
+        if (check) {
+            bad += (double) m->verify(c, arg, index, it);
+        }
+    }
+    return perf_collect(c, c->times, o->iters, bad, st, wrong);
+}

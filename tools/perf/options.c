@@ -1,0 +1,276 @@
+// Command line of shoal-perf: the nccl-tests flags that make sense here.
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "perf.h"
+
+// nccl-tests' type names, mapped to shoal's.
+static const struct {
+    const char *alias;
+    shoal_dtype dtype;
+} options_aliases[] = {
+    { "float", SHOAL_FLOAT32 },
+    { "half", SHOAL_FLOAT16 },
+    { "double", SHOAL_FLOAT64 },
+    { "int", SHOAL_INT32 },
+    { "char", SHOAL_INT8 },
+    { "bf16", SHOAL_BFLOAT16 },
+};
+
+// Parses "64M", "1K", "8", "0.5G": a number with an optional K/M/G
+// (binary) suffix. Returns 0 on success.
+static int
+parse_size(const char *s, size_t *out)
+{
+    char  *end;
+    double v, unit = 1;
+
+    errno = 0;
+    v     = strtod(s, &end);
+    if (end == s || errno != 0 || !(v >= 0)) {
+        return -1;
+    }
+    switch (*end) {
+        case 'K':
+        case 'k':
+            unit = 1024.0;
+            end++;
+            break;
+        case 'M':
+        case 'm':
+            unit = 1024.0 * 1024.0;
+            end++;
+            break;
+        case 'G':
+        case 'g':
+            unit = 1024.0 * 1024.0 * 1024.0;
+            end++;
+            break;
+        default:
+            break;
+    }
+    if (*end == 'B' || *end == 'b') {
+        end++;
+    }
+    v *= unit;
+    if (*end != '\0' || v > 1e15 || v != floor(v)) {
+        return -1;
+    }
+    *out = (size_t) v;
+    return 0;
+}
+
+static int
+parse_int(const char *s, int lo, int *out)
+{
+    char *end;
+    long  v;
+
+    errno = 0;
+    v     = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || errno != 0 || v < lo || v > 1000000000) {
+        return -1;
+    }
+    *out = (int) v;
+    return 0;
+}
+
+static int
+parse_dtype(const char *s, shoal_dtype *out)
+{
+    for (int i = 0; i < SHOAL_DTYPE_COUNT; i++) {
+        if (strcasecmp(s, shoal_dtype_name(i)) == 0) {
+            *out = (shoal_dtype) i;
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < sizeof(options_aliases) / sizeof(*options_aliases);
+         i++) {
+        if (strcasecmp(s, options_aliases[i].alias) == 0) {
+            *out = options_aliases[i].dtype;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int
+parse_op(const char *s, int *out)
+{
+    if (strcmp(s, "sendrecv") == 0) {
+        *out = PERF_OP_SENDRECV;
+    } else if (strcmp(s, "broadcast") == 0) {
+        *out = PERF_OP_BROADCAST;
+    } else if (strcmp(s, "barrier") == 0) {
+        *out = PERF_OP_BARRIER;
+    } else if (strcmp(s, "all") == 0) {
+        *out = PERF_OP_ALL;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static const struct option options_long[] = {
+    { "op", required_argument, NULL, 'o' },
+    { "minbytes", required_argument, NULL, 'b' },
+    { "maxbytes", required_argument, NULL, 'e' },
+    { "stepfactor", required_argument, NULL, 'f' },
+    { "iters", required_argument, NULL, 'n' },
+    { "warmup_iters", required_argument, NULL, 'w' },
+    { "check", required_argument, NULL, 'c' },
+    { "datatype", required_argument, NULL, 'd' },
+    { "root", required_argument, NULL, 'r' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
+// Applies one option; returns 0 or -1 (err filled).
+static int
+apply_option(perf_opts *o, int opt, const char *arg, char *err, size_t len)
+{
+    int bad = 0;
+
+    switch (opt) {
+        case 'o':
+            bad = parse_op(arg, &o->ops);
+            break;
+        case 'b':
+            bad = parse_size(arg, &o->minbytes);
+            break;
+        case 'e':
+            bad = parse_size(arg, &o->maxbytes);
+            break;
+        case 'f': {
+            char *end;
+            o->stepfactor = strtod(arg, &end);
+            bad = end == arg || *end != '\0' || !(o->stepfactor > 1.0)
+                || o->stepfactor > 1e6;
+            break;
+        }
+        case 'n':
+            bad = parse_int(arg, 1, &o->iters);
+            break;
+        case 'w':
+            bad = parse_int(arg, 0, &o->warmup);
+            break;
+        case 'c':
+            bad = parse_int(arg, 0, &o->check);
+            break;
+        case 'd':
+            bad = parse_dtype(arg, &o->dtype);
+            break;
+        case 'r':
+            bad = parse_int(arg, 0, &o->root);
+            break;
+        default:
+            bad = 1;
+            break;
+    }
+    if (bad) {
+        const char *name = "?";
+        for (const struct option *l = options_long; l->name != NULL; l++) {
+            if (l->val == opt) {
+                name = l->name;
+            }
+        }
+        snprintf(err, len, "bad value '%s' for -%c/--%s", arg, opt, name);
+        return -1;
+    }
+    return 0;
+}
+
+int
+perf_parse_options(
+    perf_opts *o, int argc, char **argv, char *err, size_t errlen)
+{
+    int opt;
+
+    *o     = (perf_opts) { .ops = PERF_OP_ALL,
+            .minbytes           = 8,
+            .maxbytes           = 64u << 20,
+            .stepfactor         = 2.0,
+            .iters              = 20,
+            .warmup             = 5,
+            .check              = 1,
+            .dtype              = SHOAL_FLOAT32,
+            .root               = 0 };
+    err[0] = '\0';
+    opterr = 0; // we print our own message, on rank 0 only
+    optind = 1;
+    while ((opt = getopt_long(
+                argc, argv, "o:b:e:f:n:w:c:d:r:h", options_long, NULL))
+        != -1) {
+        if (opt == 'h') {
+            return PERF_PARSE_HELP;
+        }
+        if (opt == '?' || opt == ':') {
+            if (optopt != 0) {
+                snprintf(err, errlen, "unknown option or missing value: -%c",
+                    optopt);
+            } else {
+                snprintf(err, errlen, "unknown option or missing value: %s",
+                    argv[optind - 1]);
+            }
+            return PERF_PARSE_ERROR;
+        }
+        if (apply_option(o, opt, optarg, err, errlen) != 0) {
+            return PERF_PARSE_ERROR;
+        }
+    }
+    if (optind < argc) {
+        snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
+        return PERF_PARSE_ERROR;
+    }
+    if (o->minbytes > o->maxbytes) {
+        snprintf(err, errlen, "minbytes (%zu) is larger than maxbytes (%zu)",
+            o->minbytes, o->maxbytes);
+        return PERF_PARSE_ERROR;
+    }
+    return PERF_PARSE_OK;
+}
+
+void
+perf_usage(const char *prog, const char *err)
+{
+    FILE *f = err != NULL ? stderr : stdout;
+
+    if (err != NULL) {
+        fprintf(f, "%s: %s\n", prog, err);
+    }
+    fprintf(f,
+        "usage: shoalrun -n N %s [options]\n"
+        "\n"
+        "nccl-tests style benchmark of libshoal (run every rank with the "
+        "same flags).\n"
+        "\n"
+        "  -o, --op NAME            sendrecv, broadcast, barrier or all "
+        "(default all)\n"
+        "  -b, --minbytes SIZE      smallest message (default 8)\n"
+        "  -e, --maxbytes SIZE      largest message (default 64M)\n"
+        "  -f, --stepfactor F       multiply the size by F each step "
+        "(default 2)\n"
+        "  -n, --iters N            timed iterations per size (default 20)\n"
+        "  -w, --warmup_iters N     untimed iterations first (default 5)\n"
+        "  -c, --check 0|1          verify the data of every timed "
+        "iteration (default 1)\n"
+        "  -d, --datatype TYPE      any shoal dtype: bool uint8 int8 int16 "
+        "int32 int64\n"
+        "                           float16 bfloat16 float32 float64 "
+        "(default float32)\n"
+        "  -r, --root R             broadcast root (default 0)\n"
+        "  -h, --help               show this text\n"
+        "\n"
+        "SIZE takes a K, M or G suffix (powers of 1024). Output (rank 0): "
+        "nccl-tests\n"
+        "columns, then min/p90 times and busbw relative to a memcpy "
+        "baseline measured\n"
+        "in the same run. Exit status: 0 ok, 1 wrong data or a failed "
+        "call, 2 bad usage.\n",
+        prog);
+}

@@ -1,0 +1,183 @@
+// shoal-perf: an nccl-tests style benchmark of libshoal's public API.
+//
+// Files, one job each:
+//   main.c             communicator, run order, exit status
+//   options.c          command line (nccl-tests flags) and usage
+//   sizes.c            the list of message sizes
+//   buffers.c          page-aligned, pre-touched buffers
+//   pattern.c          data patterns per dtype: fill and count wrong elements
+//   timing.c           clock, per-iteration max over ranks, median/min/p90
+//   measure.c          the loop: fill, barrier, time, check
+//   report.c           nccl-tests formatted tables
+//   memcpy_baseline.c  memcpy bandwidth measured in the same run
+//   bench_sendrecv.c   ring exchange and ping-pong half round trip
+//   bench_broadcast.c  broadcast, in-place and out-of-place
+//   bench_barrier.c    barrier
+// Beside them: compare.sh (shoal against Open MPI in one run) and
+// mpi/mpi_bench.c, which compare.sh builds with mpicc (in a subfolder so
+// that CMake's perf/*.c glob leaves it out of shoal-perf).
+//
+// Timing method, shared by every table: one iteration is a barrier, then
+// each rank times the operation alone; afterwards (untimed) rank 0 takes
+// the maximum over ranks of each iteration, and reports the median over
+// iterations of those maxima (min and p90 in extra columns).
+#ifndef SHOAL_PERF_H
+#define SHOAL_PERF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shoal.h"
+
+// Bits of perf_opts.ops.
+enum {
+    PERF_OP_SENDRECV  = 1,
+    PERF_OP_BROADCAST = 2,
+    PERF_OP_BARRIER   = 4,
+    PERF_OP_ALL       = 7
+};
+
+typedef struct perf_opts {
+    int         ops; // PERF_OP_* bits
+    size_t      minbytes, maxbytes;
+    double      stepfactor;
+    int         iters, warmup;
+    int         check; // verify data every timed iteration
+    shoal_dtype dtype;
+    int         root;
+} perf_opts;
+
+// Result of parsing the command line.
+enum { PERF_PARSE_OK = 0, PERF_PARSE_HELP = 1, PERF_PARSE_ERROR = 2 };
+
+// Fills *o from argv. On PERF_PARSE_ERROR writes a one-line reason into
+// err. Does not print.
+int perf_parse_options(
+    perf_opts *o, int argc, char **argv, char *err, size_t errlen);
+void perf_usage(const char *prog, const char *err);
+
+// The message sizes: minbytes, then times stepfactor, up to maxbytes, each
+// rounded down to whole elements of `esize` bytes.
+typedef struct perf_sizes {
+    size_t *bytes;
+    int     n;
+} perf_sizes;
+
+int  perf_sizes_make(perf_sizes *s, const perf_opts *o, size_t esize);
+void perf_sizes_free(perf_sizes *s);
+
+// Page-aligned buffer whose pages are touched (written) before use, so no
+// page fault lands inside a timed region.
+void *perf_buffer_alloc(size_t bytes);
+void  perf_buffer_free(void *buf, size_t bytes);
+
+// A data pattern: element i holds tile[i % PERF_PATTERN_TILE], the tile
+// being pseudo-random values drawn from `seed` and encoded in the dtype.
+// The tile length is prime, so a chunk landing at a wrong offset (the
+// library's chunks are powers of two) never looks right.
+#define PERF_PATTERN_TILE 4099
+typedef struct perf_pattern {
+    shoal_dtype   dtype;
+    size_t        esize;
+    unsigned char tile[PERF_PATTERN_TILE * 8];
+} perf_pattern;
+
+// Seeds for patterns: different for every (what, src, size, iteration),
+// so data left over from an earlier iteration is counted as wrong.
+uint32_t perf_seed(
+    uint32_t what, uint32_t src, uint32_t size_index, uint32_t iteration);
+void perf_pattern_make(perf_pattern *p, shoal_dtype dtype, uint32_t seed);
+void perf_pattern_fill(const perf_pattern *p, void *buf, size_t count);
+// Number of elements of buf that differ from the pattern.
+size_t perf_pattern_check(
+    const perf_pattern *p, const void *buf, size_t count);
+
+// Monotonic clock in seconds.
+double perf_now(void);
+
+// Order statistics over iterations, in seconds.
+typedef struct perf_stats {
+    double median, min, p90;
+} perf_stats;
+
+// Shared state of one run.
+typedef struct perf_ctx {
+    shoal_comm      *comm;
+    int              rank, nranks;
+    const perf_opts *o;
+    perf_sizes       sizes;
+    size_t           esize; // bytes per element of o->dtype
+    size_t           cap; // bytes of each buffer
+    void            *sbuf, *rbuf;
+    double          *times; // o->iters entries, scratch
+    double          *memcpy_gbps; // per size index; filled by the baseline
+    double           wrong_total; // summed over every table (rank 0)
+} perf_ctx;
+
+// Collective over the communicator: every rank passes its `n`
+// per-iteration times and its count of wrong elements; rank 0 gets the
+// statistics of the per-iteration maximum over ranks in *st and the sum of
+// wrong counts in *wrong (other ranks: untouched). Uses point-to-point
+// messages to rank 0; call it outside timed regions.
+int perf_collect(const perf_ctx *c, const double *times, int n,
+    double wrong_local, perf_stats *st, double *wrong);
+
+// What one benchmark does in the shared measurement loop (measure.c).
+typedef struct perf_measure_ops {
+    // Untimed, before the barrier of a checked iteration: fill send data.
+    void (*prepare)(perf_ctx *c, void *arg, int index, int iteration);
+    // Timed: the operation. Returns SHOAL_OK or a status it has reported.
+    int (*run)(perf_ctx *c, void *arg, int index);
+    // Untimed, after a checked iteration: wrong elements on this rank.
+    // NULL: nothing to check.
+    size_t (*verify)(perf_ctx *c, void *arg, int index, int iteration);
+    // The timed interval is divided by this (operations per sample).
+    double divisor;
+} perf_measure_ops;
+
+// Runs o->warmup + o->iters iterations of `m` for size `index`; rank 0 gets
+// the statistics and the wrong count summed over ranks and iterations.
+int perf_measure(perf_ctx *c, const perf_measure_ops *m, void *arg, int index,
+    perf_stats *st, double *wrong);
+
+// One half (out-of-place or in-place) of a table row.
+typedef struct perf_half {
+    int        valid; // 0: print N/A
+    perf_stats t;
+    double     algbw, busbw; // GB/s from t.median
+    double     wrong; // < 0: not checked
+} perf_half;
+
+typedef struct perf_row {
+    size_t      bytes, count;
+    const char *type, *redop;
+    int         root;
+    perf_half   oop, ip;
+    double      vs_memcpy; // < 0: N/A
+} perf_row;
+
+// Table printing; rank 0 only (callers check).
+void perf_print_run_header(const perf_ctx *c);
+void perf_print_table_header(const char *op, const char *notes);
+void perf_print_row(const perf_row *r);
+void perf_print_table_footer(
+    const char *op, double wrong, double bw_sum, int bw_count);
+// Fills algbw/busbw of h from its median for `bytes` per rank and the
+// bus factor of the operation.
+void perf_half_bandwidth(perf_half *h, size_t bytes, double bus_factor);
+
+// Formats a time in microseconds the way nccl-tests does (7 columns).
+void perf_format_us(char *out, size_t len, double seconds);
+
+// Benchmarks. Each is collective over the communicator and prints on rank
+// 0. They return 0, or a negative shoal status after printing the error.
+int perf_memcpy_baseline(perf_ctx *c);
+int perf_bench_sendrecv(perf_ctx *c);
+int perf_bench_broadcast(perf_ctx *c);
+int perf_bench_barrier(perf_ctx *c);
+
+// Reports a failed shoal call on stderr (with the library's detail) and
+// returns st.
+int perf_fail(const perf_ctx *c, const char *what, int st);
+
+#endif // SHOAL_PERF_H
