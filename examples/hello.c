@@ -63,7 +63,7 @@ main(void)
     CHECK(shoal_broadcast(half, &leader, 1, SHOAL_INT32, 0));
 
     printf("rank %d/%d: weights[3]=%.1f token=%ld half-leader=%d work=%.2f\n",
-           rank, size, weights[3], token, leader, work);
+        rank, size, weights[3], token, leader, work);
     CHECK(shoal_comm_destroy(half));
     CHECK(shoal_comm_destroy(world));
     return 0;

@@ -209,6 +209,11 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
     int64_t idle_since = shi_now_ns();
     int     yields     = 0;
     char    desc[256];
+    // The progress thread shares the cores with the application: it never
+    // spins, and yields only briefly before sleeping, so that it costs an
+    // application thread no CPU time it could use.
+    int64_t spin_ns    = app ? comm->spin_ns : 0;
+    int     yield_iter = app ? comm->yield_iter : 2;
 
     for (unsigned iter = 1;; iter++) {
         pthread_mutex_lock(&comm->lock);
@@ -219,7 +224,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
             return;
         }
         int64_t now = shi_now_ns();
-        if ((iter & 255) == 0 || yields >= comm->yield_iter) {
+        if ((iter & 255) == 0 || yields >= yield_iter) {
             housekeeping_locked(comm, now);
         }
         if (req != NULL && now > deadline && deadline < req->deadline) {
@@ -233,9 +238,9 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
         if (progressed) {
             idle_since = now;
             yields     = 0;
-        } else if (now - idle_since < comm->spin_ns) {
+        } else if (now - idle_since < spin_ns) {
             cpu_relax();
-        } else if (yields < comm->yield_iter) {
+        } else if (yields < yield_iter) {
             sched_yield();
             yields++;
         } else if (sleep_on_doorbell(comm, req, deadline) == 0) {
@@ -357,6 +362,9 @@ progress_main(void *arg)
             continue;
         }
         pthread_mutex_unlock(&comm->lock);
+        // A caller that just posted non-blocking work often waits for it
+        // next: let it get there before competing for the lock.
+        sched_yield();
         drive(comm, NULL, SHI_NO_DEADLINE, 0);
         pthread_mutex_lock(&comm->lock);
     }
