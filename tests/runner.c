@@ -113,6 +113,41 @@ decode_status(int status)
     return 128 + WTERMSIG(status);
 }
 
+// Number of live processes whose name starts with "shoal", other than test
+// runners (launchers and
+// ranks of multi-process tests run in process groups of their own, so the
+// group check alone would not see them).
+static int
+shoal_processes(void)
+{
+    DIR           *proc = opendir("/proc");
+    struct dirent *ent;
+    int            n = 0;
+
+    if (proc == NULL) {
+        return 0;
+    }
+    while ((ent = readdir(proc)) != NULL) {
+        char path[300], name[64] = "", state = 0;
+        if (ent->d_name[0] < '0' || ent->d_name[0] > '9') {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/proc/%s/stat", ent->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) {
+            continue;
+        }
+        // "pid (name) state ...": zombies awaiting their parent don't count.
+        if (fscanf(f, "%*d (%63[^)]) %c", name, &state) == 2
+            && strncmp(name, "shoal", 5) == 0 && state != 'Z') {
+            n++;
+        }
+        fclose(f);
+    }
+    closedir(proc);
+    return n;
+}
+
 // True if some process is still in process group `pgid`.
 static int
 group_alive(pid_t pgid)
@@ -126,6 +161,7 @@ run_one(int i)
     int64_t start = shi_now_ns();
     int64_t limit = (int64_t) tests[i].timeout_s * timeout_multiplier();
     int     leftovers_before = test_shm_leftovers();
+    int     procs_before     = shoal_processes();
     pid_t   pid;
     int     code;
 
@@ -159,6 +195,15 @@ run_one(int i)
         if (code == 0) {
             code = 1;
         }
+    }
+    for (int tries = 0; tries < 300 && shoal_processes() > procs_before;
+         tries++) {
+        usleep(10000);
+    }
+    if (code == 0 && shoal_processes() > procs_before) {
+        fprintf(
+            stderr, "test %s left shoal processes running\n", tests[i].name);
+        code = 1;
     }
     if (code == 0 && test_shm_leftovers() > leftovers_before) {
         fprintf(stderr, "test %s left files in /dev/shm\n", tests[i].name);
