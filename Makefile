@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build run test test-unit test-asan check-install bench \
+.PHONY: all deps build run test test-unit test-asan test-valgrind bench \
         format check-format clean
 
 all: build
@@ -38,6 +38,17 @@ test-asan: | deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	SHOAL_TEST_TIMEOUT_MULTIPLIER=3 ASAN_OPTIONS=detect_leaks=1 \
 	    $(ASAN_BUILD)/tests/shoal_tests
+
+# Ranks under valgrind: no leaks, no invalid accesses, for the example and
+# the broadcast, point-to-point and failure cases.
+VALGRIND = valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
+           --error-exitcode=9
+test-valgrind: build
+	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/examples/shoal-example-hello
+	$(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest bcast
+	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest p2p_async
+	$(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest split
+	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest timeout
 
 bench: build
 	tools/perf/compare.sh $(BUILD)
