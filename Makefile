@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build run test test-unit test-asan test-valgrind bench \
+.PHONY: all deps build run test test-unit test-asan test-tsan test-valgrind bench \
         format check-format clean
 
 all: build
@@ -39,6 +39,18 @@ test-asan: | deps
 	SHOAL_TEST_TIMEOUT_MULTIPLIER=3 ASAN_OPTIONS=detect_leaks=1 \
 	    $(ASAN_BUILD)/tests/shoal_tests
 
+# Multi-process cases built with ThreadSanitizer (the engine, watcher and
+# progress threads share each communicator).
+TSAN_BUILD ?= build-tsan
+TSAN_CASES  = p2p_async progress bcast barrier split timeout
+test-tsan: | deps
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSHOAL_SANITIZE=thread
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target shoal_mptest shoalrun
+	for c in $(TSAN_CASES); do \
+	    TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
+	        $(TSAN_BUILD)/tools/shoalrun -n 3 $(TSAN_BUILD)/tests/shoal_mptest $$c || exit 1; \
+	done
+
 # Ranks under valgrind: no leaks, no invalid accesses, for the example and
 # the broadcast, point-to-point and failure cases.
 VALGRIND = valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
@@ -62,4 +74,4 @@ check-format:
 	clang-format --dry-run --Werror $(SOURCES)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
