@@ -113,36 +113,54 @@ decode_status(int status)
     return 128 + WTERMSIG(status);
 }
 
-// Number of live processes whose name starts with "shoal", other than test
-// runners (launchers and
-// ranks of multi-process tests run in process groups of their own, so the
-// group check alone would not see them).
+// Every test runs with SHOAL_TEST_TAG=<runner pid>.<test index> in its
+// environment, which its launchers and ranks inherit even when they leave
+// the test's process group; a process still carrying the tag after the test
+// is a leftover.
+static char test_tag[64];
+
+// True if /proc/<pid>/environ holds `entry` (a "NAME=value" string).
 static int
-shoal_processes(void)
+environ_has(const char *pid, const char *entry)
+{
+    char   path[300], buf[1 << 16];
+    size_t len = strlen(entry), n;
+    FILE  *f;
+
+    snprintf(path, sizeof(path), "/proc/%s/environ", pid);
+    if ((f = fopen(path, "r")) == NULL) {
+        return 0;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    for (size_t i = 0; i + len <= n; i += strlen(buf + i) + 1) {
+        buf[n] = '\0';
+        if (strncmp(buf + i, entry, len) == 0 && buf[i + len] == '\0') {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+// Number of live processes (other than ourselves) carrying `test_tag`.
+static int
+tagged_processes(void)
 {
     DIR           *proc = opendir("/proc");
     struct dirent *ent;
+    char           self[32];
     int            n = 0;
 
     if (proc == NULL) {
         return 0;
     }
+    snprintf(self, sizeof(self), "%d", (int) getpid());
     while ((ent = readdir(proc)) != NULL) {
-        char path[300], name[64] = "", state = 0;
-        if (ent->d_name[0] < '0' || ent->d_name[0] > '9') {
-            continue;
-        }
-        snprintf(path, sizeof(path), "/proc/%s/stat", ent->d_name);
-        FILE *f = fopen(path, "r");
-        if (f == NULL) {
-            continue;
-        }
-        // "pid (name) state ...": zombies awaiting their parent don't count.
-        if (fscanf(f, "%*d (%63[^)]) %c", name, &state) == 2
-            && strncmp(name, "shoal", 5) == 0 && state != 'Z') {
+        if (ent->d_name[0] >= '0' && ent->d_name[0] <= '9'
+            && strcmp(ent->d_name, self) != 0
+            && environ_has(ent->d_name, test_tag)) {
             n++;
         }
-        fclose(f);
     }
     closedir(proc);
     return n;
@@ -161,10 +179,11 @@ run_one(int i)
     int64_t start = shi_now_ns();
     int64_t limit = (int64_t) tests[i].timeout_s * timeout_multiplier();
     int     leftovers_before = test_shm_leftovers();
-    int     procs_before     = shoal_processes();
     pid_t   pid;
     int     code;
 
+    snprintf(
+        test_tag, sizeof(test_tag), "SHOAL_TEST_TAG=%d.%d", (int) getpid(), i);
     fflush(stdout);
     pid = fork();
     if (pid < 0) {
@@ -173,6 +192,7 @@ run_one(int i)
     }
     if (pid == 0) {
         setpgid(0, 0);
+        putenv(test_tag);
         tests[i].fn();
         fflush(stdout);
         _exit(0);
@@ -196,14 +216,13 @@ run_one(int i)
             code = 1;
         }
     }
-    for (int tries = 0; tries < 300 && shoal_processes() > procs_before;
-         tries++) {
+    for (int tries = 0; tries < 300 && tagged_processes() > 0; tries++) {
         usleep(10000);
     }
-    if (code == 0 && shoal_processes() > procs_before) {
-        fprintf(
-            stderr, "test %s left shoal processes running\n", tests[i].name);
-        code = 1;
+    if (tagged_processes() > 0) {
+        fprintf(stderr, "test %s left processes running (launched ranks)\n",
+            tests[i].name);
+        code = code == 0 ? 1 : code;
     }
     if (code == 0 && test_shm_leftovers() > leftovers_before) {
         fprintf(stderr, "test %s left files in /dev/shm\n", tests[i].name);
