@@ -253,13 +253,13 @@ open_store(shoal_comm *comm, const shi_launch *env, int64_t deadline)
     return SHOAL_OK;
 }
 
-// Each creation of a communicator with the same name gets its own keys.
+// Each communicator created in this process gets its own store keys (all
+// ranks create theirs in the same order).
 static int
-next_generation(const char *name)
+next_generation(void)
 {
     static atomic_int generation;
 
-    (void) name;
     return atomic_fetch_add(&generation, 1);
 }
 
@@ -289,7 +289,7 @@ comm_create(shoal_comm **out, const shoal_config *cfg)
     shi_log_set_rank(env.rank);
     deadline = shi_deadline_in_ms(timeout_ms);
     snprintf(comm->prefix, sizeof(comm->prefix), "shoal/%s/%d/", name,
-        next_generation(name));
+        next_generation());
     st = shi_secret_from_string(&comm->secret, secret);
     if (st == SHOAL_OK && env.size > 1) {
         st = open_store(comm, &env, deadline);

@@ -37,12 +37,6 @@ shi_queue_remove(shi_req_queue *q, shoal_request *req)
     }
 }
 
-shoal_request *
-shi_queue_head(const shi_req_queue *q)
-{
-    return q->head;
-}
-
 void
 shi_req_describe(const shoal_request *req, char *buf, size_t len)
 {

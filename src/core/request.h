@@ -51,8 +51,7 @@ struct shoal_request {
 void shi_req_describe(const shoal_request *req, char *buf, size_t len);
 
 // Queue helpers (FIFO through `qnext`).
-void           shi_queue_push(shi_req_queue *q, shoal_request *req);
-void           shi_queue_remove(shi_req_queue *q, shoal_request *req);
-shoal_request *shi_queue_head(const shi_req_queue *q);
+void shi_queue_push(shi_req_queue *q, shoal_request *req);
+void shi_queue_remove(shi_req_queue *q, shoal_request *req);
 
 #endif
