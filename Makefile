@@ -63,6 +63,7 @@ test-valgrind: build
 	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest timeout
 
 bench: build
+	@scripts/install-deps.sh --bench
 	tools/perf/compare.sh $(BUILD)
 
 SOURCES = $(shell git ls-files '*.c' '*.h')

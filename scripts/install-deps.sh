@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Installs what building and testing shoal needs and a fresh Debian machine
 # may lack: a C compiler, CMake, Ninja, pkg-config, OpenSSL's libcrypto
-# headers, and (with --ci) clang-format, valgrind and Open MPI for the
-# benchmarks. Only missing tools are installed; nothing happens when all
-# are present.
+# headers; with --ci also clang-format and valgrind, with --bench Open MPI
+# (the peer the benchmarks compare against). Only missing tools are
+# installed; nothing happens when all are present.
 set -euo pipefail
 
 ci=0
-[ "${1:-}" = "--ci" ] && ci=1
+bench=0
+for arg in "$@"; do
+    case "$arg" in
+        --ci) ci=1 ;;
+        --bench) bench=1 ;;
+        *) echo "usage: install-deps.sh [--ci] [--bench]" >&2; exit 2 ;;
+    esac
+done
 
 missing=()
 need() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
@@ -20,6 +27,8 @@ need pkg-config pkg-config
 if [ "$ci" = 1 ]; then
     need clang-format clang-format
     need valgrind valgrind
+fi
+if [ "$bench" = 1 ]; then
     need mpicc libopenmpi-dev
     need mpirun openmpi-bin
 fi
