@@ -301,6 +301,133 @@ SHOAL_API int shoal_broadcast(
 SHOAL_API int shoal_ibroadcast(shoal_comm *comm, void *buf, size_t count,
     shoal_dtype dtype, int root, shoal_request **req);
 
+// ---------------------------------------------------------------------------
+// Collectives with reductions and data movement
+// ---------------------------------------------------------------------------
+//
+// Buffers: `sendbuf` is read, `recvbuf` written; both stay owned by the
+// caller. Counts are in elements of `dtype`. Reduce ops: SUM, PROD, MIN, MAX
+// and AVG on every dtype (MIN/MAX propagate NaN, as torch.maximum does; AVG
+// on integer types divides the sum by the rank count rounding toward zero,
+// as torch does for integer division with rounding_mode='trunc'); BAND,
+// BOR, BXOR on integer and bool types only; PREMUL_SUM on floating types
+// only. float16 and bfloat16 accumulate in float32 and round once. Any
+// other pair fails with SHOAL_EINVAL before anything is sent. Results are
+// bitwise identical on every rank (inputs are combined in rank order).
+//
+// In-place forms are given by pointers, as noted per call; any other
+// overlap of sendbuf and recvbuf fails with SHOAL_EINVAL.
+//
+// Errors of every call: SHOAL_EINVAL (NULL buffer with count > 0, root out
+// of range, unknown dtype or op, bad dtype/op pair, overlapping buffers),
+// SHOAL_EMISMATCH (ranks passed different counts, dtypes, ops or roots),
+// plus the failures listed above for requests.
+
+// Reduces `count` elements of every rank's sendbuf into every rank's
+// recvbuf. In place: sendbuf == recvbuf.
+SHOAL_API int shoal_all_reduce(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t count, shoal_dtype dtype, shoal_reduce_op op);
+SHOAL_API int shoal_iall_reduce(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t count, shoal_dtype dtype, shoal_reduce_op op,
+    shoal_request **req);
+
+// Reduces into recvbuf on `root` only (recvbuf is ignored, and may be NULL,
+// elsewhere). In place on the root: sendbuf == recvbuf.
+SHOAL_API int shoal_reduce(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t count, shoal_dtype dtype, shoal_reduce_op op,
+    int root);
+SHOAL_API int shoal_ireduce(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t count, shoal_dtype dtype, shoal_reduce_op op,
+    int root, shoal_request **req);
+
+// Every rank contributes `count` elements; recvbuf (size * count elements)
+// receives them in rank order. In place: sendbuf == recvbuf + rank * count
+// elements.
+SHOAL_API int shoal_all_gather(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t count, shoal_dtype dtype);
+SHOAL_API int shoal_iall_gather(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t count, shoal_dtype dtype, shoal_request **req);
+
+// As shoal_all_gather with per-rank counts: rank r contributes
+// recvcounts[r] elements; blocks are packed in rank order in recvbuf.
+// recvcounts (size entries) must be equal on every rank.
+SHOAL_API int shoal_all_gather_v(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, const size_t *recvcounts, shoal_dtype dtype);
+SHOAL_API int shoal_iall_gather_v(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, const size_t *recvcounts, shoal_dtype dtype,
+    shoal_request **req);
+
+// sendbuf holds size blocks of `recvcount` elements; rank r receives the
+// reduction of every rank's block r. In place: recvbuf == sendbuf + rank *
+// recvcount elements.
+SHOAL_API int shoal_reduce_scatter(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t recvcount, shoal_dtype dtype, shoal_reduce_op op);
+SHOAL_API int shoal_ireduce_scatter(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t recvcount, shoal_dtype dtype, shoal_reduce_op op,
+    shoal_request **req);
+
+// As shoal_reduce_scatter with per-rank counts: block r of sendbuf has
+// recvcounts[r] elements (blocks packed in rank order); recvcounts must be
+// equal on every rank.
+SHOAL_API int shoal_reduce_scatter_v(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, const size_t *recvcounts, shoal_dtype dtype,
+    shoal_reduce_op op);
+SHOAL_API int shoal_ireduce_scatter_v(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, const size_t *recvcounts, shoal_dtype dtype,
+    shoal_reduce_op op, shoal_request **req);
+
+// Block p (count elements) of rank r's sendbuf lands in block r of rank p's
+// recvbuf. sendbuf and recvbuf must not overlap.
+SHOAL_API int shoal_all_to_all(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t count, shoal_dtype dtype);
+SHOAL_API int shoal_iall_to_all(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t count, shoal_dtype dtype, shoal_request **req);
+
+// As shoal_all_to_all with split sizes (torch's all_to_all_single): rank r
+// sends sendcounts[p] elements to p and receives recvcounts[p] from p,
+// blocks packed in rank order. sendcounts[p] on rank r must equal
+// recvcounts[r] on rank p.
+SHOAL_API int shoal_all_to_all_v(shoal_comm *comm, const void *sendbuf,
+    const size_t *sendcounts, void *recvbuf, const size_t *recvcounts,
+    shoal_dtype dtype);
+SHOAL_API int shoal_iall_to_all_v(shoal_comm *comm, const void *sendbuf,
+    const size_t *sendcounts, void *recvbuf, const size_t *recvcounts,
+    shoal_dtype dtype, shoal_request **req);
+
+// Every rank sends `count` elements; the root's recvbuf (size * count)
+// receives them in rank order (recvbuf ignored elsewhere). In place on the
+// root: sendbuf == recvbuf + root * count elements.
+SHOAL_API int shoal_gather(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t count, shoal_dtype dtype, int root);
+SHOAL_API int shoal_igather(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t count, shoal_dtype dtype, int root,
+    shoal_request **req);
+
+// The root's sendbuf holds size blocks of `count` elements; block r lands
+// in rank r's recvbuf (sendbuf ignored elsewhere). In place on the root:
+// recvbuf == sendbuf + root * count elements.
+SHOAL_API int shoal_scatter(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t count, shoal_dtype dtype, int root);
+SHOAL_API int shoal_iscatter(shoal_comm *comm, const void *sendbuf,
+    void *recvbuf, size_t count, shoal_dtype dtype, int root,
+    shoal_request **req);
+
+// ---------------------------------------------------------------------------
+// Shared-memory buffers (zero copy)
+// ---------------------------------------------------------------------------
+
+// Allocates `bytes` (64-byte aligned) of memory that the other ranks of
+// `comm` can read in place: collectives whose buffers lie in such memory
+// skip the copy through staging memory or the kernel. Local (not
+// collective). The memory stays valid until shoal_free or the destruction
+// of `comm`. Errors: SHOAL_EINVAL, SHOAL_ENOSPACE (the communicator's
+// shared heap, SHOAL_SHM_HEAP_BYTES per rank, is exhausted).
+SHOAL_API int shoal_alloc(shoal_comm *comm, size_t bytes, void **out);
+
+// Releases memory from shoal_alloc. NULL is accepted. Errors: SHOAL_EINVAL
+// (not a live allocation of this communicator).
+SHOAL_API int shoal_free(shoal_comm *comm, void *ptr);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,42 @@
+// Reduction kernels: combine k input arrays element-wise into one output.
+//
+// Every dtype x op pair that makes sense is supported (see shoal.h):
+// SUM, PROD, MIN, MAX, AVG on every dtype (bool: SUM = or, PROD = and,
+// MIN = and, MAX = or; AVG not on bool), BAND/BOR/BXOR on integer and bool
+// types, PREMUL_SUM on floating types. float16 and bfloat16 are widened to
+// float32, combined, and rounded once (round to nearest even). MIN and MAX
+// propagate NaN. Integer SUM and PROD wrap (two's complement), AVG on
+// integers divides the wrapped sum by k rounding toward zero. Inputs are
+// combined in index order (in[0] op in[1] op ...), so every rank computing
+// the same reduction gets bitwise identical results.
+//
+// Kernels are vectorised with AVX-512 or AVX2 when the CPU has them
+// (chosen once at run time; SHOAL_SIMD=avx512|avx2|scalar forces a level)
+// and fall back to portable C.
+#ifndef SHI_REDUCE_H
+#define SHI_REDUCE_H
+
+#include <stddef.h>
+
+#include "shoal.h"
+
+// SHOAL_OK if (dtype, op) is a valid pair, else SHOAL_EINVAL with a message
+// ("bitwise op band needs an integer or bool dtype, not float32").
+int shi_reduce_check(int dtype, shoal_reduce_op op);
+
+// out[i] = in[0][i] op in[1][i] op ... op in[k-1][i] for i < n, with AVG
+// dividing by k and PREMUL_SUM multiplying every input by op.scalar before
+// summing. k >= 1. `out` may be exactly one of the inputs (in place); no
+// other overlap is allowed. The pair must have passed shi_reduce_check.
+void shi_reduce(int dtype, shoal_reduce_op op, void *out,
+                const void *const *in, int k, size_t n);
+
+// The same with the portable scalar code only (the tests' reference, and
+// the fallback).
+void shi_reduce_scalar(int dtype, shoal_reduce_op op, void *out,
+                       const void *const *in, int k, size_t n);
+
+// The SIMD level in use: "avx512", "avx2" or "scalar".
+const char *shi_reduce_simd_level(void);
+
+#endif

@@ -1,0 +1,82 @@
+// Algorithm selection: which algorithm runs a collective, by (collective,
+// message bytes, ranks). A built-in table gives the defaults; SHOAL_ALGO
+// overrides it, e.g.
+//   SHOAL_ALGO="allreduce:oneshot@0-64K,twoshot@64K-1M,direct@1M-;allgather:staged@0-"
+// (ranges are [lo, hi) in bytes with K/M/G suffixes; an empty bound is
+// open). Every rank must pick the same algorithm for the same call, so the
+// communicator uses rank 0's SHOAL_ALGO on every rank, and only inputs that
+// are equal on every rank (collective, total bytes, ranks, the agreed
+// availability mask) enter the choice.
+#ifndef SHI_SELECT_H
+#define SHI_SELECT_H
+
+#include <stddef.h>
+
+typedef enum shi_coll {
+    SHI_COLL_ALLREDUCE = 0,
+    SHI_COLL_REDUCE,
+    SHI_COLL_ALLGATHER,
+    SHI_COLL_REDUCE_SCATTER,
+    SHI_COLL_ALLTOALL,
+    SHI_COLL_GATHER,
+    SHI_COLL_SCATTER,
+    SHI_COLL_BROADCAST,
+    SHI_COLL_BARRIER,
+    SHI_COLL_COUNT
+} shi_coll;
+
+typedef enum shi_algo {
+    SHI_ALGO_NONE = 0,
+    SHI_ALGO_ONESHOT, // every rank stages its input; every reader reduces all
+    SHI_ALGO_TWOSHOT, // staged reduce-scatter, then all-gather
+    SHI_ALGO_DIRECT,  // single copy: read peers' buffers (heap or CMA)
+    SHI_ALGO_STAGED,  // data movement through staging slabs, chunked
+    SHI_ALGO_OUTBOX,  // broadcast through the root's outbox
+    SHI_ALGO_FLAGS,   // barrier on counters
+    SHI_ALGO_COUNT
+} shi_algo;
+
+// Bit of `algo` in an availability mask.
+#define SHI_ALGO_BIT(a) (1u << (a))
+
+#define SHI_SELECT_MAX_RULES 64
+
+typedef struct shi_select_rule {
+    shi_coll coll;
+    shi_algo algo;
+    size_t   lo, hi; // bytes, [lo, hi); hi == SIZE_MAX: open
+    int      min_ranks, max_ranks; // 0: any
+} shi_select_rule;
+
+typedef struct shi_select_table {
+    int             nrules;
+    shi_select_rule rules[SHI_SELECT_MAX_RULES]; // first match wins
+} shi_select_table;
+
+// Names ("allreduce", "oneshot"); NULL for out-of-range values.
+const char *shi_coll_name(int coll);
+const char *shi_algo_name(int algo);
+
+// Which algorithms can run `coll` at all (a mask of SHI_ALGO_BIT).
+unsigned shi_algos_for(shi_coll coll);
+
+// The built-in table.
+void shi_select_defaults(shi_select_table *t);
+
+// Puts the rules of `spec` (SHOAL_ALGO syntax) before the table's own, so
+// they win. Errors: SHOAL_EINVAL with a message naming the bad part
+// (unknown collective or algorithm, an algorithm that cannot run that
+// collective, a malformed range); the table is unchanged then.
+int shi_select_parse(shi_select_table *t, const char *spec);
+
+// The algorithm for a call: the first rule matching (coll, bytes, nranks)
+// whose algorithm is in `available`; if none matches, the first algorithm
+// of the defaults for `coll` that is available. Never SHI_ALGO_NONE for a
+// collective with at least one available algorithm.
+shi_algo shi_select(const shi_select_table *t, shi_coll coll, size_t bytes,
+                    int nranks, unsigned available);
+
+// Prints the table in SHOAL_ALGO syntax (for logs); returns the length.
+int shi_select_format(const shi_select_table *t, char *buf, size_t len);
+
+#endif
