@@ -3,7 +3,9 @@
 // overrides it, e.g.
 //   SHOAL_ALGO="allreduce:oneshot@0-64K,twoshot@64K-1M,direct@1M-;allgather:staged@0-"
 // (ranges are [lo, hi) in bytes with K/M/G suffixes; an empty bound is
-// open). Every rank must pick the same algorithm for the same call, so the
+// open; no range is every size). A rule may also name the rank counts it is
+// for, inclusive and either side open: "allreduce:twoshot@1M-#4-".
+// Every rank must pick the same algorithm for the same call, so the
 // communicator uses rank 0's SHOAL_ALGO on every rank, and only inputs that
 // are equal on every rank (collective, total bytes, ranks, the agreed
 // availability mask) enter the choice.
@@ -76,7 +78,9 @@ int shi_select_parse(shi_select_table *t, const char *spec);
 shi_algo shi_select(const shi_select_table *t, shi_coll coll, size_t bytes,
                     int nranks, unsigned available);
 
-// Prints the table in SHOAL_ALGO syntax (for logs); returns the length.
+// Prints the table in SHOAL_ALGO syntax (for logs; shi_select_parse reads it
+// back to the same rules). Like snprintf: writes at most len bytes with a
+// NUL, and returns the length of the whole text.
 int shi_select_format(const shi_select_table *t, char *buf, size_t len);
 
 #endif

@@ -1,0 +1,692 @@
+// Algorithm selection (see select.h): the built-in table, the SHOAL_ALGO
+// parser and printer, and the per-call lookup.
+//
+// Spec grammar (whitespace allowed around every token):
+//   spec  := [ seg { ';' seg } ]          (empty segments are skipped)
+//   seg   := coll ':' item { ',' item }
+//   item  := algo [ '@' [size] '-' [size] ] [ '#' [ranks] '-' [ranks] ]
+//   size  := digits [ K | M | G ]          (binary, case-insensitive)
+// Sizes are [lo, hi) bytes, rank bounds [min, max] inclusive; an empty
+// bound is open. Names are case-insensitive.
+#include "algo/select.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/error.h"
+#include "shoal.h"
+
+// Message sizes where the defaults change algorithm. Measured tuning will
+// move these; keep every threshold here.
+#define SEL_KIB       ((size_t) 1024)
+#define SEL_SMALL_MAX (32 * SEL_KIB) // one-shot below, bandwidth above
+#define SEL_OPEN      SIZE_MAX
+
+// Longest token quoted in an error message.
+#define SEL_QUOTE_MAX 80
+
+// A rule for any rank count: [from, to) bytes.
+#define SEL_RULE(c, a, from, to)                                              \
+    {                                                                         \
+        .coll = (c), .algo = (a), .lo = (from), .hi = (to), .min_ranks = 0,   \
+        .max_ranks = 0                                                        \
+    }
+
+// The built-in table, first match wins. shi_select skips a rule whose
+// algorithm is not available on this communicator and tries the next.
+static const shi_select_rule select_defaults[] = {
+    // allreduce, small: latency-bound. One-shot (every rank reduces every
+    // input) costs one flag round, and its extra reduction work is cheap
+    // for small messages, at any rank count.
+    SEL_RULE(SHI_COLL_ALLREDUCE, SHI_ALGO_ONESHOT, 0, SEL_SMALL_MAX),
+    // allreduce, large: bandwidth-bound. Reading peers' buffers directly
+    // moves about half the bytes of staging through shared memory; it is
+    // available only where the single-copy path works (buffers in shared
+    // memory, or CMA allowed).
+    SEL_RULE(SHI_COLL_ALLREDUCE, SHI_ALGO_DIRECT, SEL_SMALL_MAX, SEL_OPEN),
+    // allreduce, large, no single copy: reduce-scatter then all-gather
+    // through staging, so each rank reduces only 1/n of the data.
+    SEL_RULE(SHI_COLL_ALLREDUCE, SHI_ALGO_TWOSHOT, SEL_SMALL_MAX, SEL_OPEN),
+
+    // reduce: the same split as allreduce; only the root needs the result,
+    // so there is no two-shot, and one-shot is the large-size fallback.
+    SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_ONESHOT, 0, SEL_SMALL_MAX),
+    SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_DIRECT, SEL_SMALL_MAX, SEL_OPEN),
+    SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_ONESHOT, SEL_SMALL_MAX, SEL_OPEN),
+
+    // Data movement without reduction: single copy whenever it works (one
+    // copy instead of two at every size), else chunked staging.
+    SEL_RULE(SHI_COLL_ALLGATHER, SHI_ALGO_DIRECT, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_ALLGATHER, SHI_ALGO_STAGED, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_REDUCE_SCATTER, SHI_ALGO_DIRECT, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_REDUCE_SCATTER, SHI_ALGO_STAGED, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_ALLTOALL, SHI_ALGO_DIRECT, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_ALLTOALL, SHI_ALGO_STAGED, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_GATHER, SHI_ALGO_DIRECT, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_GATHER, SHI_ALGO_STAGED, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_SCATTER, SHI_ALGO_DIRECT, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_SCATTER, SHI_ALGO_STAGED, 0, SEL_OPEN),
+
+    // One algorithm each.
+    SEL_RULE(SHI_COLL_BROADCAST, SHI_ALGO_OUTBOX, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_BARRIER, SHI_ALGO_FLAGS, 0, SEL_OPEN),
+};
+
+#define SEL_NDEFAULTS                                                         \
+    ((int) (sizeof(select_defaults) / sizeof(*select_defaults)))
+
+_Static_assert(
+    SEL_NDEFAULTS <= SHI_SELECT_MAX_RULES, "the defaults must fit in a table");
+
+static const char *const select_coll_names[SHI_COLL_COUNT] = {
+    [SHI_COLL_ALLREDUCE]      = "allreduce",
+    [SHI_COLL_REDUCE]         = "reduce",
+    [SHI_COLL_ALLGATHER]      = "allgather",
+    [SHI_COLL_REDUCE_SCATTER] = "reducescatter",
+    [SHI_COLL_ALLTOALL]       = "alltoall",
+    [SHI_COLL_GATHER]         = "gather",
+    [SHI_COLL_SCATTER]        = "scatter",
+    [SHI_COLL_BROADCAST]      = "broadcast",
+    [SHI_COLL_BARRIER]        = "barrier",
+};
+
+static const char *const select_algo_names[SHI_ALGO_COUNT] = {
+    [SHI_ALGO_NONE]    = "none",
+    [SHI_ALGO_ONESHOT] = "oneshot",
+    [SHI_ALGO_TWOSHOT] = "twoshot",
+    [SHI_ALGO_DIRECT]  = "direct",
+    [SHI_ALGO_STAGED]  = "staged",
+    [SHI_ALGO_OUTBOX]  = "outbox",
+    [SHI_ALGO_FLAGS]   = "flags",
+};
+
+#define SEL_MOVE_ALGOS                                                        \
+    (SHI_ALGO_BIT(SHI_ALGO_STAGED) | SHI_ALGO_BIT(SHI_ALGO_DIRECT))
+
+static const unsigned select_coll_algos[SHI_COLL_COUNT] = {
+    [SHI_COLL_ALLREDUCE] = SHI_ALGO_BIT(SHI_ALGO_ONESHOT)
+        | SHI_ALGO_BIT(SHI_ALGO_TWOSHOT) | SHI_ALGO_BIT(SHI_ALGO_DIRECT),
+    [SHI_COLL_REDUCE]
+    = SHI_ALGO_BIT(SHI_ALGO_ONESHOT) | SHI_ALGO_BIT(SHI_ALGO_DIRECT),
+    [SHI_COLL_ALLGATHER]      = SEL_MOVE_ALGOS,
+    [SHI_COLL_REDUCE_SCATTER] = SEL_MOVE_ALGOS,
+    [SHI_COLL_ALLTOALL]       = SEL_MOVE_ALGOS,
+    [SHI_COLL_GATHER]         = SEL_MOVE_ALGOS,
+    [SHI_COLL_SCATTER]        = SEL_MOVE_ALGOS,
+    [SHI_COLL_BROADCAST]      = SHI_ALGO_BIT(SHI_ALGO_OUTBOX),
+    [SHI_COLL_BARRIER]        = SHI_ALGO_BIT(SHI_ALGO_FLAGS),
+};
+
+const char *
+shi_coll_name(int coll)
+{
+    if (coll < 0 || coll >= SHI_COLL_COUNT) {
+        return NULL;
+    }
+    return select_coll_names[coll];
+}
+
+const char *
+shi_algo_name(int algo)
+{
+    if (algo < 0 || algo >= SHI_ALGO_COUNT) {
+        return NULL;
+    }
+    return select_algo_names[algo];
+}
+
+unsigned
+shi_algos_for(shi_coll coll)
+{
+    if ((int) coll < 0 || coll >= SHI_COLL_COUNT) {
+        return 0;
+    }
+    return select_coll_algos[coll];
+}
+
+void
+shi_select_defaults(shi_select_table *t)
+{
+    memset(t, 0, sizeof(*t));
+    memcpy(t->rules, select_defaults, sizeof(select_defaults));
+    t->nrules = SEL_NDEFAULTS;
+}
+
+static int
+select_rule_matches(
+    const shi_select_rule *r, shi_coll coll, size_t bytes, int nranks)
+{
+    return r->coll == coll && bytes >= r->lo
+        && (r->hi == SEL_OPEN || bytes < r->hi)
+        && (r->min_ranks == 0 || nranks >= r->min_ranks)
+        && (r->max_ranks == 0 || nranks <= r->max_ranks);
+}
+
+static int
+select_usable(shi_algo algo, unsigned usable)
+{
+    return algo > SHI_ALGO_NONE && algo < SHI_ALGO_COUNT
+        && (usable & SHI_ALGO_BIT(algo)) != 0;
+}
+
+shi_algo
+shi_select(const shi_select_table *t, shi_coll coll, size_t bytes, int nranks,
+    unsigned available)
+{
+    // An algorithm that cannot run `coll` is never chosen, whatever a
+    // hand-built table says.
+    unsigned usable = available & shi_algos_for(coll);
+
+    if (usable == 0) {
+        return SHI_ALGO_NONE;
+    }
+    for (int i = 0; i < t->nrules; i++) {
+        const shi_select_rule *r = &t->rules[i];
+        if (select_rule_matches(r, coll, bytes, nranks)
+            && select_usable(r->algo, usable)) {
+            return r->algo;
+        }
+    }
+    for (int i = 0; i < SEL_NDEFAULTS; i++) {
+        const shi_select_rule *r = &select_defaults[i];
+        if (r->coll == coll && select_usable(r->algo, usable)) {
+            return r->algo;
+        }
+    }
+    // The defaults name every algorithm of every collective, so this is
+    // only a guard against a future table that forgets one.
+    for (int a = SHI_ALGO_NONE + 1; a < SHI_ALGO_COUNT; a++) {
+        if (usable & SHI_ALGO_BIT(a)) {
+            return (shi_algo) a;
+        }
+    }
+    return SHI_ALGO_NONE;
+}
+
+// ---- parsing -------------------------------------------------------------
+
+// A piece of the spec: not NUL-terminated.
+typedef struct select_span {
+    const char *p;
+    size_t      n;
+} select_span;
+
+static int
+select_is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
+        || c == '\v';
+}
+
+static select_span
+select_trim(select_span s)
+{
+    while (s.n > 0 && select_is_space(s.p[0])) {
+        s.p++;
+        s.n--;
+    }
+    while (s.n > 0 && select_is_space(s.p[s.n - 1])) {
+        s.n--;
+    }
+    return s;
+}
+
+// Length and pointer arguments for "%.*s", capped for messages.
+#define SEL_Q(s) (int) ((s).n < SEL_QUOTE_MAX ? (s).n : SEL_QUOTE_MAX), (s).p
+
+// Splits `s` at the first `c`: *head is before it, *tail after it.
+// Returns 0 if `c` does not occur (then *head is all of `s`).
+static int
+select_split(select_span s, char c, select_span *head, select_span *tail)
+{
+    const char *at = memchr(s.p, c, s.n);
+
+    if (at == NULL) {
+        *head   = s;
+        tail->p = s.p + s.n;
+        tail->n = 0;
+        return 0;
+    }
+    head->p = s.p;
+    head->n = (size_t) (at - s.p);
+    tail->p = at + 1;
+    tail->n = s.n - head->n - 1;
+    return 1;
+}
+
+static int
+select_span_is(select_span s, const char *name)
+{
+    return s.n == strlen(name) && strncasecmp(s.p, name, s.n) == 0;
+}
+
+static int
+select_lookup_coll(select_span s)
+{
+    if (select_span_is(s, "reduce_scatter")) {
+        return SHI_COLL_REDUCE_SCATTER;
+    }
+    for (int c = 0; c < SHI_COLL_COUNT; c++) {
+        if (select_span_is(s, select_coll_names[c])) {
+            return c;
+        }
+    }
+    return -1;
+}
+
+static int
+select_lookup_algo(select_span s)
+{
+    for (int a = SHI_ALGO_NONE + 1; a < SHI_ALGO_COUNT; a++) {
+        if (select_span_is(s, select_algo_names[a])) {
+            return a;
+        }
+    }
+    return -1;
+}
+
+// Writes the names of the algorithms in `mask` as "a, b, c".
+static void
+select_mask_names(unsigned mask, char *buf, size_t len)
+{
+    size_t pos = 0;
+
+    buf[0] = '\0';
+    for (int a = SHI_ALGO_NONE + 1; a < SHI_ALGO_COUNT; a++) {
+        if ((mask & SHI_ALGO_BIT(a)) && pos < len) {
+            int n = snprintf(buf + pos, len - pos, "%s%s", pos ? ", " : "",
+                select_algo_names[a]);
+            pos += n > 0 ? (size_t) n : 0;
+        }
+    }
+}
+
+// Parses a byte count: digits with an optional K, M or G. Returns 0, -1 if
+// malformed, -2 on overflow.
+static int
+select_parse_size(select_span s, size_t *out)
+{
+    size_t   v     = 0;
+    size_t   i     = 0;
+    unsigned shift = 0;
+
+    for (; i < s.n && s.p[i] >= '0' && s.p[i] <= '9'; i++) {
+        size_t d = (size_t) (s.p[i] - '0');
+        if (v > (SIZE_MAX - d) / 10) {
+            return -2;
+        }
+        v = v * 10 + d;
+    }
+    if (i == 0) {
+        return -1;
+    }
+    if (i + 1 == s.n) {
+        switch (s.p[i]) {
+            case 'k':
+            case 'K':
+                shift = 10;
+                break;
+            case 'm':
+            case 'M':
+                shift = 20;
+                break;
+            case 'g':
+            case 'G':
+                shift = 30;
+                break;
+            default:
+                return -1;
+        }
+        i++;
+    }
+    if (i != s.n) {
+        return -1;
+    }
+    if (shift > 0 && v > (SIZE_MAX >> shift)) {
+        return -2;
+    }
+    *out = v << shift;
+    return 0;
+}
+
+// Parses a rank count (a positive int, no suffix).
+static int
+select_parse_ranks(select_span s, int *out)
+{
+    long long v = 0;
+
+    if (s.n == 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < s.n; i++) {
+        if (s.p[i] < '0' || s.p[i] > '9') {
+            return -1;
+        }
+        v = v * 10 + (s.p[i] - '0');
+        if (v > INT_MAX) {
+            return -2;
+        }
+    }
+    if (v < 1) {
+        return -1;
+    }
+    *out = (int) v;
+    return 0;
+}
+
+// "lo-hi" after '@': sizes, either side empty for open.
+static int
+select_parse_bytes_range(select_span item, select_span s, shi_select_rule *r)
+{
+    select_span lo, hi;
+    int         st;
+
+    s = select_trim(s);
+    if (!select_split(s, '-', &lo, &hi)) {
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: size range '%.*s' in '%.*s' is not lo-hi", SEL_Q(s),
+            SEL_Q(item));
+    }
+    lo    = select_trim(lo);
+    hi    = select_trim(hi);
+    r->lo = 0;
+    r->hi = SEL_OPEN;
+    if (lo.n > 0 && (st = select_parse_size(lo, &r->lo)) < 0) {
+        return shi_error(SHOAL_EINVAL, "SHOAL_ALGO: size '%.*s' in '%.*s' %s",
+            SEL_Q(lo), SEL_Q(item),
+            st == -2 ? "is too large" : "is not a number with K, M or G");
+    }
+    if (hi.n > 0 && (st = select_parse_size(hi, &r->hi)) < 0) {
+        return shi_error(SHOAL_EINVAL, "SHOAL_ALGO: size '%.*s' in '%.*s' %s",
+            SEL_Q(hi), SEL_Q(item),
+            st == -2 ? "is too large" : "is not a number with K, M or G");
+    }
+    if (r->lo >= r->hi) {
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: size range '%.*s' in '%.*s' is empty (needs lo < "
+            "hi)",
+            SEL_Q(s), SEL_Q(item));
+    }
+    return 0;
+}
+
+// "min-max" after '#': inclusive rank counts, either side empty for open.
+static int
+select_parse_rank_range(select_span item, select_span s, shi_select_rule *r)
+{
+    select_span lo, hi;
+
+    s = select_trim(s);
+    if (!select_split(s, '-', &lo, &hi)) {
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: rank range '%.*s' in '%.*s' is not min-max", SEL_Q(s),
+            SEL_Q(item));
+    }
+    lo           = select_trim(lo);
+    hi           = select_trim(hi);
+    r->min_ranks = 0;
+    r->max_ranks = 0;
+    if (lo.n > 0 && select_parse_ranks(lo, &r->min_ranks) < 0) {
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: rank count '%.*s' in '%.*s' is not an integer "
+            "from 1 to %d",
+            SEL_Q(lo), SEL_Q(item), INT_MAX);
+    }
+    if (hi.n > 0 && select_parse_ranks(hi, &r->max_ranks) < 0) {
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: rank count '%.*s' in '%.*s' is not an integer "
+            "from 1 to %d",
+            SEL_Q(hi), SEL_Q(item), INT_MAX);
+    }
+    if (r->max_ranks != 0 && r->min_ranks > r->max_ranks) {
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: rank range '%.*s' in '%.*s' is empty (needs min <= "
+            "max)",
+            SEL_Q(s), SEL_Q(item));
+    }
+    return 0;
+}
+
+// One "algo@lo-hi#min-max" for `coll`, appended to `out`.
+static int
+select_parse_item(shi_select_table *out, int coll, select_span item)
+{
+    shi_select_rule r = { .coll = (shi_coll) coll, .hi = SEL_OPEN };
+    select_span     name, rest, bytes, ranks;
+    int             has_bytes, has_ranks, algo;
+    char            names[128];
+
+    // The rank filter comes last: split it off first, so an '@' after
+    // the '#' is caught as garbage in the rank range.
+    has_ranks = select_split(item, '#', &rest, &ranks);
+    has_bytes = select_split(rest, '@', &name, &bytes);
+    name      = select_trim(name);
+    if (name.n == 0) {
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: missing algorithm name in '%.*s' for %s", SEL_Q(item),
+            select_coll_names[coll]);
+    }
+    select_mask_names(select_coll_algos[coll], names, sizeof(names));
+    algo = select_lookup_algo(name);
+    if (algo < 0) {
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: unknown algorithm '%.*s' for %s (it can use %s)",
+            SEL_Q(name), select_coll_names[coll], names);
+    }
+    if (!(select_coll_algos[coll] & SHI_ALGO_BIT(algo))) {
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: algorithm '%.*s' cannot run %s (it can use %s)",
+            SEL_Q(name), select_coll_names[coll], names);
+    }
+    r.algo = (shi_algo) algo;
+    if (has_bytes) {
+        int st = select_parse_bytes_range(item, bytes, &r);
+        if (st < 0) {
+            return st;
+        }
+    }
+    if (has_ranks) {
+        int st = select_parse_rank_range(item, ranks, &r);
+        if (st < 0) {
+            return st;
+        }
+    }
+    if (out->nrules >= SHI_SELECT_MAX_RULES) {
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: too many rules at '%.*s' (at most %d)", SEL_Q(item),
+            SHI_SELECT_MAX_RULES);
+    }
+    out->rules[out->nrules++] = r;
+    return 0;
+}
+
+// One "coll:item,item" segment, appended to `out`.
+static int
+select_parse_segment(shi_select_table *out, select_span seg)
+{
+    select_span cname, items, item;
+    int         coll;
+
+    if (!select_split(seg, ':', &cname, &items)) {
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: '%.*s' is not collective:algorithms", SEL_Q(seg));
+    }
+    cname = select_trim(cname);
+    if (cname.n == 0) {
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: missing collective in '%.*s'", SEL_Q(seg));
+    }
+    coll = select_lookup_coll(cname);
+    if (coll < 0) {
+        char   known[160];
+        size_t pos = 0;
+        for (int c = 0; c < SHI_COLL_COUNT && pos < sizeof(known); c++) {
+            int n = snprintf(known + pos, sizeof(known) - pos, "%s%s",
+                c ? ", " : "", select_coll_names[c]);
+            pos += n > 0 ? (size_t) n : 0;
+        }
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: unknown collective '%.*s' in '%.*s' (known: %s)",
+            SEL_Q(cname), SEL_Q(seg), known);
+    }
+    for (;;) {
+        int more = select_split(items, ',', &item, &items);
+        item     = select_trim(item);
+        if (item.n == 0) {
+            return shi_error(SHOAL_EINVAL,
+                "SHOAL_ALGO: empty algorithm in '%.*s'", SEL_Q(seg));
+        }
+        int st = select_parse_item(out, coll, item);
+        if (st < 0) {
+            return st;
+        }
+        if (!more) {
+            return 0;
+        }
+    }
+}
+
+int
+shi_select_parse(shi_select_table *t, const char *spec)
+{
+    shi_select_table add;
+    select_span      rest, seg;
+
+    if (t->nrules < 0 || t->nrules > SHI_SELECT_MAX_RULES) {
+        return shi_error(
+            SHOAL_EINVAL, "selection table has %d rules", t->nrules);
+    }
+    if (spec == NULL) {
+        return 0;
+    }
+    add.nrules = 0;
+    rest.p     = spec;
+    rest.n     = strlen(spec);
+    for (;;) {
+        int more = select_split(rest, ';', &seg, &rest);
+        if (select_trim(seg).n > 0) {
+            int st = select_parse_segment(&add, select_trim(seg));
+            if (st < 0) {
+                return st;
+            }
+        }
+        if (!more) {
+            break;
+        }
+    }
+    if (add.nrules + t->nrules > SHI_SELECT_MAX_RULES) {
+        return shi_error(SHOAL_EINVAL,
+            "SHOAL_ALGO: %d rules do not fit before the table's %d (at most "
+            "%d in all)",
+            add.nrules, t->nrules, SHI_SELECT_MAX_RULES);
+    }
+    memmove(t->rules + add.nrules, t->rules,
+        (size_t) t->nrules * sizeof(t->rules[0]));
+    memcpy(t->rules, add.rules, (size_t) add.nrules * sizeof(add.rules[0]));
+    t->nrules += add.nrules;
+    return 0;
+}
+
+// ---- printing ------------------------------------------------------------
+
+// An snprintf-style writer: counts what it would write, writes what fits.
+typedef struct select_out {
+    char  *buf;
+    size_t len;
+    size_t pos;
+} select_out;
+
+static void select_put(select_out *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+select_put(select_out *o, const char *fmt, ...)
+{
+    va_list ap;
+    int     n;
+
+    va_start(ap, fmt);
+    if (o->pos < o->len) {
+        n = vsnprintf(o->buf + o->pos, o->len - o->pos, fmt, ap);
+    } else {
+        n = vsnprintf(NULL, 0, fmt, ap);
+    }
+    va_end(ap);
+    if (n > 0) {
+        o->pos += (size_t) n;
+    }
+}
+
+// A byte count with the largest exact binary suffix (32768 -> "32K").
+static void
+select_put_size(select_out *o, size_t v)
+{
+    static const struct {
+        unsigned shift;
+        char     suffix;
+    } units[] = { { 30, 'G' }, { 20, 'M' }, { 10, 'K' } };
+
+    if (v != 0) {
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+            size_t unit = (size_t) 1 << units[i].shift;
+            if (v % unit == 0) {
+                select_put(o, "%zu%c", v / unit, units[i].suffix);
+                return;
+            }
+        }
+    }
+    select_put(o, "%zu", v);
+}
+
+static void
+select_put_rule(select_out *o, const shi_select_rule *r)
+{
+    const char *name = shi_algo_name(r->algo);
+
+    select_put(o, "%s", name ? name : "?");
+    if (r->lo != 0 || r->hi != SEL_OPEN) {
+        select_put(o, "@");
+        select_put_size(o, r->lo);
+        select_put(o, "-");
+        if (r->hi != SEL_OPEN) {
+            select_put_size(o, r->hi);
+        }
+    }
+    if (r->min_ranks != 0 || r->max_ranks != 0) {
+        select_put(o, "#");
+        if (r->min_ranks != 0) {
+            select_put(o, "%d", r->min_ranks);
+        }
+        select_put(o, "-");
+        if (r->max_ranks != 0) {
+            select_put(o, "%d", r->max_ranks);
+        }
+    }
+}
+
+int
+shi_select_format(const shi_select_table *t, char *buf, size_t len)
+{
+    select_out o = { .buf = buf, .len = buf ? len : 0, .pos = 0 };
+
+    if (o.len > 0) {
+        buf[0] = '\0';
+    }
+    // Consecutive rules of one collective share a segment, so the printed
+    // spec parses back to the same rules in the same order.
+    for (int i = 0; i < t->nrules; i++) {
+        const shi_select_rule *r = &t->rules[i];
+        if (i == 0 || t->rules[i - 1].coll != r->coll) {
+            const char *coll = shi_coll_name(r->coll);
+            select_put(&o, "%s%s:", i ? ";" : "", coll ? coll : "?");
+        } else {
+            select_put(&o, ",");
+        }
+        select_put_rule(&o, r);
+    }
+    return o.pos > INT_MAX ? INT_MAX : (int) o.pos;
+}
