@@ -2,8 +2,10 @@
 //
 // Per iteration: (untimed) fill the send data, shoal_barrier, time the
 // operation on this rank alone, (untimed) count wrong elements. Warm-up
-// iterations skip the fill and the check. Afterwards the per-iteration
-// times go to rank 0 (perf_collect), which keeps the maximum over ranks.
+// iterations skip the fill and the check. The number of timed iterations
+// may shrink with the size (--iter_bytes; perf_iters_for). Afterwards the
+// per-iteration times go to rank 0 (perf_collect), which keeps the maximum
+// over ranks.
 #include "perf.h"
 
 int
@@ -12,7 +14,8 @@ perf_measure(perf_ctx *c, const perf_measure_ops *m, void *arg, int index,
 {
     const perf_opts *o     = c->o;
     double           bad   = 0;
-    int              total = o->warmup + o->iters;
+    int              iters = perf_iters_for(o, c->sizes.bytes[index]);
+    int              total = o->warmup + iters;
 
     for (int it = 0; it < total; it++) {
         int timed = it >= o->warmup;
@@ -37,5 +40,5 @@ perf_measure(perf_ctx *c, const perf_measure_ops *m, void *arg, int index,
             bad += (double) m->verify(c, arg, index, it);
         }
     }
-    return perf_collect(c, c->times, o->iters, bad, st, wrong);
+    return perf_collect(c, c->times, iters, bad, st, wrong);
 }

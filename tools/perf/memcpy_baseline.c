@@ -50,28 +50,30 @@ format_us(char *out, size_t len, double seconds)
 }
 
 static int
-measure_size(perf_ctx *c, int index, perf_stats *st)
+measure_size(
+    perf_ctx *c, void *dst, const void *src, int index, perf_stats *st)
 {
     size_t bytes = c->sizes.bytes[index];
     size_t reps  = repeats_for(bytes);
     double wrong;
-    int    total = c->o->warmup + c->o->iters;
+    int    iters = perf_iters_for(c->o, bytes);
+    int    total = c->o->warmup + iters;
 
     for (int it = 0; it < total; it++) {
         int st_b = shoal_barrier(c->comm);
         if (st_b != SHOAL_OK) {
             return perf_fail(c, "shoal_barrier", st_b);
         }
-        double t = time_copies(c->rbuf, c->sbuf, bytes, reps);
+        double t = time_copies(dst, src, bytes, reps);
         if (it >= c->o->warmup) {
             c->times[it - c->o->warmup] = t;
         }
     }
-    return perf_collect(c, c->times, c->o->iters, 0.0, st, &wrong);
+    return perf_collect(c, c->times, iters, 0.0, st, &wrong);
 }
 
-int
-perf_memcpy_baseline(perf_ctx *c)
+static int
+baseline_table(perf_ctx *c, void *dst, const void *src)
 {
     if (c->rank == 0) {
         printf("#\n# memcpy baseline (all ranks copying at once)\n"
@@ -89,7 +91,7 @@ perf_memcpy_baseline(perf_ctx *c)
     }
     for (int i = 0; i < c->sizes.n; i++) {
         perf_stats st;
-        int        rc = measure_size(c, i, &st);
+        int        rc = measure_size(c, dst, src, i, &st);
         if (rc != SHOAL_OK) {
             return rc;
         }
@@ -109,4 +111,33 @@ perf_memcpy_baseline(perf_ctx *c)
         fflush(stdout);
     }
     return SHOAL_OK;
+}
+
+int
+perf_memcpy_baseline(perf_ctx *c)
+{
+    void *src = c->sbuf, *dst = c->rbuf;
+    int   rc = SHOAL_OK;
+
+    // The baseline is always private memory: with -a shoal the benchmark
+    // buffers are shared memory, which must not set its own yardstick.
+    if (c->shoal_buffers) {
+        src = perf_buffer_alloc(c->cap);
+        dst = perf_buffer_alloc(c->cap);
+        if (src == NULL || dst == NULL) {
+            fprintf(stderr,
+                "shoal-perf: rank %d: cannot allocate the memcpy "
+                "baseline's buffers\n",
+                c->rank);
+            rc = SHOAL_ENOMEM;
+        }
+    }
+    if (rc == SHOAL_OK) {
+        rc = baseline_table(c, dst, src);
+    }
+    if (c->shoal_buffers) {
+        perf_buffer_free(src, c->cap);
+        perf_buffer_free(dst, c->cap);
+    }
+    return rc;
 }

@@ -99,22 +99,126 @@ parse_dtype(const char *s, shoal_dtype *out)
     return -1;
 }
 
+// -o names, in table order (bit i of PERF_OP_* is options_ops[i]).
+static const char *const options_ops[]
+    = { "allreduce", "reduce", "allgather", "reducescatter", "alltoall",
+          "gather", "scatter", "broadcast", "sendrecv", "barrier" };
+
+static const char *const options_redops[] = { [SHOAL_SUM] = "sum",
+    [SHOAL_PROD]                                          = "prod",
+    [SHOAL_MIN]                                           = "min",
+    [SHOAL_MAX]                                           = "max",
+    [SHOAL_AVG]                                           = "avg" };
+
+// One op name; underscores are ignored ("all_reduce" as nccl-tests' file
+// names spell it).
 static int
-parse_op(const char *s, int *out)
+parse_one_op(const char *s, size_t len, int *bits)
 {
-    if (strcmp(s, "sendrecv") == 0) {
-        *out = PERF_OP_SENDRECV;
-    } else if (strcmp(s, "broadcast") == 0) {
-        *out = PERF_OP_BROADCAST;
-    } else if (strcmp(s, "barrier") == 0) {
-        *out = PERF_OP_BARRIER;
-    } else if (strcmp(s, "all") == 0) {
-        *out = PERF_OP_ALL;
+    char   name[32];
+    size_t n = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] != '_' && n + 1 < sizeof(name)) {
+            name[n++] = s[i];
+        }
+    }
+    name[n] = '\0';
+    if (strcasecmp(name, "all") == 0) {
+        *bits |= PERF_OP_ALL;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(options_ops) / sizeof(*options_ops); i++) {
+        if (strcasecmp(name, options_ops[i]) == 0) {
+            *bits |= 1 << i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+// "allreduce", "allgather,reducescatter" or "all".
+static int
+parse_op(const char *s, int *out, int *named)
+{
+    int bits = 0;
+
+    *named = strcasecmp(s, "all") != 0;
+    while (*s != '\0') {
+        size_t len = strcspn(s, ",");
+        if (len == 0 || parse_one_op(s, len, &bits) != 0) {
+            return -1;
+        }
+        s += len;
+        s += *s == ',';
+    }
+    if (bits == 0) {
+        return -1;
+    }
+    *out = bits;
+    return 0;
+}
+
+static int
+parse_redop(const char *s, shoal_op_kind *out)
+{
+    for (size_t i = 0; i < sizeof(options_redops) / sizeof(*options_redops);
+         i++) {
+        if (options_redops[i] != NULL
+            && strcasecmp(s, options_redops[i]) == 0) {
+            *out = (shoal_op_kind) i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int
+parse_alloc(const char *s, int *out)
+{
+    if (strcasecmp(s, "malloc") == 0) {
+        *out = PERF_ALLOC_MALLOC;
+    } else if (strcasecmp(s, "shoal") == 0
+        || strcasecmp(s, "shoal_alloc") == 0) {
+        *out = PERF_ALLOC_SHOAL;
     } else {
         return -1;
     }
     return 0;
 }
+
+const char *
+perf_redop_name(shoal_op_kind op)
+{
+    if ((size_t) op < sizeof(options_redops) / sizeof(*options_redops)
+        && options_redops[op] != NULL) {
+        return options_redops[op];
+    }
+    return shoal_op_name((int) op);
+}
+
+const char *
+perf_alloc_name(int alloc)
+{
+    return alloc == PERF_ALLOC_SHOAL ? "shoal" : "malloc";
+}
+
+int
+perf_iters_for(const perf_opts *o, size_t bytes)
+{
+    if (o->iter_bytes == 0 || bytes == 0
+        || bytes <= o->iter_bytes / (size_t) o->iters) {
+        return o->iters;
+    }
+    size_t n = o->iter_bytes / bytes;
+    if (n < (size_t) o->min_iters) {
+        n = (size_t) o->min_iters;
+    }
+    return n < (size_t) o->iters ? (int) n : o->iters;
+}
+
+// Long options without a short form.
+enum { OPT_ITER_BYTES = 256, OPT_MIN_ITERS };
 
 static const struct option options_long[] = {
     { "op", required_argument, NULL, 'o' },
@@ -126,6 +230,10 @@ static const struct option options_long[] = {
     { "check", required_argument, NULL, 'c' },
     { "datatype", required_argument, NULL, 'd' },
     { "root", required_argument, NULL, 'r' },
+    { "redop", required_argument, NULL, 'O' },
+    { "alloc", required_argument, NULL, 'a' },
+    { "iter_bytes", required_argument, NULL, OPT_ITER_BYTES },
+    { "min_iters", required_argument, NULL, OPT_MIN_ITERS },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
 };
@@ -138,7 +246,19 @@ apply_option(perf_opts *o, int opt, const char *arg, char *err, size_t len)
 
     switch (opt) {
         case 'o':
-            bad = parse_op(arg, &o->ops);
+            bad = parse_op(arg, &o->ops, &o->ops_named);
+            break;
+        case 'O':
+            bad = parse_redop(arg, &o->redop);
+            break;
+        case 'a':
+            bad = parse_alloc(arg, &o->alloc);
+            break;
+        case OPT_ITER_BYTES:
+            bad = parse_size(arg, &o->iter_bytes);
+            break;
+        case OPT_MIN_ITERS:
+            bad = parse_int(arg, 1, &o->min_iters);
             break;
         case 'b':
             bad = parse_size(arg, &o->minbytes);
@@ -179,7 +299,11 @@ apply_option(perf_opts *o, int opt, const char *arg, char *err, size_t len)
                 name = l->name;
             }
         }
-        snprintf(err, len, "bad value '%s' for -%c/--%s", arg, opt, name);
+        if (opt < 256) {
+            snprintf(err, len, "bad value '%s' for -%c/--%s", arg, opt, name);
+        } else {
+            snprintf(err, len, "bad value '%s' for --%s", arg, name);
+        }
         return -1;
     }
     return 0;
@@ -199,12 +323,16 @@ perf_parse_options(
             .warmup             = 5,
             .check              = 1,
             .dtype              = SHOAL_FLOAT32,
-            .root               = 0 };
+            .redop              = SHOAL_SUM,
+            .root               = 0,
+            .iter_bytes         = 0,
+            .min_iters          = 5,
+            .alloc              = PERF_ALLOC_MALLOC };
     err[0] = '\0';
     opterr = 0; // we print our own message, on rank 0 only
     optind = 1;
     while ((opt = getopt_long(
-                argc, argv, "o:b:e:f:n:w:c:d:r:h", options_long, NULL))
+                argc, argv, "o:b:e:f:n:w:c:d:r:O:a:h", options_long, NULL))
         != -1) {
         if (opt == 'h') {
             return PERF_PARSE_HELP;
@@ -226,6 +354,14 @@ perf_parse_options(
     if (optind < argc) {
         snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
         return PERF_PARSE_ERROR;
+    }
+    if (perf_redop_valid(o->dtype, o->redop) != 0) {
+        snprintf(err, errlen, "reduce op %s is not defined on %s",
+            perf_redop_name(o->redop), shoal_dtype_name(o->dtype));
+        return PERF_PARSE_ERROR;
+    }
+    if (o->min_iters > o->iters) {
+        o->min_iters = o->iters;
     }
     if (o->minbytes > o->maxbytes) {
         snprintf(err, errlen, "minbytes (%zu) is larger than maxbytes (%zu)",
@@ -249,13 +385,21 @@ perf_usage(const char *prog, const char *err)
         "nccl-tests style benchmark of libshoal (run every rank with the "
         "same flags).\n"
         "\n"
-        "  -o, --op NAME            sendrecv, broadcast, barrier or all "
-        "(default all)\n"
+        "  -o, --op NAME[,NAME...]  allreduce reduce allgather "
+        "reducescatter alltoall\n"
+        "                           gather scatter broadcast sendrecv "
+        "barrier, or all\n"
+        "                           (default all)\n"
         "  -b, --minbytes SIZE      smallest message (default 8)\n"
         "  -e, --maxbytes SIZE      largest message (default 64M)\n"
         "  -f, --stepfactor F       multiply the size by F each step "
         "(default 2)\n"
         "  -n, --iters N            timed iterations per size (default 20)\n"
+        "      --iter_bytes SIZE    fewer iterations for big sizes: as many "
+        "as fit SIZE\n"
+        "                           (iterations x size), at most -n "
+        "(default 0: off)\n"
+        "      --min_iters N        ... but at least N (default 5)\n"
         "  -w, --warmup_iters N     untimed iterations first (default 5)\n"
         "  -c, --check 0|1          verify the data of every timed "
         "iteration (default 1)\n"
@@ -263,14 +407,23 @@ perf_usage(const char *prog, const char *err)
         "int32 int64\n"
         "                           float16 bfloat16 float32 float64 "
         "(default float32)\n"
-        "  -r, --root R             broadcast root (default 0)\n"
+        "  -O, --redop OP           sum prod min max avg (default sum)\n"
+        "  -r, --root R             root of reduce, gather, scatter, "
+        "broadcast (default 0)\n"
+        "  -a, --alloc KIND         malloc: private buffers; shoal: "
+        "shoal_alloc buffers\n"
+        "                           (zero copy) (default malloc)\n"
         "  -h, --help               show this text\n"
         "\n"
         "SIZE takes a K, M or G suffix (powers of 1024). Output (rank 0): "
         "nccl-tests\n"
-        "columns, then min/p90 times and busbw relative to a memcpy "
-        "baseline measured\n"
-        "in the same run. Exit status: 0 ok, 1 wrong data or a failed "
-        "call, 2 bad usage.\n",
+        "columns, then busbw relative to a memcpy baseline measured in the "
+        "same run and\n"
+        "min/p90/max times. For allgather, reducescatter, alltoall, gather "
+        "and scatter\n"
+        "SIZE is the total of every rank's block, as in nccl-tests.\n"
+        "Exit status: 0 ok, 1 wrong data, a failed call or a named op this "
+        "libshoal\n"
+        "lacks, 2 bad usage.\n",
         prog);
 }

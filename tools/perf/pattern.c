@@ -152,3 +152,28 @@ perf_pattern_check(const perf_pattern *p, const void *buf, size_t count)
     }
     return wrong;
 }
+
+size_t
+perf_pattern_check_at(
+    const perf_pattern *p, const void *buf, size_t first, size_t count)
+{
+    const unsigned char *src   = buf;
+    size_t               phase = first % PERF_PATTERN_TILE;
+    size_t               head  = PERF_PATTERN_TILE - phase;
+    size_t               wrong = 0;
+
+    if (phase == 0) {
+        return perf_pattern_check(p, buf, count);
+    }
+    // The first partial tile, element by element where it differs, then
+    // whole tiles from the start of the pattern.
+    head = head < count ? head : count;
+    if (memcmp(src, p->tile + phase * p->esize, head * p->esize) != 0) {
+        for (size_t j = 0; j < head; j++) {
+            wrong += memcmp(src + j * p->esize,
+                         p->tile + (phase + j) * p->esize, p->esize)
+                != 0;
+        }
+    }
+    return wrong + perf_pattern_check(p, src + head * p->esize, count - head);
+}

@@ -4,12 +4,16 @@
 //   main.c             communicator, run order, exit status
 //   options.c          command line (nccl-tests flags) and usage
 //   sizes.c            the list of message sizes
-//   buffers.c          page-aligned, pre-touched buffers
+//   buffers.c          pre-touched buffers: private pages or shoal_alloc
 //   pattern.c          data patterns per dtype: fill and count wrong elements
 //   timing.c           clock, per-iteration max over ranks, median/min/p90
 //   measure.c          the loop: fill, barrier, time, check
 //   report.c           nccl-tests formatted tables
 //   memcpy_baseline.c  memcpy bandwidth measured in the same run
+//   reference.c        reduction inputs and the expected reduction, per dtype
+//   bench_coll.c       the table loop shared by the collectives below
+//   bench_reduce.c     allreduce, reduce, reducescatter
+//   bench_move.c       allgather, alltoall, gather, scatter
 //   bench_sendrecv.c   ring exchange and ping-pong half round trip
 //   bench_broadcast.c  broadcast, in-place and out-of-place
 //   bench_barrier.c    barrier
@@ -20,7 +24,7 @@
 // Timing method, shared by every table: one iteration is a barrier, then
 // each rank times the operation alone; afterwards (untimed) rank 0 takes
 // the maximum over ranks of each iteration, and reports the median over
-// iterations of those maxima (min and p90 in extra columns).
+// iterations of those maxima (min, p90 and max in extra columns).
 #ifndef SHOAL_PERF_H
 #define SHOAL_PERF_H
 
@@ -29,22 +33,50 @@
 
 #include "shoal.h"
 
-// Bits of perf_opts.ops.
+// Calls that libshoal may not have yet (added with the collectives API):
+// weak references, so shoal-perf links against any libshoal of this
+// version and tells at run time which calls exist (a missing one is NULL).
+#pragma weak shoal_all_reduce
+#pragma weak shoal_reduce
+#pragma weak shoal_all_gather
+#pragma weak shoal_reduce_scatter
+#pragma weak shoal_all_to_all
+#pragma weak shoal_gather
+#pragma weak shoal_scatter
+#pragma weak shoal_alloc
+#pragma weak shoal_free
+
+// Bits of perf_opts.ops, in the order the tables are printed.
 enum {
-    PERF_OP_SENDRECV  = 1,
-    PERF_OP_BROADCAST = 2,
-    PERF_OP_BARRIER   = 4,
-    PERF_OP_ALL       = 7
+    PERF_OP_ALLREDUCE     = 1 << 0,
+    PERF_OP_REDUCE        = 1 << 1,
+    PERF_OP_ALLGATHER     = 1 << 2,
+    PERF_OP_REDUCESCATTER = 1 << 3,
+    PERF_OP_ALLTOALL      = 1 << 4,
+    PERF_OP_GATHER        = 1 << 5,
+    PERF_OP_SCATTER       = 1 << 6,
+    PERF_OP_BROADCAST     = 1 << 7,
+    PERF_OP_SENDRECV      = 1 << 8,
+    PERF_OP_BARRIER       = 1 << 9,
+    PERF_OP_ALL           = (1 << 10) - 1
 };
 
+// Where the benchmark buffers come from (-a/--alloc).
+enum { PERF_ALLOC_MALLOC = 0, PERF_ALLOC_SHOAL = 1 };
+
 typedef struct perf_opts {
-    int         ops; // PERF_OP_* bits
-    size_t      minbytes, maxbytes;
-    double      stepfactor;
-    int         iters, warmup;
-    int         check; // verify data every timed iteration
-    shoal_dtype dtype;
-    int         root;
+    int           ops; // PERF_OP_* bits
+    int           ops_named; // ops were named (not "all"): missing = error
+    size_t        minbytes, maxbytes;
+    double        stepfactor;
+    int           iters, warmup;
+    size_t        iter_bytes; // > 0: fewer iterations for big sizes
+    int           min_iters; // ... but at least this many
+    int           check; // verify data every timed iteration
+    shoal_dtype   dtype;
+    shoal_op_kind redop;
+    int           root;
+    int           alloc; // PERF_ALLOC_*
 } perf_opts;
 
 // Result of parsing the command line.
@@ -56,6 +88,15 @@ int perf_parse_options(
     perf_opts *o, int argc, char **argv, char *err, size_t errlen);
 void perf_usage(const char *prog, const char *err);
 
+// Name of a reduce op as -O takes it ("sum"), of an allocation mode.
+const char *perf_redop_name(shoal_op_kind op);
+const char *perf_alloc_name(int alloc);
+
+// Timed iterations at `bytes`: o->iters, or with o->iter_bytes set, as many
+// as fit iter_bytes (iterations x bytes), but at least o->min_iters and at
+// most o->iters. Equal on every rank (depends on the options and size only).
+int perf_iters_for(const perf_opts *o, size_t bytes);
+
 // The message sizes: minbytes, then times stepfactor, up to maxbytes, each
 // rounded down to whole elements of `esize` bytes.
 typedef struct perf_sizes {
@@ -66,10 +107,18 @@ typedef struct perf_sizes {
 int  perf_sizes_make(perf_sizes *s, const perf_opts *o, size_t esize);
 void perf_sizes_free(perf_sizes *s);
 
-// Page-aligned buffer whose pages are touched (written) before use, so no
-// page fault lands inside a timed region.
+// Page-aligned private buffer whose pages are touched (written) before
+// use, so no page fault lands inside a timed region.
 void *perf_buffer_alloc(size_t bytes);
 void  perf_buffer_free(void *buf, size_t bytes);
+
+// The benchmark buffers c->sbuf and c->rbuf (c->cap bytes each), from
+// perf_buffer_alloc or, with -a shoal, from shoal_alloc (touched the same
+// way). Collective when shoal_alloc is used only in that every rank calls
+// it; returns SHOAL_OK or a status it has reported.
+struct perf_ctx;
+int  perf_buffers_setup(struct perf_ctx *c);
+void perf_buffers_teardown(struct perf_ctx *c);
 
 // A data pattern: element i holds tile[i % PERF_PATTERN_TILE], the tile
 // being pseudo-random values drawn from `seed` and encoded in the dtype.
@@ -91,13 +140,36 @@ void perf_pattern_fill(const perf_pattern *p, void *buf, size_t count);
 // Number of elements of buf that differ from the pattern.
 size_t perf_pattern_check(
     const perf_pattern *p, const void *buf, size_t count);
+// The same for elements first .. first+count-1 of the pattern: buf[0] is
+// compared with element `first` (a block cut out of a longer buffer).
+size_t perf_pattern_check_at(
+    const perf_pattern *p, const void *buf, size_t first, size_t count);
+
+// Reductions (reference.c). The input of rank r is a pattern like
+// perf_pattern_make's, but with values chosen so that reducing `nranks`
+// of them with `op` is exact in the dtype, in any order: for the floating
+// types, integers small enough for the significand (AVG inputs multiples
+// of nranks, so the mean is exact too); for the integer types, full
+// random bits (their arithmetic wraps, which is exact). Every rank can
+// thus compute the bitwise exact expected result of any reduction.
+void perf_pattern_make_reduce(perf_pattern *p, shoal_dtype dtype,
+    shoal_op_kind op, int nranks, uint32_t seed);
+// acc = acc op in, element by element over the tiles, as shoal.h defines
+// the ops (AVG accumulates the sum). The first input is copied: first = 1.
+void perf_pattern_combine(
+    perf_pattern *acc, const perf_pattern *in, shoal_op_kind op, int first);
+// After combining k inputs: AVG divides the sum by k (integer types
+// rounding toward zero); other ops leave acc as it is.
+void perf_pattern_finish(perf_pattern *acc, shoal_op_kind op, int k);
+// 0 if `op` is defined on `dtype` (shoal.h's rules), else -1.
+int perf_redop_valid(shoal_dtype dtype, shoal_op_kind op);
 
 // Monotonic clock in seconds.
 double perf_now(void);
 
 // Order statistics over iterations, in seconds.
 typedef struct perf_stats {
-    double median, min, p90;
+    double median, min, p90, max;
 } perf_stats;
 
 // Shared state of one run.
@@ -109,6 +181,7 @@ typedef struct perf_ctx {
     size_t           esize; // bytes per element of o->dtype
     size_t           cap; // bytes of each buffer
     void            *sbuf, *rbuf;
+    int              shoal_buffers; // sbuf/rbuf came from shoal_alloc
     double          *times; // o->iters entries, scratch
     double          *memcpy_gbps; // per size index; filled by the baseline
     double           wrong_total; // summed over every table (rank 0)
@@ -135,8 +208,9 @@ typedef struct perf_measure_ops {
     double divisor;
 } perf_measure_ops;
 
-// Runs o->warmup + o->iters iterations of `m` for size `index`; rank 0 gets
-// the statistics and the wrong count summed over ranks and iterations.
+// Runs o->warmup + perf_iters_for(size) iterations of `m` for size
+// `index`; rank 0 gets the statistics and the wrong count summed over ranks
+// and iterations.
 int perf_measure(perf_ctx *c, const perf_measure_ops *m, void *arg, int index,
     perf_stats *st, double *wrong);
 
@@ -166,12 +240,63 @@ void perf_print_table_footer(
 // bus factor of the operation.
 void perf_half_bandwidth(perf_half *h, size_t bytes, double bus_factor);
 
+// A collective measured by the shared table loop of bench_coll.c. Sizes
+// follow nccl-tests: for the collectives with size_is_total, `size` is the
+// total (every rank's block together: allgather's receive buffer,
+// reducescatter's send buffer, alltoall's buffers, gather's and scatter's
+// root buffer) and each rank's block has size / nranks bytes; otherwise
+// `size` is the buffer of one rank.
+typedef struct perf_coll perf_coll;
+
+// State of one half (out-of-place or in-place) of a row, passed as `arg`
+// to the perf_measure_ops of a perf_coll.
+typedef struct perf_coll_arg {
+    const perf_coll *k;
+    int              in_place;
+    size_t           count; // elements per block (per rank)
+    perf_pattern     pat, exp; // scratch: a rank's data, an expected result
+} perf_coll_arg;
+
+struct perf_coll {
+    const char *name; // as -o takes it
+    int         op_bit; // PERF_OP_*
+    const char *api; // the shoal function, for "not available"
+    int (*available)(void); // the library has it (weak symbols)
+    const char *notes; // printed under the title
+    int         size_is_total;
+    int         has_in_place;
+    int         has_redop;
+    int         has_root;
+    double (*bus_factor)(int nranks);
+    perf_measure_ops ops; // arg: perf_coll_arg
+};
+
+// What a benchmark returns when this libshoal lacks its call (a note says
+// so in the output); not a shoal status.
+#define PERF_SKIPPED 100
+
+// Runs the table of `k` over every size; collective. Returns SHOAL_OK, a
+// status it has reported, or PERF_SKIPPED.
+int perf_bench_coll(perf_ctx *c, const perf_coll *k);
+
+// Bytes of `size` rounded the way `k` counts elements (size_is_total:
+// whole blocks of nranks); elements per block in *count.
+size_t perf_coll_bytes(
+    const perf_ctx *c, const perf_coll *k, size_t size, size_t *count);
+
 // Formats a time in microseconds the way nccl-tests does (7 columns).
 void perf_format_us(char *out, size_t len, double seconds);
 
 // Benchmarks. Each is collective over the communicator and prints on rank
 // 0. They return 0, or a negative shoal status after printing the error.
 int perf_memcpy_baseline(perf_ctx *c);
+int perf_bench_allreduce(perf_ctx *c);
+int perf_bench_reduce(perf_ctx *c);
+int perf_bench_reducescatter(perf_ctx *c);
+int perf_bench_allgather(perf_ctx *c);
+int perf_bench_alltoall(perf_ctx *c);
+int perf_bench_gather(perf_ctx *c);
+int perf_bench_scatter(perf_ctx *c);
 int perf_bench_sendrecv(perf_ctx *c);
 int perf_bench_broadcast(perf_ctx *c);
 int perf_bench_barrier(perf_ctx *c);

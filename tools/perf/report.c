@@ -2,7 +2,7 @@
 //
 // The standard columns come first, with nccl-tests' widths, so scripts
 // written for nccl-tests read them unchanged; shoal-perf's extra columns
-// (busbw relative to memcpy, min and p90 times) follow on the right.
+// (busbw relative to memcpy, min, p90 and max times) follow on the right.
 #include <stdio.h>
 
 #include "perf.h"
@@ -38,22 +38,42 @@ perf_print_run_header(const perf_ctx *c)
     printf("# shoal-perf: nccl-tests style benchmark of libshoal %d.%d.%d\n",
         v / 10000, v / 100 % 100, v % 100);
     printf("# nranks %d minBytes %zu maxBytes %zu step: %g(factor) warmup "
-           "iters: %d iters: %d validation: %d datatype: %s root: %d\n",
+           "iters: %d iters: %d validation: %d datatype: %s redop: %s "
+           "root: %d\n",
         c->nranks, o->minbytes, o->maxbytes, o->stepfactor, o->warmup,
-        o->iters, o->check ? 1 : 0, shoal_dtype_name(o->dtype), o->root);
+        o->iters, o->check ? 1 : 0, shoal_dtype_name(o->dtype),
+        perf_redop_name(o->redop), o->root);
+    if (o->iter_bytes > 0) {
+        printf("# iterations: %d per size up to %zu B, then as many as fit "
+               "%zu B (iterations x size), at least %d\n",
+            o->iters, o->iter_bytes / (size_t) o->iters, o->iter_bytes,
+            o->min_iters);
+    }
+    if (c->shoal_buffers) {
+        printf("# buffers: shoal_alloc (the communicator's shared heap: "
+               "zero-copy path), pre-touched\n");
+    } else {
+        printf("# buffers: malloc (private anonymous pages), pre-touched\n");
+    }
     printf("#\n");
     printf("# Method: one iteration = shoal_barrier, then every rank times "
            "the operation\n"
            "# alone; afterwards rank 0 takes, per iteration, the maximum "
            "over ranks. time =\n"
-           "# median over iterations of that maximum (min and p90 in the "
+           "# median over iterations of that maximum (min, p90 and max in "
            "extra columns).\n"
-           "# algbw = size / time, 1 GB = 1e9 B; busbw = algbw (factor 1 "
-           "for sendrecv and\n"
-           "# broadcast). #wrong = elements differing from the expected "
-           "pattern, summed\n"
-           "# over ranks and timed iterations (N/A: not checked or not "
-           "applicable).\n");
+           "# algbw = size / time, 1 GB = 1e9 B; busbw = algbw x factor "
+           "(nccl-tests):\n"
+           "# allreduce 2(n-1)/n; allgather, reducescatter, alltoall, "
+           "gather, scatter\n"
+           "# (n-1)/n, their size being the total of every rank's block; "
+           "reduce, broadcast,\n"
+           "# sendrecv 1. #wrong = elements differing from the expected "
+           "result (every rank\n"
+           "# computes every rank's input; reductions are exact by choice "
+           "of the inputs),\n"
+           "# summed over ranks and timed iterations (N/A: not checked or "
+           "not applicable).\n");
 }
 
 void
@@ -67,10 +87,12 @@ perf_print_table_header(const char *op, const char *notes)
         "            extra columns");
     printf("#       size         count      type   redop    root     time   "
            "algbw   busbw #wrong     time   algbw   busbw #wrong  "
-           "vs_memcpy  oop_min  oop_p90   ip_min   ip_p90\n");
+           "vs_memcpy  oop_min  oop_p90  oop_max   ip_min   ip_p90   "
+           "ip_max\n");
     printf("#        (B)    (elements)                               (us)  "
            "(GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)        "
-           "  (ratio)     (us)     (us)     (us)     (us)\n");
+           "  (ratio)     (us)     (us)     (us)     (us)     (us)     "
+           "(us)\n");
 }
 
 static void
@@ -94,15 +116,16 @@ print_half(const perf_half *h)
 static void
 print_extra_times(const perf_half *h)
 {
-    char a[32], b[32];
+    char a[32], b[32], m[32];
 
     if (!h->valid) {
-        printf("  %7s  %7s", "N/A", "N/A");
+        printf("  %7s  %7s  %7s", "N/A", "N/A", "N/A");
         return;
     }
     perf_format_us(a, sizeof(a), h->t.min);
     perf_format_us(b, sizeof(b), h->t.p90);
-    printf("  %7s  %7s", a, b);
+    perf_format_us(m, sizeof(m), h->t.max);
+    printf("  %7s  %7s  %7s", a, b, m);
 }
 
 void

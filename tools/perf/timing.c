@@ -35,6 +35,7 @@ order_stats(double *v, int n, perf_stats *st)
 {
     qsort(v, (size_t) n, sizeof(*v), cmp_double);
     st->min    = v[0];
+    st->max    = v[n - 1];
     st->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     // Nearest rank: the smallest value with at least 90% at or below it.
     int k   = (9 * n + 9) / 10 - 1;
