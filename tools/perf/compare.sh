@@ -1,34 +1,66 @@
 #!/bin/sh
 # compare.sh: shoal against Open MPI on this host, measured in the same run.
 #
-#   tools/perf/compare.sh [BUILD_DIR]        (default ./build)
+#   tools/perf/compare.sh [BUILD_DIR]              (default ./build)
+#   NRANKS=8 tools/perf/compare.sh [BUILD_DIR]     (the 8-rank tail block)
 #
-# Runs shoal-perf (sendrecv, then broadcast) on 2 ranks under shoalrun.
-# When Open MPI's mpicc and mpirun are installed (Debian: openmpi-bin
-# libopenmpi-dev), it also builds tools/perf/mpi/mpi_bench.c into
-# BUILD_DIR/perf-compare/ and runs it on 2 ranks; mpi_bench times the same
-# operations with the same method (per iteration: barrier, time the
-# operation on every rank, keep the maximum over ranks; report the median
-# over iterations). Then it prints one side-by-side table per operation:
+# Full mode (the default, 2 ranks): runs shoal-perf under shoalrun, one
+# process per collective (allreduce twice: malloc buffers, then shoal_alloc
+# buffers), and, when Open MPI's mpicc and mpirun are installed (Debian:
+# openmpi-bin libopenmpi-dev), builds tools/perf/mpi/mpi_bench.c into
+# BUILD_DIR/perf-compare/ and runs the same operations: MPI_Allreduce
+# (float sum), MPI_Reduce, MPI_Allgather, MPI_Reduce_scatter_block,
+# MPI_Alltoall, MPI_Gather, MPI_Scatter, MPI_Bcast, point-to-point. Both
+# use one method: per iteration a barrier, then every rank times the
+# operation alone; per iteration the maximum over ranks; the median over
+# iterations. Then, per operation, a side-by-side table:
 #
-#   size | shoal time | Open MPI time | shoal/OMPI (time ratio, < 1: shoal
-#   faster) | shoal GB/s | memcpy GB/s (baseline of the shoal-perf run) |
-#   shoal / memcpy
+#   size | shoal time | Open MPI time | shoal/OMPI time | shoal busbw |
+#   OMPI busbw | busbw shoal/OMPI | memcpy GB/s | shoal busbw / memcpy
 #
-# Sizes and iterations come from the environment: MINBYTES (8), MAXBYTES
-# (64M), STEPFACTOR (2), ITERS (20), WARMUP (5), NRANKS (2). Raw outputs
-# stay in BUILD_DIR/perf-compare/. Absolute times on a shared machine are
-# noise; the ratios within one run are the figure.
+# (allreduce: two shoal columns of each kind, malloc and shoal_alloc
+# buffers), and finally a "targets" block: each target, MET or NOT MET,
+# with the numbers. busbw uses nccl-tests' factors (allreduce 2(n-1)/n;
+# allgather, reducescatter, alltoall, gather, scatter (n-1)/n with size =
+# the total of every rank's block; reduce, broadcast, sendrecv 1); times
+# are out-of-place (broadcast: in place, shoal's form). memcpy = the
+# baseline of the same shoal-perf run: every rank copying `size` bytes
+# between private buffers at once.
+#
+# Tail mode (NRANKS=8, or MODE=tail): 8-byte allreduce only, TAIL_ITERS
+# (2000) iterations, median, p90 and maximum iteration time for shoal and
+# Open MPI, and the targets at that rank count (shoal median <= 0.5x Open
+# MPI's; no iteration slower than 20x shoal's median).
+#
+# Environment: NRANKS (2), MODE (full, or tail when NRANKS=8), MINBYTES
+# (8), MAXBYTES (64M), STEPFACTOR (2: allreduce), OTHER_STEPFACTOR (2: the
+# other operations), ITERS (100: iterations per size, at most), ITER_BYTES
+# (1G: big sizes run only as many iterations as fit ITER_BYTES), MIN_ITERS
+# (10), WARMUP (5), TAIL_ITERS (2000), TAIL_WARMUP (200), TIMEOUT (600 s
+# per shoal-perf run). Raw outputs stay in BUILD_DIR/perf-compare/.
+# Absolute times on a shared machine are noise; the ratios within one run
+# are the figure.
 set -eu
 
 BUILD=${1:-./build}
 SRC=$(cd "$(dirname "$0")" && pwd)
+NRANKS=${NRANKS:-2}
+if [ "$NRANKS" = 8 ]; then
+    MODE=${MODE:-tail}
+else
+    MODE=${MODE:-full}
+fi
 MINBYTES=${MINBYTES:-8}
 MAXBYTES=${MAXBYTES:-64M}
 STEPFACTOR=${STEPFACTOR:-2}
-ITERS=${ITERS:-20}
+OTHER_STEPFACTOR=${OTHER_STEPFACTOR:-2}
+ITERS=${ITERS:-100}
+ITER_BYTES=${ITER_BYTES:-1G}
+MIN_ITERS=${MIN_ITERS:-10}
 WARMUP=${WARMUP:-5}
-NRANKS=${NRANKS:-2}
+TAIL_ITERS=${TAIL_ITERS:-2000}
+TAIL_WARMUP=${TAIL_WARMUP:-200}
+TIMEOUT=${TIMEOUT:-600}
 
 SHOALRUN=$BUILD/tools/shoalrun
 PERF=$BUILD/tools/shoal-perf
@@ -40,45 +72,104 @@ for f in "$SHOALRUN" "$PERF"; do
 done
 OUT=$BUILD/perf-compare
 mkdir -p "$OUT"
-ARGS="-b $MINBYTES -e $MAXBYTES -f $STEPFACTOR -n $ITERS -w $WARMUP"
+rm -f "$OUT"/*.tsv "$OUT"/*.txt "$OUT"/*.status
+T_START=$(date +%s)
+
+# Bytes of a size with an optional K/M/G suffix.
+bytes_of() {
+    awk -v s="$1" 'BEGIN {
+        u = 1; c = substr(s, length(s))
+        if (c == "K" || c == "k") u = 1024
+        if (c == "M" || c == "m") u = 1048576
+        if (c == "G" || c == "g") u = 1073741824
+        if (u > 1) s = substr(s, 1, length(s) - 1)
+        printf "%.0f\n", s * u
+    }'
+}
+
+# -a shoal needs the send and receive buffers in the shared heap.
+if [ -z "${SHOAL_SHM_HEAP_BYTES:-}" ]; then
+    SHOAL_SHM_HEAP_BYTES=$(awk -v m="$(bytes_of "$MAXBYTES")" \
+        'BEGIN { printf "%.0f\n", 2 * m + 64 * 1048576 }')
+    export SHOAL_SHM_HEAP_BYTES
+fi
 
 echo "# compare.sh: shoal vs Open MPI, $NRANKS ranks on $(hostname)," \
-    "$(nproc) cpus, $(date -u '+%Y-%m-%d %H:%M UTC')"
+    "$(nproc) cpus, $(date -u '+%Y-%m-%d %H:%M UTC'), mode $MODE"
 echo "# load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- shoal ---------------------------------------------------------------
-for op in sendrecv broadcast; do
-    if ! "$SHOALRUN" -n "$NRANKS" "$PERF" -o $op $ARGS \
-        >"$OUT/shoal_$op.txt" 2>&1; then
-        echo "compare.sh: shoal-perf -o $op failed:" >&2
-        tail -n 20 "$OUT/shoal_$op.txt" >&2
-        exit 1
+# run_shoal NAME ARGS...: shoal-perf on NRANKS ranks into $OUT/shoal_NAME.txt;
+# $OUT/shoal_NAME.status says ok, skipped (libshoal lacks the call) or
+# failed (exit status). Never stops the script.
+run_shoal() {
+    name=$1
+    shift
+    rc=0
+    "$SHOALRUN" -n "$NRANKS" --timeout "$TIMEOUT" "$PERF" "$@" \
+        >"$OUT/shoal_$name.txt" 2>&1 || rc=$?
+    if grep -q '^# skipped: this libshoal has no' "$OUT/shoal_$name.txt"; then
+        echo skipped >"$OUT/shoal_$name.status"
+    elif [ $rc -ne 0 ]; then
+        echo "failed (exit $rc)" >"$OUT/shoal_$name.status"
+        echo "compare.sh: shoal-perf $* failed (exit $rc):" >&2
+        grep -v '^#' "$OUT/shoal_$name.txt" | grep -v '^ *[0-9]' \
+            | tail -n 8 >&2 || true
+    else
+        echo ok >"$OUT/shoal_$name.status"
     fi
-done
+}
 
-# Extracts "size value..." columns from one table of a shoal-perf output.
-# $1 file, $2 table title (the exact '# title' line), $3 awk fields to print.
+# Extracts "size fields..." rows of one table of a shoal-perf output.
+# $1 file, $2 table title (the exact '# title' line), $3 awk fields.
 table() {
     awk -v title="# $2" '
         $0 == title { on = 1; next }
-        on && /^# Out of bounds|^# (sendrecv|broadcast|barrier)($| )/ {
+        on && (/^# Out of bounds/ || /^# [a-z]+$/ || /^# sendrecv half/) {
             on = 0
         }
         on && !/^#/ { print '"$3"' }
     ' "$1"
 }
-table "$OUT/shoal_sendrecv.txt" "memcpy baseline (all ranks copying at once)" \
-    '$1, $5' >"$OUT/memcpy_sendrecv.tsv"
-table "$OUT/shoal_broadcast.txt" \
-    "memcpy baseline (all ranks copying at once)" '$1, $5' \
-    >"$OUT/memcpy_broadcast.tsv"
-# Exchange: out-of-place time, busbw. Broadcast: in-place (shoal's form).
-table "$OUT/shoal_sendrecv.txt" "sendrecv" '$1, $6, $8' \
-    >"$OUT/shoal_exchange.tsv"
-table "$OUT/shoal_sendrecv.txt" "sendrecv half round trip (ranks 0 <-> 1)" \
-    '$1, $4' >"$OUT/shoal_pingpong.tsv"
-table "$OUT/shoal_broadcast.txt" "broadcast" '$1, $10, $12' \
-    >"$OUT/shoal_bcast.tsv"
+
+COMMON="-w $WARMUP -n $ITERS --iter_bytes $ITER_BYTES --min_iters $MIN_ITERS"
+COLLS="allreduce reduce allgather reducescatter alltoall gather scatter"
+if [ "$MODE" = tail ]; then
+    # shellcheck disable=SC2086
+    run_shoal allreduce -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" \
+        -w "$TAIL_WARMUP"
+else
+    for op in $COLLS broadcast sendrecv; do
+        f=$OTHER_STEPFACTOR
+        [ $op = allreduce ] && f=$STEPFACTOR
+        # shellcheck disable=SC2086
+        run_shoal $op -o $op -b "$MINBYTES" -e "$MAXBYTES" -f "$f" $COMMON
+    done
+    # shellcheck disable=SC2086
+    run_shoal allreduce_shm -o allreduce -a shoal -b "$MINBYTES" \
+        -e "$MAXBYTES" -f "$STEPFACTOR" $COMMON
+fi
+
+# Per run: the memcpy baseline (size GB/s) and the op's rows: size, time,
+# #wrong out-of-place, #wrong in-place, p90, max (out-of-place; broadcast:
+# in-place, shoal's form).
+for f in "$OUT"/shoal_*.txt; do
+    name=$(basename "$f" .txt)
+    name=${name#shoal_}
+    op=${name%_shm}
+    table "$f" "memcpy baseline (all ranks copying at once)" '$1, $5' \
+        >"$OUT/memcpy_$name.tsv"
+    case $op in
+        broadcast) fields='$1, $10, $13, $9, $19, $20' ;;
+        *) fields='$1, $6, $9, $13, $16, $17' ;;
+    esac
+    table "$f" "$op" "$fields" >"$OUT/shoal_$name.tsv"
+    if [ $op = sendrecv ]; then
+        table "$f" "sendrecv half round trip (ranks 0 <-> 1)" '$1, $4' \
+            >"$OUT/shoal_pingpong.tsv"
+        cp "$OUT/memcpy_sendrecv.tsv" "$OUT/memcpy_pingpong.tsv"
+    fi
+done
 
 # --- Open MPI --------------------------------------------------------------
 MPI_NOTE=""
@@ -91,7 +182,7 @@ if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
     fi
     # A short probe with a 1 MiB message: Open MPI's vader BTL copies large
     # messages with CMA (process_vm_readv), which some containers forbid.
-    if $MPIRUN "$OUT/mpi_bench" -b 1M -e 1M -n 2 -w 1 \
+    if $MPIRUN "$OUT/mpi_bench" -o sendrecv -b 1M -e 1M -n 2 -w 1 \
         >"$OUT/mpi_probe.txt" 2>&1 \
         && ! grep -qi 'cma\|process_vm\|single.copy' "$OUT/mpi_probe.txt"; then
         MPI_NOTE="Open MPI: vader BTL, default single-copy mechanism (CMA)"
@@ -101,8 +192,21 @@ if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
         MPI_NOTE="$MPI_NOTE (see $OUT/mpi_probe.txt); measured with"
         MPI_NOTE="$MPI_NOTE OMPI_MCA_btl_vader_single_copy_mechanism=none"
     fi
-    # shellcheck disable=SC2086
-    if ! $MPIRUN "$OUT/mpi_bench" $ARGS >"$OUT/mpi.txt" 2>&1; then
+    rc=0
+    if [ "$MODE" = tail ]; then
+        $MPIRUN "$OUT/mpi_bench" -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" \
+            -w "$TAIL_WARMUP" >"$OUT/mpi.txt" 2>&1 || rc=$?
+    else
+        # Two runs: allreduce with its own step factor, then the rest.
+        M="-b $MINBYTES -e $MAXBYTES -w $WARMUP -n $ITERS -B $ITER_BYTES"
+        M="$M -m $MIN_ITERS"
+        # shellcheck disable=SC2086
+        { $MPIRUN "$OUT/mpi_bench" -o allreduce -f "$STEPFACTOR" $M &&
+            $MPIRUN "$OUT/mpi_bench" -f "$OTHER_STEPFACTOR" $M \
+                -o pingpong,sendrecv,bcast,reduce,allgather,reducescatter,alltoall,gather,scatter; } \
+            >"$OUT/mpi.txt" 2>&1 || rc=$?
+    fi
+    if [ $rc -ne 0 ]; then
         echo "compare.sh: mpi_bench failed:" >&2
         tail -n 20 "$OUT/mpi.txt" >&2
         MPI_NOTE="$MPI_NOTE; mpi_bench FAILED (no Open MPI column)"
@@ -111,65 +215,268 @@ if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
 else
     MPI_NOTE="Open MPI not installed (no mpicc/mpirun): Open MPI columns N/A"
 fi
-for op in pingpong sendrecv bcast; do
-    awk -v op=$op '$1 == op { print $2, $3, $6 }' "$OUT/mpi.txt" \
-        >"$OUT/mpi_$op.tsv"
+# The columns of the shoal files: size median wrong wrong_in_place p90 max.
+for op in pingpong sendrecv bcast $COLLS; do
+    awk -v op=$op '$1 == op { print $2, $3, $7, "N/A", $5, $6 }' \
+        "$OUT/mpi.txt" >"$OUT/mpi_$op.tsv"
 done
+cp "$OUT/mpi_bcast.tsv" "$OUT/mpi_broadcast.tsv"
+
 echo "# $MPI_NOTE"
-grep '^# mpi_bench' "$OUT/mpi.txt" || true
-grep '^#  Rank\|^# nranks' "$OUT/shoal_sendrecv.txt" || true
+grep '^# mpi_bench' "$OUT/mpi.txt" | head -n 1 || true
+grep '^#  Rank\|^# nranks\|^# iterations' "$OUT/shoal_allreduce.txt" \
+    2>/dev/null || true
 echo "# load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- side by side ----------------------------------------------------------
-# $1 title, $2 shoal tsv (size time_us [busbw]), $3 mpi tsv, $4 memcpy tsv.
-# Without a busbw column the GB/s is size / time.
+# side_by_side TITLE OP FACTOR_KIND [VARIANT LABEL]...: one table of the
+# shoal runs shoal_OP[VARIANT].tsv (labels head their columns) against
+# mpi_OP.tsv, with memcpy_OP.tsv. FACTOR_KIND: allreduce (2(n-1)/n), block
+# ((n-1)/n), one (1).
 side_by_side() {
+    title=$1 op=$2 kind=$3
+    shift 3
+    files="" labels=""
+    while [ $# -ge 2 ]; do
+        files="$files $OUT/shoal_$op$1.tsv"
+        labels="$labels $2"
+        run=$op$1
+        [ "$op" = pingpong ] && run=sendrecv
+        status=$(cat "$OUT/shoal_$run.status" 2>/dev/null || echo missing)
+        if [ "$status" != ok ]; then
+            title="$title; shoal $2: $status"
+        fi
+        shift 2
+    done
     echo "#"
-    echo "# $1"
-    awk -v mpifile="$3" -v memfile="$4" '
+    echo "# $title"
+    awk -v n="$NRANKS" -v kind="$kind" -v labels="$labels" \
+        -v files="$files" -v mpifile="$OUT/mpi_$op.tsv" \
+        -v memfile="$OUT/memcpy_$op.tsv" '
+        function bw(size, t) { return t > 0 ? size / t / 1e3 * factor : 0 }
+        function num(v, w, p) {
+            return v == "" ? sprintf("%" w "s", "N/A") \
+                           : sprintf("%" w "." p "f", v)
+        }
+        function ratio(a, b) { return (a != "" && b != "" && b > 0) ? a / b : "" }
         BEGIN {
+            factor = kind == "allreduce" ? 2 * (n - 1) / n \
+                   : kind == "block" ? (n - 1) / n : 1
+            k = split(labels, lab, " ")
             while ((getline line < mpifile) > 0) {
                 split(line, f, " "); mpi[f[1]] = f[2]; mpiwrong[f[1]] = f[3]
             }
             while ((getline line < memfile) > 0) {
                 split(line, f, " "); mem[f[1]] = f[2]
             }
-            printf "#%11s %11s %11s %10s %10s %10s %10s\n", "size",
-                "shoal", "OpenMPI", "shoal/", "shoal", "memcpy", "shoal/"
-            printf "#%11s %11s %11s %10s %10s %10s %10s\n", "(B)",
-                "(us)", "(us)", "OpenMPI", "(GB/s)", "(GB/s)", "memcpy"
-        }
-        {
-            size = $1; t = $2 + 0
-            gbs = NF >= 3 ? $3 + 0 : (t > 0 ? size / t / 1e3 : 0)
-            m = (size in mpi) ? sprintf("%11.2f", mpi[size]) \
-                              : sprintf("%11s", "N/A")
-            r = (size in mpi && mpi[size] > 0) \
-                ? sprintf("%10.2f", t / mpi[size]) : sprintf("%10s", "N/A")
-            mc = (size in mem) ? mem[size] + 0 : 0
-            rm = mc > 0 ? sprintf("%10.3f", gbs / mc) : sprintf("%10s", "N/A")
-            printf "%12d %11.2f %s %s %10.3f %10.2f %s\n", size, t, m, r,
-                gbs, mc, rm
-            if ((size in mpiwrong) && mpiwrong[size] != 0)
-                printf "# ^ Open MPI delivered %d wrong bytes\n", mpiwrong[size]
-        }
-    ' "$2"
+            split(files, file, " ")
+            for (v = 1; v <= k; v++) {
+                while ((getline line < file[v]) > 0) {
+                    split(line, f, " ")
+                    size = f[1]; sizes[size] = 1; t[v, size] = f[2]
+                    wrong[v, size] = f[3] + (f[4] == "N/A" ? 0 : f[4])
+                }
+            }
+            h1 = sprintf("#%11s", "size"); h2 = sprintf("#%11s", "(B)")
+            for (j = 1; j <= k; j++) {
+                h1 = h1 sprintf(" %10s", "shoal")
+                h2 = h2 sprintf(" %10s", k > 1 ? lab[j] : "(us)")
+            }
+            h1 = h1 sprintf(" %10s", "OpenMPI"); h2 = h2 sprintf(" %10s", "(us)")
+            # Several variants: the label names the shoal column.
+            for (j = 1; j <= k; j++) {
+                h1 = h1 sprintf(" %10s", k > 1 ? lab[j] : "shoal/")
+                h2 = h2 sprintf(" %10s", k > 1 ? "/OMPI" : "OpenMPI")
+            }
+            for (j = 1; j <= k; j++) {
+                h1 = h1 sprintf(" %10s", k > 1 ? lab[j] : "shoal")
+                h2 = h2 sprintf(" %10s", k > 1 ? "busbw" : "busbw")
+            }
+            h1 = h1 sprintf(" %10s", "OpenMPI"); h2 = h2 sprintf(" %10s", "busbw")
+            for (j = 1; j <= k; j++) {
+                h1 = h1 sprintf(" %10s", k > 1 ? lab[j] " bw" : "busbw")
+                h2 = h2 sprintf(" %10s", "/OMPI")
+            }
+            h1 = h1 sprintf(" %10s", "memcpy"); h2 = h2 sprintf(" %10s", "(GB/s)")
+            for (j = 1; j <= k; j++) {
+                h1 = h1 sprintf(" %10s", k > 1 ? lab[j] " bw" : "busbw")
+                h2 = h2 sprintf(" %10s", "/memcpy")
+            }
+            print h1; print h2
+            print "# times in us, busbw in GB/s; ratios: time shoal/OMPI" \
+                " (< 1: shoal faster), busbw shoal/OMPI and shoal/memcpy"
+            m = 0
+            for (s in sizes) order[++m] = s + 0
+            for (i = 1; i <= m; i++)
+                for (j = i + 1; j <= m; j++)
+                    if (order[j] < order[i]) { x = order[i]; order[i] = order[j]; order[j] = x }
+            for (i = 1; i <= m; i++) {
+                size = order[i]
+                mt = (size in mpi) ? mpi[size] : ""
+                mb = mt != "" ? bw(size, mt) : ""
+                mc = (size in mem) ? mem[size] : ""
+                line = sprintf("%12d", size)
+                for (j = 1; j <= k; j++) line = line " " num(t[j, size], 10, 2)
+                line = line " " num(mt, 10, 2)
+                for (j = 1; j <= k; j++) line = line " " num(ratio(t[j, size], mt), 10, 2)
+                for (j = 1; j <= k; j++)
+                    line = line " " num(t[j, size] != "" ? bw(size, t[j, size]) : "", 10, 3)
+                line = line " " num(mb, 10, 3)
+                for (j = 1; j <= k; j++)
+                    line = line " " num(ratio(t[j, size] != "" ? bw(size, t[j, size]) : "", mb), 10, 2)
+                line = line " " num(mc, 10, 2)
+                for (j = 1; j <= k; j++)
+                    line = line " " num(ratio(t[j, size] != "" ? bw(size, t[j, size]) : "", mc), 10, 3)
+                print line
+                for (j = 1; j <= k; j++)
+                    if (wrong[j, size] > 0)
+                        printf "# ^ shoal %s delivered %d wrong elements\n", lab[j], wrong[j, size]
+                if ((size in mpiwrong) && mpiwrong[size] != 0)
+                    printf "# ^ Open MPI delivered %d wrong elements\n", mpiwrong[size]
+            }
+        }'
 }
-side_by_side \
-    "sendrecv half round trip (ranks 0 <-> 1 ping-pong; GB/s = size / time)" \
-    "$OUT/shoal_pingpong.tsv" "$OUT/mpi_pingpong.tsv" \
-    "$OUT/memcpy_sendrecv.tsv"
-side_by_side \
-    "sendrecv exchange (r -> r+1 and r-1 -> r at once; GB/s = busbw)" \
-    "$OUT/shoal_exchange.tsv" "$OUT/mpi_sendrecv.tsv" \
-    "$OUT/memcpy_sendrecv.tsv"
-side_by_side "broadcast from rank 0 (shoal in-place; GB/s = busbw)" \
-    "$OUT/shoal_bcast.tsv" "$OUT/mpi_bcast.tsv" "$OUT/memcpy_broadcast.tsv"
+
+# Value of column $3 (1-based) of the row of size $2 in file $1; empty
+# when absent.
+val() {
+    awk -v s="$2" -v c="$3" '$1 == s { print $c; exit }' "$1" 2>/dev/null \
+        || true
+}
+
+# verdict LABEL VALUE OP LIMIT DETAIL: prints MET / NOT MET / N/A.
+verdict() {
+    awk -v label="$1" -v v="$2" -v op="$3" -v lim="$4" -v detail="$5" '
+        BEGIN {
+            if (v == "") { s = "N/A    " }
+            else if ((op == "<=" && v + 0 <= lim + 0) \
+                     || (op == ">=" && v + 0 >= lim + 0)) { s = "MET    " }
+            else { s = "NOT MET" }
+            printf "# %s  %-52s %s\n", s, label, detail
+        }'
+}
+
+# x R: "Rx", or N/A for an empty R.
+x() {
+    if [ -n "$1" ]; then echo "${1}x"; else echo N/A; fi
+}
+
+# calc EXPR A [B]: EXPR of the variables a and b; empty if one is empty
+# or zero (every use divides by them).
+calc() {
+    awk -v a="$2" -v b="${3-1}" "BEGIN {
+        if (a == \"\" || b == \"\" || a + 0 == 0 || b + 0 == 0) exit
+        printf \"%.4g\\n\", $1 }"
+}
+
+if [ "$MODE" = tail ]; then
+    echo "#"
+    echo "# 8-byte allreduce (float32 sum) on $NRANKS ranks, $TAIL_ITERS" \
+        "iterations after $TAIL_WARMUP warm-up: per-iteration time" \
+        "(max over ranks)"
+    status=$(cat "$OUT/shoal_allreduce.status" 2>/dev/null || echo missing)
+    [ "$status" = ok ] || echo "# shoal: $status"
+    s_row=$(awk '$1 == 8 { print $2, $5, $6; exit }' \
+        "$OUT/shoal_allreduce.tsv" 2>/dev/null || true)
+    m_row=$(awk '$1 == 8 { print $2, $5, $6; exit }' \
+        "$OUT/mpi_allreduce.tsv" 2>/dev/null || true)
+    printf '#%11s %10s %10s %10s %10s\n' "" "median" "p90" "max" "max/"
+    printf '#%11s %10s %10s %10s %10s\n' "" "(us)" "(us)" "(us)" "median"
+    for who in shoal OpenMPI; do
+        row=$s_row
+        [ $who = OpenMPI ] && row=$m_row
+        echo "$who $row" | awk '{
+            if (NF < 4) { printf "%12s %10s\n", $1, "N/A"; next }
+            printf "%12s %10.2f %10.2f %10.2f %10.1f\n", $1, $2, $3, $4,
+                ($2 > 0 ? $4 / $2 : 0) }'
+    done
+    s_med=$(echo "$s_row" | awk '{ print $1 }')
+    s_max=$(echo "$s_row" | awk '{ print $3 }')
+    m_med=$(echo "$m_row" | awk '{ print $1 }')
+    echo "#"
+    echo "# targets ($NRANKS ranks, 8-byte float32 sum allreduce)"
+    r=$(calc 'a / b' "$s_med" "$m_med")
+    verdict "median <= 0.5 x Open MPI" "$r" "<=" 0.5 \
+        "shoal ${s_med:-N/A} us, Open MPI ${m_med:-N/A} us: $(x "$r")"
+    r=$(calc 'a / b' "$s_max" "$s_med")
+    verdict "max iteration <= 20 x median" "$r" "<=" 20 \
+        "shoal max ${s_max:-N/A} us, median ${s_med:-N/A} us: $(x "$r")"
+    echo "# time: $(($(date +%s) - T_START)) s"
+    exit 0
+fi
+
+side_by_side "allreduce (float32 sum; malloc and shoal_alloc buffers)" \
+    allreduce allreduce "" malloc _shm shm
+side_by_side "reduce (float32 sum, root 0)" reduce one "" shoal
+side_by_side "allgather (size = total of all blocks)" allgather block "" shoal
+side_by_side "reducescatter (float32 sum; size = total of all blocks)" \
+    reducescatter block "" shoal
+side_by_side "alltoall (size = total of all blocks)" alltoall block "" shoal
+side_by_side "gather (root 0; size = total of all blocks)" gather block \
+    "" shoal
+side_by_side "scatter (root 0; size = total of all blocks)" scatter block \
+    "" shoal
+side_by_side "broadcast from rank 0 (shoal in-place)" broadcast one "" shoal
+side_by_side "sendrecv exchange (r -> r+1 and r-1 -> r at once)" sendrecv \
+    one "" shoal
+side_by_side "sendrecv half round trip (ranks 0 <-> 1; busbw = size / time)" \
+    pingpong one "" shoal
 
 # shoal's own verdict lines (wrong elements) for the record.
 echo "#"
-for op in sendrecv broadcast; do
-    printf '# shoal %-9s ' "$op"
-    grep '^# Out of bounds' "$OUT/shoal_$op.txt" | tr '\n' ' '
+for f in "$OUT"/shoal_*.txt; do
+    name=$(basename "$f" .txt)
+    printf '# %-22s %-10s ' "$name" "$(cat "$OUT/$name.status")"
+    grep '^# Out of bounds' "$f" | head -n 1 | tr '\n' ' '
     echo
 done
+
+# --- targets -----------------------------------------------------------------
+# Field 2 of the tsv files is the median time (us).
+AR=$OUT/shoal_allreduce.tsv ARS=$OUT/shoal_allreduce_shm.tsv
+MAR=$OUT/mpi_allreduce.tsv MEM=$OUT/memcpy_allreduce.tsv
+B64M=$(bytes_of 64M)
+echo "#"
+echo "# targets (2 ranks; float32 sum; busbw in GB/s; times are medians)"
+if [ "$NRANKS" != 2 ]; then
+    echo "# (defined for 2 ranks; this run has $NRANKS)"
+fi
+s=$(val "$AR" 8 2) m=$(val "$MAR" 8 2)
+r=$(calc 'a / b' "$s" "$m")
+verdict "allreduce 8 B: time <= 0.8 x Open MPI" "$r" "<=" 0.8 \
+    "shoal ${s:-N/A} us, Open MPI ${m:-N/A} us: $(x "$r")"
+verdict "allreduce 8 B: time <= 1 us" "$s" "<=" 1 "shoal ${s:-N/A} us"
+s=$(val "$AR" 65536 2) m=$(val "$MAR" 65536 2)
+r=$(calc 'a / b' "$s" "$m")
+verdict "allreduce 64 KiB: time <= 0.5 x Open MPI" "$r" "<=" 0.5 \
+    "shoal ${s:-N/A} us, Open MPI ${m:-N/A} us: $(x "$r")"
+F="2 * ($NRANKS - 1) / $NRANKS"
+mc=$(val "$MEM" "$B64M" 2)
+m=$(val "$MAR" "$B64M" 2)
+mb=$(calc "$B64M / a / 1e3 * $F" "$m")
+for v in malloc shoal_alloc; do
+    if [ $v = malloc ]; then
+        f=$AR want_mpi=2.5 want_mem=0.5
+    else
+        f=$ARS want_mpi=3.5 want_mem=0.8
+    fi
+    s=$(val "$f" "$B64M" 2)
+    sb=$(calc "$B64M / a / 1e3 * $F" "$s")
+    r=$(calc 'a / b' "$sb" "$mb")
+    verdict "allreduce 64 MiB $v: busbw >= $want_mpi x OMPI" "$r" ">=" \
+        $want_mpi "shoal ${sb:-N/A}, Open MPI ${mb:-N/A}: $(x "$r")"
+    r=$(calc 'a / b' "$sb" "$mc")
+    verdict "allreduce 64 MiB $v: busbw >= $want_mem x memcpy" "$r" ">=" \
+        $want_mem "shoal ${sb:-N/A}, memcpy ${mc:-N/A}: $(x "$r")"
+done
+F="($NRANKS - 1) / $NRANKS"
+for op in allgather reducescatter; do
+    s=$(val "$OUT/shoal_$op.tsv" "$B64M" 2)
+    m=$(val "$OUT/mpi_$op.tsv" "$B64M" 2)
+    sb=$(calc "$B64M / a / 1e3 * $F" "$s" 1)
+    mb=$(calc "$B64M / a / 1e3 * $F" "$m")
+    r=$(calc 'a / b' "$sb" "$mb")
+    verdict "$op 64 MiB: busbw >= 2 x Open MPI" "$r" ">=" 2 \
+        "shoal ${sb:-N/A}, Open MPI ${mb:-N/A}: $(x "$r")"
+done
+echo "# time: $(($(date +%s) - T_START)) s"
