@@ -43,18 +43,25 @@ segment_layout(shm_segment *seg)
     seg->p2p_slot_stride = round_line(SHM_LINE + seg->p2p_slot_bytes);
     seg->p2p_chan_bytes  = SHM_LINE + seg->p2p_slots * seg->p2p_slot_stride;
     seg->box_slot_stride = round_line(SHM_LINE + seg->box_slot_bytes);
-    seg->box_bytes = n * SHM_LINE + seg->box_slots * seg->box_slot_stride;
-    seg->ctl_off   = sizeof(struct shm_header) + sizeof(struct shm_abort);
-    seg->p2p_off   = seg->ctl_off + n * sizeof(struct shm_ctl);
-    seg->box_off   = seg->p2p_off + n * n * seg->p2p_chan_bytes;
-    seg->bytes     = seg->box_off + n * seg->box_bytes;
+    seg->box_bytes   = n * SHM_LINE + seg->box_slots * seg->box_slot_stride;
+    seg->ctl_off     = sizeof(struct shm_header) + sizeof(struct shm_abort);
+    seg->p2p_off     = seg->ctl_off + n * sizeof(struct shm_ctl);
+    seg->box_off     = seg->p2p_off + n * n * seg->p2p_chan_bytes;
+    seg->counts_off  = seg->box_off + n * seg->box_bytes;
+    seg->slab_off    = seg->counts_off + round_line(n * n * sizeof(uint64_t));
+    seg->staging_end = seg->slab_off + n * 2 * seg->slab_bytes;
+    // Heaps start on a 2 MiB boundary, so that huge pages could back them.
+    seg->heap_off
+        = (seg->staging_end + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+    seg->bytes = seg->heap_off + n * seg->heap_bytes;
 }
 
 int
 shm_segment_plan(shm_segment *seg, int nranks)
 {
-    long long p2p_bytes, p2p_slots, box_bytes;
-    int       st;
+    long long p2p_bytes = 0, p2p_slots = 0, box_bytes = 0, staging = 0,
+              heap = 0;
+    int st;
 
     // 8 slots of 32 KiB per direction keep a pipelined copy in cache; the
     // outbox uses larger slots because broadcast streams whole tensors.
@@ -74,6 +81,9 @@ shm_segment_plan(shm_segment *seg, int nranks)
     seg->p2p_slot_bytes = (uint32_t) round_line((size_t) p2p_bytes);
     seg->box_slots      = 8;
     seg->box_slot_bytes = (uint32_t) round_line((size_t) box_bytes);
+    // SHOAL_SHM_BYTES is each rank's staging for collectives: two slabs.
+    seg->slab_bytes = (uint64_t) (staging / 2) / 4096 * 4096;
+    seg->heap_bytes = (uint64_t) heap / 4096 * 4096;
     segment_layout(seg);
     return SHOAL_OK;
 }
@@ -123,6 +133,8 @@ shm_segment_create(shm_segment *seg, int nranks, int *fd)
     seg->hdr->p2p_slot_bytes = seg->p2p_slot_bytes;
     seg->hdr->box_slots      = seg->box_slots;
     seg->hdr->box_slot_bytes = seg->box_slot_bytes;
+    seg->hdr->slab_bytes     = seg->slab_bytes;
+    seg->hdr->heap_bytes     = seg->heap_bytes;
     seg->hdr->magic          = SHM_MAGIC;
     *fd                      = mfd;
     return SHOAL_OK;
@@ -160,6 +172,8 @@ shm_segment_attach(shm_segment *seg, int fd, int nranks)
     seg->p2p_slot_bytes = h->p2p_slot_bytes;
     seg->box_slots      = h->box_slots;
     seg->box_slot_bytes = h->box_slot_bytes;
+    seg->slab_bytes     = h->slab_bytes;
+    seg->heap_bytes     = h->heap_bytes;
     segment_layout(seg);
     if (seg->bytes != (size_t) sb.st_size) {
         munmap(base, (size_t) sb.st_size);
@@ -179,6 +193,26 @@ shm_segment_unmap(shm_segment *seg)
         seg->base = NULL;
         seg->hdr  = NULL;
     }
+}
+
+uint64_t *
+shm_counts_of(const shm_segment *seg, int rank)
+{
+    return (uint64_t *) (seg->base + seg->counts_off)
+        + (size_t) rank * (size_t) seg->nranks;
+}
+
+unsigned char *
+shm_slab(const shm_segment *seg, int rank, int which)
+{
+    return seg->base + seg->slab_off
+        + ((size_t) rank * 2 + (size_t) which) * seg->slab_bytes;
+}
+
+unsigned char *
+shm_heap_of(const shm_segment *seg, int rank)
+{
+    return seg->base + seg->heap_off + (size_t) rank * seg->heap_bytes;
 }
 
 struct shm_abort *

@@ -17,6 +17,11 @@
 // the data, and released by the receiver storing tail = i + 1.
 // outbox (one per rank, for collectives it roots): a ring of `box_slots`
 // slots read by every other rank, each with its own tail line.
+// counts: per rank, the per-peer counts of its current v-collective.
+// slabs: per rank, two staging buffers of `slab_bytes` for collectives that
+// copy through shared memory (used alternately, so that no closing barrier
+// is needed). heap: per rank, `heap_bytes` of memory handed out by
+// shoal_alloc; pages exist only once touched.
 #ifndef SHI_SHM_SEGMENT_H
 #define SHI_SHM_SEGMENT_H
 
@@ -39,6 +44,8 @@ struct shm_header {
     uint32_t p2p_slot_bytes;
     uint32_t box_slots;
     uint32_t box_slot_bytes;
+    uint64_t slab_bytes;
+    uint64_t heap_bytes;
 } SHM_ALIGNED;
 
 // Written once by the first rank that aborts the communicator.
@@ -56,6 +63,18 @@ struct shm_desc {
     int32_t          root;
     uint32_t         dtype;
     uint64_t         count;
+    uint32_t         redop;
+    uint32_t         algo;
+    uint64_t         counts_hash; // v-collectives: hash of the counts
+};
+
+// What a rank exposes to its peers for the current collective (written by
+// the owner before it passes its first sync point).
+struct shm_expose {
+    uint64_t send_addr; // addresses in the owner's process
+    uint64_t recv_addr;
+    uint64_t send_heap; // offset + 1 in the owner's heap, or 0: not in it
+    uint64_t recv_heap;
 };
 
 // Per-rank control block.
@@ -67,6 +86,10 @@ struct shm_ctl {
     _Atomic uint32_t doorbell SHM_ALIGNED;
     _Atomic uint32_t          sleepers;
     struct shm_desc           desc[SHM_DESC_RING] SHM_ALIGNED;
+    // Sync points passed (collectives' phases), and staging uses finished.
+    _Atomic uint64_t sync      SHM_ALIGNED;
+    _Atomic uint64_t slab_done SHM_ALIGNED;
+    struct shm_expose expose   SHM_ALIGNED;
 };
 
 struct shm_slot_header {
@@ -98,11 +121,14 @@ typedef struct shm_segment {
     int                nranks;
     uint32_t           p2p_slots, p2p_slot_bytes; // geometry
     uint32_t           box_slots, box_slot_bytes;
+    uint64_t           slab_bytes, heap_bytes;
     size_t             p2p_slot_stride; // header + data, line aligned
     size_t             p2p_chan_bytes;
     size_t             box_slot_stride;
     size_t             box_bytes;
     size_t             ctl_off, p2p_off, box_off;
+    size_t             counts_off, slab_off, heap_off;
+    size_t             staging_end; // everything before the heaps
 } shm_segment;
 
 // Sizes chosen for `nranks`; SHOAL_SHM_SLOT_BYTES and SHOAL_SHM_SLOTS
@@ -131,6 +157,13 @@ struct shm_slot_header *shm_p2p_slot(
 struct shm_ring_tail *shm_box_tail(const shm_segment *seg, int root, int rank);
 struct shm_slot_header *shm_box_slot(
     const shm_segment *seg, int root, uint64_t i);
+
+// Rank `rank`'s counts area (nranks entries) and staging slab `which`.
+uint64_t      *shm_counts_of(const shm_segment *seg, int rank);
+unsigned char *shm_slab(const shm_segment *seg, int rank, int which);
+
+// Start of rank `rank`'s heap in this process's mapping.
+unsigned char *shm_heap_of(const shm_segment *seg, int rank);
 
 // Payload bytes following a slot header.
 static inline unsigned char *
