@@ -12,13 +12,14 @@ int
 perf_measure(perf_ctx *c, const perf_measure_ops *m, void *arg, int index,
     perf_stats *st, double *wrong)
 {
-    const perf_opts *o     = c->o;
-    double           bad   = 0;
-    int              iters = perf_iters_for(o, c->sizes.bytes[index]);
-    int              total = o->warmup + iters;
+    const perf_opts *o      = c->o;
+    double           bad    = 0;
+    int              iters  = perf_iters_for(o, c->sizes.bytes[index]);
+    int              warmup = perf_warmup_for(o, c->sizes.bytes[index]);
+    int              total  = warmup + iters;
 
     for (int it = 0; it < total; it++) {
-        int timed = it >= o->warmup;
+        int timed = it >= warmup;
         int check = timed && o->check && m->verify != NULL;
         if (check && m->prepare != NULL) {
             m->prepare(c, arg, index, it);
@@ -34,7 +35,7 @@ perf_measure(perf_ctx *c, const perf_measure_ops *m, void *arg, int index,
             return rc; // run() reported it
         }
         if (timed) {
-            c->times[it - o->warmup] = t / m->divisor;
+            c->times[it - warmup] = t / m->divisor;
         }
         if (check) {
             bad += (double) m->verify(c, arg, index, it);

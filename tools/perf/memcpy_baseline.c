@@ -56,8 +56,9 @@ measure_size(
     size_t bytes = c->sizes.bytes[index];
     size_t reps  = repeats_for(bytes);
     double wrong;
-    int    iters = perf_iters_for(c->o, bytes);
-    int    total = c->o->warmup + iters;
+    int    iters  = perf_iters_for(c->o, bytes);
+    int    warmup = perf_warmup_for(c->o, bytes);
+    int    total  = warmup + iters;
 
     for (int it = 0; it < total; it++) {
         int st_b = shoal_barrier(c->comm);
@@ -65,8 +66,8 @@ measure_size(
             return perf_fail(c, "shoal_barrier", st_b);
         }
         double t = time_copies(dst, src, bytes, reps);
-        if (it >= c->o->warmup) {
-            c->times[it - c->o->warmup] = t;
+        if (it >= warmup) {
+            c->times[it - warmup] = t;
         }
     }
     return perf_collect(c, c->times, iters, 0.0, st, &wrong);

@@ -217,6 +217,18 @@ perf_iters_for(const perf_opts *o, size_t bytes)
     return n < (size_t) o->iters ? (int) n : o->iters;
 }
 
+int
+perf_warmup_for(const perf_opts *o, size_t bytes)
+{
+    int iters = perf_iters_for(o, bytes);
+
+    if (o->warmup == 0 || iters == o->iters) {
+        return o->warmup;
+    }
+    // Rounded up: ceil(warmup x iters / o->iters) >= 1.
+    return (int) (((long long) o->warmup * iters + o->iters - 1) / o->iters);
+}
+
 // Long options without a short form.
 enum { OPT_ITER_BYTES = 256, OPT_MIN_ITERS };
 
@@ -399,7 +411,8 @@ perf_usage(const char *prog, const char *err)
         "as fit SIZE\n"
         "                           (iterations x size), at most -n "
         "(default 0: off)\n"
-        "      --min_iters N        ... but at least N (default 5)\n"
+        "      --min_iters N        ... but at least N (default 5); "
+        "warm-up shrinks alike\n"
         "  -w, --warmup_iters N     untimed iterations first (default 5)\n"
         "  -c, --check 0|1          verify the data of every timed "
         "iteration (default 1)\n"

@@ -96,6 +96,9 @@ const char *perf_alloc_name(int alloc);
 // as fit iter_bytes (iterations x bytes), but at least o->min_iters and at
 // most o->iters. Equal on every rank (depends on the options and size only).
 int perf_iters_for(const perf_opts *o, size_t bytes);
+// Warm-up iterations at `bytes`: o->warmup, scaled down in proportion when
+// --iter_bytes shrinks the timed ones (at least 1 if o->warmup > 0).
+int perf_warmup_for(const perf_opts *o, size_t bytes);
 
 // The message sizes: minbytes, then times stepfactor, up to maxbytes, each
 // rounded down to whole elements of `esize` bytes.

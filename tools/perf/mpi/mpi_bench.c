@@ -184,6 +184,19 @@ iters_for(const bench *b, size_t bytes)
     return n < (size_t) b->iters ? (int) n : b->iters;
 }
 
+// Warm-up iterations at `bytes` (shoal-perf's perf_warmup_for): scaled
+// down with the timed ones, at least 1.
+static int
+warmup_for(const bench *b, size_t bytes)
+{
+    int iters = iters_for(b, bytes);
+
+    if (b->warmup == 0 || iters == b->iters) {
+        return b->warmup;
+    }
+    return (int) (((long long) b->warmup * iters + b->iters - 1) / b->iters);
+}
+
 // --- byte patterns (pingpong, sendrecv, bcast)
 // -------------------------------
 
@@ -340,10 +353,11 @@ run_coll(bench *b, const coll *k, size_t size)
     size_t count  = size / sizeof(float) / blocks;
     size_t bytes  = count * blocks * sizeof(float);
     int    iters  = iters_for(b, size);
+    int    warmup = warmup_for(b, size);
     double wrong  = 0;
 
-    for (int it = 0; it < b->warmup + iters; it++) {
-        int timed = it >= b->warmup;
+    for (int it = 0; it < warmup + iters; it++) {
+        int timed = it >= warmup;
         if (timed) {
             k->prepare(b, count, it);
         }
@@ -352,7 +366,7 @@ run_coll(bench *b, const coll *k, size_t size)
         k->run(b, count);
         double t = now() - t0;
         if (timed) {
-            b->times[it - b->warmup] = t;
+            b->times[it - warmup] = t;
             wrong += k->verify(b, count, it);
         }
     }
@@ -557,11 +571,12 @@ static const coll colls[] = {
 static void
 bench_pingpong(bench *b, size_t bytes)
 {
-    double wrong = 0;
-    int    iters = iters_for(b, bytes);
+    double wrong  = 0;
+    int    iters  = iters_for(b, bytes);
+    int    warmup = warmup_for(b, bytes);
 
-    for (int it = 0; it < b->warmup + iters; it++) {
-        int timed = it >= b->warmup;
+    for (int it = 0; it < warmup + iters; it++) {
+        int timed = it >= warmup;
         if (timed && b->rank == 0) {
             fill(b->sbuf, bytes, it);
         }
@@ -580,7 +595,7 @@ bench_pingpong(bench *b, size_t bytes)
         }
         double t = (now() - t0) / (2.0 * PINGPONG_BATCH);
         if (timed) {
-            b->times[it - b->warmup] = b->rank <= 1 ? t : 0.0;
+            b->times[it - warmup] = b->rank <= 1 ? t : 0.0;
             if (b->rank <= 1) {
                 wrong += count_wrong(b->rbuf, bytes, it);
             }
@@ -592,13 +607,14 @@ bench_pingpong(bench *b, size_t bytes)
 static void
 bench_sendrecv(bench *b, size_t bytes)
 {
-    int    next  = (b->rank + 1) % b->nranks;
-    int    prev  = (b->rank + b->nranks - 1) % b->nranks;
-    double wrong = 0;
-    int    iters = iters_for(b, bytes);
+    int    next   = (b->rank + 1) % b->nranks;
+    int    prev   = (b->rank + b->nranks - 1) % b->nranks;
+    double wrong  = 0;
+    int    iters  = iters_for(b, bytes);
+    int    warmup = warmup_for(b, bytes);
 
-    for (int it = 0; it < b->warmup + iters; it++) {
-        int         timed = it >= b->warmup;
+    for (int it = 0; it < warmup + iters; it++) {
+        int         timed = it >= warmup;
         MPI_Request req[2];
         if (timed) {
             fill(b->sbuf, bytes, it * 1000 + b->rank);
@@ -612,7 +628,7 @@ bench_sendrecv(bench *b, size_t bytes)
         MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
         double t = now() - t0;
         if (timed) {
-            b->times[it - b->warmup] = t;
+            b->times[it - warmup] = t;
             wrong += count_wrong(b->rbuf, bytes, it * 1000 + prev);
         }
     }
@@ -622,11 +638,12 @@ bench_sendrecv(bench *b, size_t bytes)
 static void
 bench_bcast(bench *b, size_t bytes)
 {
-    double wrong = 0;
-    int    iters = iters_for(b, bytes);
+    double wrong  = 0;
+    int    iters  = iters_for(b, bytes);
+    int    warmup = warmup_for(b, bytes);
 
-    for (int it = 0; it < b->warmup + iters; it++) {
-        int timed = it >= b->warmup;
+    for (int it = 0; it < warmup + iters; it++) {
+        int timed = it >= warmup;
         if (timed && b->rank == 0) {
             fill(b->rbuf, bytes, it);
         }
@@ -635,7 +652,7 @@ bench_bcast(bench *b, size_t bytes)
         MPI_Bcast(b->rbuf, (int) bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
         double t = now() - t0;
         if (timed) {
-            b->times[it - b->warmup] = t;
+            b->times[it - warmup] = t;
             wrong += count_wrong(b->rbuf, bytes, it);
         }
     }
