@@ -37,6 +37,52 @@ shi_queue_remove(shi_req_queue *q, shoal_request *req)
     }
 }
 
+const char *
+shi_op_kind_name(int kind)
+{
+    static const char *const names[] = {
+        [SHI_OP_SEND]            = "send",
+        [SHI_OP_RECV]            = "recv",
+        [SHI_OP_BARRIER]         = "barrier",
+        [SHI_OP_BCAST]           = "broadcast",
+        [SHI_OP_ALLREDUCE]       = "all_reduce",
+        [SHI_OP_REDUCE]          = "reduce",
+        [SHI_OP_ALLGATHER]       = "all_gather",
+        [SHI_OP_ALLGATHERV]      = "all_gather_v",
+        [SHI_OP_REDUCE_SCATTER]  = "reduce_scatter",
+        [SHI_OP_REDUCE_SCATTERV] = "reduce_scatter_v",
+        [SHI_OP_ALLTOALL]        = "all_to_all",
+        [SHI_OP_ALLTOALLV]       = "all_to_all_v",
+        [SHI_OP_GATHER]          = "gather",
+        [SHI_OP_SCATTER]         = "scatter",
+    };
+
+    if (kind <= 0 || kind > SHI_OP_SCATTER) {
+        return "operation";
+    }
+    return names[kind];
+}
+
+// "all_reduce #4 (1024 x float32, sum)", "gather #2 (root 1, 8 x int64)".
+static void
+describe_collective(const shoal_request *req, char *buf, size_t len)
+{
+    int reduces = req->kind == SHI_OP_ALLREDUCE || req->kind == SHI_OP_REDUCE
+        || req->kind == SHI_OP_REDUCE_SCATTER
+        || req->kind == SHI_OP_REDUCE_SCATTERV;
+    int rooted = req->kind == SHI_OP_REDUCE || req->kind == SHI_OP_GATHER
+        || req->kind == SHI_OP_SCATTER;
+    char root[32] = "";
+
+    if (rooted) {
+        snprintf(root, sizeof(root), "root %d, ", req->peer);
+    }
+    snprintf(buf, len, "%s #%llu (%s%zu x %s%s%s)",
+        shi_op_kind_name(req->kind), (unsigned long long) req->seq, root,
+        req->count, shoal_dtype_name(req->dtype), reduces ? ", " : "",
+        reduces ? shoal_op_name(req->op.kind) : "");
+}
+
 void
 shi_req_describe(const shoal_request *req, char *buf, size_t len)
 {
@@ -61,7 +107,6 @@ shi_req_describe(const shoal_request *req, char *buf, size_t len)
                 (unsigned long long) req->seq, req->peer, req->count, dt);
             break;
         default:
-            snprintf(
-                buf, len, "operation #%llu", (unsigned long long) req->seq);
+            describe_collective(req, buf, len);
     }
 }

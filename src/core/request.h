@@ -16,7 +16,20 @@ enum shi_op_kind {
     SHI_OP_RECV,
     SHI_OP_BARRIER,
     SHI_OP_BCAST,
+    SHI_OP_ALLREDUCE,
+    SHI_OP_REDUCE,
+    SHI_OP_ALLGATHER,
+    SHI_OP_ALLGATHERV,
+    SHI_OP_REDUCE_SCATTER,
+    SHI_OP_REDUCE_SCATTERV,
+    SHI_OP_ALLTOALL,
+    SHI_OP_ALLTOALLV,
+    SHI_OP_GATHER,
+    SHI_OP_SCATTER,
 };
+
+// Name of an operation kind ("all_reduce").
+const char *shi_op_kind_name(int kind);
 
 typedef struct shi_req_queue {
     shoal_request *head, *tail;
@@ -42,6 +55,18 @@ struct shoal_request {
     uint64_t       slot; // next ring slot (broadcast)
     uint64_t       slot_end; // one past its last slot (broadcast)
     int            started; // collective entered (descriptor published)
+    // Collectives with a send and a receive buffer (coll_api.c): `buf` is
+    // the receive buffer, `count` the per-rank count.
+    const unsigned char *sendbuf;
+    shoal_reduce_op      op;
+    int                  algo; // shi_algo chosen at submission
+    size_t              *counts; // v-collectives: owned copies
+    size_t              *rcounts; // all_to_all_v: receive counts
+    uint64_t             counts_hash;
+    int                  state; // algorithm's state machine
+    uint64_t             sync_base; // comm's sync counter when started
+    size_t               pos; // algorithm's progress (bytes, chunk)
+    uint64_t             slab_use; // staging use of the current chunk
     // Links: `anext` on comm->active, `qnext` on one per-kind queue.
     shoal_request *anext, *aprev;
     shoal_request *qnext;
