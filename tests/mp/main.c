@@ -22,6 +22,7 @@ static const struct {
     { "mismatch", mp_case_mismatch },
     { "p2p_mismatch", mp_case_p2p_mismatch },
     { "idle", mp_case_idle },
+    { "coll_ref", mp_case_coll_ref },
 };
 
 void

@@ -72,5 +72,6 @@ int mp_case_timeout(shoal_comm *comm, int argc, char **argv);
 int mp_case_mismatch(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_mismatch(shoal_comm *comm, int argc, char **argv);
 int mp_case_idle(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_ref(shoal_comm *comm, int argc, char **argv);
 
 #endif
