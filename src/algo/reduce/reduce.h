@@ -10,6 +10,15 @@
 // combined in index order (in[0] op in[1] op ...), so every rank computing
 // the same reduction gets bitwise identical results.
 //
+// Details every path (scalar, AVX2, AVX-512) shares bit for bit: a NaN
+// result is always the canonical quiet NaN (positive, zero payload), so
+// NaN payloads and signs are not kept; MIN and MAX keep the earlier input
+// of two that compare equal (min(-0.0, 0.0) is -0.0, min(0.0, -0.0) is
+// 0.0); subnormals are kept, never flushed; float AVG divides the sum by k
+// in the accumulator type; PREMUL_SUM multiplies by (float) scalar for the
+// float16/bfloat16/float32 types, then adds (never fused). A bool input
+// byte is true when nonzero; bool results are 0 or 1.
+//
 // Kernels are vectorised with AVX-512 or AVX2 when the CPU has them
 // (chosen once at run time; SHOAL_SIMD=avx512|avx2|scalar forces a level)
 // and fall back to portable C.
@@ -29,12 +38,12 @@ int shi_reduce_check(int dtype, shoal_reduce_op op);
 // summing. k >= 1. `out` may be exactly one of the inputs (in place); no
 // other overlap is allowed. The pair must have passed shi_reduce_check.
 void shi_reduce(int dtype, shoal_reduce_op op, void *out,
-                const void *const *in, int k, size_t n);
+    const void *const *in, int k, size_t n);
 
 // The same with the portable scalar code only (the tests' reference, and
 // the fallback).
 void shi_reduce_scalar(int dtype, shoal_reduce_op op, void *out,
-                       const void *const *in, int k, size_t n);
+    const void *const *in, int k, size_t n);
 
 // The SIMD level in use: "avx512", "avx2" or "scalar".
 const char *shi_reduce_simd_level(void);
