@@ -98,6 +98,47 @@ echo "# compare.sh: shoal vs Open MPI, $NRANKS ranks on $(hostname)," \
     "$(nproc) cpus, $(date -u '+%Y-%m-%d %H:%M UTC'), mode $MODE"
 echo "# load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 
+# --- Open MPI setup -------------------------------------------------------
+MPI_NOTE=""
+MPIRUN=""
+: >"$OUT/mpi.txt"
+if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
+    mpicc -O2 -std=c11 -o "$OUT/mpi_bench" "$SRC/mpi/mpi_bench.c"
+    MPIRUN="mpirun -np $NRANKS --oversubscribe --bind-to none"
+    if [ "$(id -u)" = 0 ]; then
+        MPIRUN="$MPIRUN --allow-run-as-root"
+    fi
+    # A short probe with a 1 MiB message: Open MPI's vader BTL copies large
+    # messages with CMA (process_vm_readv), which some containers forbid.
+    if $MPIRUN "$OUT/mpi_bench" -o sendrecv -b 1M -e 1M -n 2 -w 1 \
+        >"$OUT/mpi_probe.txt" 2>&1 \
+        && ! grep -qi 'cma\|process_vm\|single.copy' "$OUT/mpi_probe.txt"; then
+        MPI_NOTE="Open MPI: vader BTL, default single-copy mechanism (CMA)"
+    else
+        export OMPI_MCA_btl_vader_single_copy_mechanism=none
+        MPI_NOTE="Open MPI: CMA single copy failed in this container"
+        MPI_NOTE="$MPI_NOTE (see $OUT/mpi_probe.txt); measured with"
+        MPI_NOTE="$MPI_NOTE OMPI_MCA_btl_vader_single_copy_mechanism=none"
+    fi
+    grep '^# mpi_bench' "$OUT/mpi_probe.txt" >"$OUT/mpi.txt" || true
+else
+    MPI_NOTE="Open MPI not installed (no mpicc/mpirun): Open MPI columns N/A"
+fi
+
+# run_mpi ARGS...: mpi_bench on NRANKS ranks, its rows appended to
+# $OUT/mpi.txt. A failure is noted and the script goes on.
+run_mpi() {
+    [ -n "$MPIRUN" ] || return 0
+    rc=0
+    $MPIRUN "$OUT/mpi_bench" "$@" >"$OUT/mpi_last.txt" 2>&1 || rc=$?
+    grep -v '^#' "$OUT/mpi_last.txt" >>"$OUT/mpi.txt" || true
+    if [ $rc -ne 0 ]; then
+        echo "compare.sh: mpi_bench $* failed (exit $rc):" >&2
+        tail -n 8 "$OUT/mpi_last.txt" >&2
+        MPI_NOTE="$MPI_NOTE; mpi_bench $* FAILED"
+    fi
+}
+
 # --- shoal ---------------------------------------------------------------
 # run_shoal NAME ARGS...: shoal-perf on NRANKS ranks into $OUT/shoal_NAME.txt;
 # $OUT/shoal_NAME.status says ok, skipped (libshoal lacks the call) or
@@ -132,22 +173,35 @@ table() {
     ' "$1"
 }
 
+# One operation at a time, shoal then Open MPI, so that both see the same
+# load on a shared machine.
 COMMON="-w $WARMUP -n $ITERS --iter_bytes $ITER_BYTES --min_iters $MIN_ITERS"
+M="-b $MINBYTES -e $MAXBYTES -w $WARMUP -n $ITERS -B $ITER_BYTES"
+M="$M -m $MIN_ITERS"
 COLLS="allreduce reduce allgather reducescatter alltoall gather scatter"
 if [ "$MODE" = tail ]; then
-    # shellcheck disable=SC2086
     run_shoal allreduce -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" \
         -w "$TAIL_WARMUP"
+    run_mpi -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" -w "$TAIL_WARMUP"
 else
     for op in $COLLS broadcast sendrecv; do
         f=$OTHER_STEPFACTOR
         [ $op = allreduce ] && f=$STEPFACTOR
         # shellcheck disable=SC2086
         run_shoal $op -o $op -b "$MINBYTES" -e "$MAXBYTES" -f "$f" $COMMON
+        if [ $op = allreduce ]; then
+            # shellcheck disable=SC2086
+            run_shoal allreduce_shm -o allreduce -a shoal -b "$MINBYTES" \
+                -e "$MAXBYTES" -f "$f" $COMMON
+        fi
+        case $op in
+            broadcast) mop=bcast ;;
+            sendrecv) mop=pingpong,sendrecv ;;
+            *) mop=$op ;;
+        esac
+        # shellcheck disable=SC2086
+        run_mpi -o $mop -f "$f" $M
     done
-    # shellcheck disable=SC2086
-    run_shoal allreduce_shm -o allreduce -a shoal -b "$MINBYTES" \
-        -e "$MAXBYTES" -f "$STEPFACTOR" $COMMON
 fi
 
 # Per run: the memcpy baseline (size GB/s) and the op's rows: size, time,
@@ -171,50 +225,6 @@ for f in "$OUT"/shoal_*.txt; do
     fi
 done
 
-# --- Open MPI --------------------------------------------------------------
-MPI_NOTE=""
-: >"$OUT/mpi.txt"
-if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
-    mpicc -O2 -std=c11 -o "$OUT/mpi_bench" "$SRC/mpi/mpi_bench.c"
-    MPIRUN="mpirun -np $NRANKS --oversubscribe --bind-to none"
-    if [ "$(id -u)" = 0 ]; then
-        MPIRUN="$MPIRUN --allow-run-as-root"
-    fi
-    # A short probe with a 1 MiB message: Open MPI's vader BTL copies large
-    # messages with CMA (process_vm_readv), which some containers forbid.
-    if $MPIRUN "$OUT/mpi_bench" -o sendrecv -b 1M -e 1M -n 2 -w 1 \
-        >"$OUT/mpi_probe.txt" 2>&1 \
-        && ! grep -qi 'cma\|process_vm\|single.copy' "$OUT/mpi_probe.txt"; then
-        MPI_NOTE="Open MPI: vader BTL, default single-copy mechanism (CMA)"
-    else
-        export OMPI_MCA_btl_vader_single_copy_mechanism=none
-        MPI_NOTE="Open MPI: CMA single copy failed in this container"
-        MPI_NOTE="$MPI_NOTE (see $OUT/mpi_probe.txt); measured with"
-        MPI_NOTE="$MPI_NOTE OMPI_MCA_btl_vader_single_copy_mechanism=none"
-    fi
-    rc=0
-    if [ "$MODE" = tail ]; then
-        $MPIRUN "$OUT/mpi_bench" -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" \
-            -w "$TAIL_WARMUP" >"$OUT/mpi.txt" 2>&1 || rc=$?
-    else
-        # Two runs: allreduce with its own step factor, then the rest.
-        M="-b $MINBYTES -e $MAXBYTES -w $WARMUP -n $ITERS -B $ITER_BYTES"
-        M="$M -m $MIN_ITERS"
-        # shellcheck disable=SC2086
-        { $MPIRUN "$OUT/mpi_bench" -o allreduce -f "$STEPFACTOR" $M &&
-            $MPIRUN "$OUT/mpi_bench" -f "$OTHER_STEPFACTOR" $M \
-                -o pingpong,sendrecv,bcast,reduce,allgather,reducescatter,alltoall,gather,scatter; } \
-            >"$OUT/mpi.txt" 2>&1 || rc=$?
-    fi
-    if [ $rc -ne 0 ]; then
-        echo "compare.sh: mpi_bench failed:" >&2
-        tail -n 20 "$OUT/mpi.txt" >&2
-        MPI_NOTE="$MPI_NOTE; mpi_bench FAILED (no Open MPI column)"
-        : >"$OUT/mpi.txt"
-    fi
-else
-    MPI_NOTE="Open MPI not installed (no mpicc/mpirun): Open MPI columns N/A"
-fi
 # The columns of the shoal files: size median wrong wrong_in_place p90 max.
 for op in pingpong sendrecv bcast $COLLS; do
     awk -v op=$op '$1 == op { print $2, $3, $7, "N/A", $5, $6 }' \
@@ -356,9 +366,18 @@ verdict() {
         }'
 }
 
+# fmt V: V with 3 significant digits, or N/A for an empty V.
+fmt() {
+    if [ -n "$1" ]; then
+        awk -v v="$1" 'BEGIN { printf "%.3g\n", v }'
+    else
+        echo N/A
+    fi
+}
+
 # x R: "Rx", or N/A for an empty R.
 x() {
-    if [ -n "$1" ]; then echo "${1}x"; else echo N/A; fi
+    if [ -n "$1" ]; then echo "$(fmt "$1")x"; else echo N/A; fi
 }
 
 # calc EXPR A [B]: EXPR of the variables a and b; empty if one is empty
@@ -397,10 +416,10 @@ if [ "$MODE" = tail ]; then
     echo "# targets ($NRANKS ranks, 8-byte float32 sum allreduce)"
     r=$(calc 'a / b' "$s_med" "$m_med")
     verdict "median <= 0.5 x Open MPI" "$r" "<=" 0.5 \
-        "shoal ${s_med:-N/A} us, Open MPI ${m_med:-N/A} us: $(x "$r")"
+        "shoal $(fmt "$s_med") us, Open MPI $(fmt "$m_med") us: $(x "$r")"
     r=$(calc 'a / b' "$s_max" "$s_med")
     verdict "max iteration <= 20 x median" "$r" "<=" 20 \
-        "shoal max ${s_max:-N/A} us, median ${s_med:-N/A} us: $(x "$r")"
+        "shoal max $(fmt "$s_max") us, median $(fmt "$s_med") us: $(x "$r")"
     echo "# time: $(($(date +%s) - T_START)) s"
     exit 0
 fi
@@ -444,12 +463,12 @@ fi
 s=$(val "$AR" 8 2) m=$(val "$MAR" 8 2)
 r=$(calc 'a / b' "$s" "$m")
 verdict "allreduce 8 B: time <= 0.8 x Open MPI" "$r" "<=" 0.8 \
-    "shoal ${s:-N/A} us, Open MPI ${m:-N/A} us: $(x "$r")"
-verdict "allreduce 8 B: time <= 1 us" "$s" "<=" 1 "shoal ${s:-N/A} us"
+    "shoal $(fmt "$s") us, Open MPI $(fmt "$m") us: $(x "$r")"
+verdict "allreduce 8 B: time <= 1 us" "$s" "<=" 1 "shoal $(fmt "$s") us"
 s=$(val "$AR" 65536 2) m=$(val "$MAR" 65536 2)
 r=$(calc 'a / b' "$s" "$m")
 verdict "allreduce 64 KiB: time <= 0.5 x Open MPI" "$r" "<=" 0.5 \
-    "shoal ${s:-N/A} us, Open MPI ${m:-N/A} us: $(x "$r")"
+    "shoal $(fmt "$s") us, Open MPI $(fmt "$m") us: $(x "$r")"
 F="2 * ($NRANKS - 1) / $NRANKS"
 mc=$(val "$MEM" "$B64M" 2)
 m=$(val "$MAR" "$B64M" 2)
@@ -464,10 +483,10 @@ for v in malloc shoal_alloc; do
     sb=$(calc "$B64M / a / 1e3 * $F" "$s")
     r=$(calc 'a / b' "$sb" "$mb")
     verdict "allreduce 64 MiB $v: busbw >= $want_mpi x OMPI" "$r" ">=" \
-        $want_mpi "shoal ${sb:-N/A}, Open MPI ${mb:-N/A}: $(x "$r")"
+        $want_mpi "shoal $(fmt "$sb"), Open MPI $(fmt "$mb"): $(x "$r")"
     r=$(calc 'a / b' "$sb" "$mc")
     verdict "allreduce 64 MiB $v: busbw >= $want_mem x memcpy" "$r" ">=" \
-        $want_mem "shoal ${sb:-N/A}, memcpy ${mc:-N/A}: $(x "$r")"
+        $want_mem "shoal $(fmt "$sb"), memcpy $(fmt "$mc"): $(x "$r")"
 done
 F="($NRANKS - 1) / $NRANKS"
 for op in allgather reducescatter; do
@@ -477,6 +496,6 @@ for op in allgather reducescatter; do
     mb=$(calc "$B64M / a / 1e3 * $F" "$m")
     r=$(calc 'a / b' "$sb" "$mb")
     verdict "$op 64 MiB: busbw >= 2 x Open MPI" "$r" ">=" 2 \
-        "shoal ${sb:-N/A}, Open MPI ${mb:-N/A}: $(x "$r")"
+        "shoal $(fmt "$sb"), Open MPI $(fmt "$mb"): $(x "$r")"
 done
 echo "# time: $(($(date +%s) - T_START)) s"
