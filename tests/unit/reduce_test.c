@@ -711,6 +711,106 @@ TEST(reduce_scalar_matches_reference_floats)
     scalar_matches_reference(SHOAL_FLOAT64);
 }
 
+// Many inputs: k = 1024 (and an odd 333) on a few lengths, every level.
+TEST(reduce_many_inputs)
+{
+    static const int dts[] = { SHOAL_FLOAT32, SHOAL_BFLOAT16, SHOAL_FLOAT16,
+        SHOAL_FLOAT64, SHOAL_INT32, SHOAL_UINT8, SHOAL_BOOL };
+    static const int kinds[]
+        = { SHOAL_SUM, SHOAL_MAX, SHOAL_AVG, SHOAL_PREMUL_SUM, SHOAL_BXOR };
+    static const int    bigk[] = { 333, 1024 };
+    static const size_t ns[]   = { 5, 100 };
+    int                 lv[SHI_SIMD_COUNT], nlv = levels(lv);
+    void               *in[1024];
+    const void         *cin[1024];
+    char                want[100 * 8], out[100 * 8];
+
+    for (size_t d = 0; d < sizeof(dts) / sizeof(*dts); d++) {
+        int    dt = dts[d];
+        size_t es = shoal_dtype_size(dt);
+        for (size_t o = 0; o < sizeof(kinds) / sizeof(*kinds); o++) {
+            if (!valid_pair(dt, kinds[o])) {
+                continue;
+            }
+            shoal_reduce_op op = make_op(kinds[o], 0.01);
+            for (int bk = 0; bk < 2; bk++) {
+                for (int ni = 0; ni < 2; ni++) {
+                    int    k = bigk[bk];
+                    size_t n = ns[ni];
+                    rng_seed((uint64_t) (dt * 100 + kinds[o] * 10 + bk));
+                    for (int j = 0; j < k; j++) {
+                        in[j] = malloc(n * es);
+                        CHECK(in[j]);
+                        fill(dt, in[j], n);
+                        cin[j] = in[j];
+                    }
+                    shi_reduce_scalar(dt, op, want, cin, k, n);
+                    for (int l = 0; l < nlv; l++) {
+                        use_level(lv[l]);
+                        shi_reduce(dt, op, out, cin, k, n);
+                        compare(dt, kinds[o], lv[l], k, n, "many inputs", out,
+                            want);
+                    }
+                    for (int j = 0; j < k; j++) {
+                        free(in[j]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// The division of integer AVG (floating point where exact) against C's
+// integer division, for extreme sums and k up to 2^31 - 1.
+TEST(reduce_int_div_exact)
+{
+    static const int ks[] = { 1, 2, 3, 5, 7, 8, 9, 10, 100, 333, 1000, 1023,
+        1024, 1025, 65535, 65536, 1 << 20, 0x7fffffff };
+    enum { N = 4096 };
+    static int32_t a32[N], b32[N];
+    static int16_t a16[N], b16[N];
+    static int8_t  a8[N], b8[N];
+    static uint8_t au8[N], bu8[N];
+
+    rng_seed(99);
+    for (size_t i = 0; i < N; i++) {
+        uint64_t r = rng();
+        a32[i]     = (int32_t) (uint32_t) r;
+        if (i < 64) { // near the extremes and near multiples of small k
+            a32[i] = i % 2 ? INT32_MIN + (int32_t) (i / 2)
+                           : INT32_MAX - (int32_t) (i / 2);
+        }
+        a16[i] = (int16_t) (uint16_t) (r >> 32);
+        a8[i]  = (int8_t) (uint8_t) (r >> 48);
+        au8[i] = (uint8_t) (r >> 56);
+    }
+    a16[0] = INT16_MIN;
+    a16[1] = INT16_MAX;
+    a8[0]  = INT8_MIN;
+    a8[1]  = INT8_MAX;
+    for (size_t ki = 0; ki < sizeof(ks) / sizeof(*ks); ki++) {
+        int k = ks[ki];
+        memcpy(b32, a32, sizeof(a32));
+        memcpy(b16, a16, sizeof(a16));
+        memcpy(b8, a8, sizeof(a8));
+        memcpy(bu8, au8, sizeof(au8));
+        shi_reduce_int_div(SHOAL_INT32, b32, k, 0, N);
+        shi_reduce_int_div(SHOAL_INT16, b16, k, 0, N);
+        shi_reduce_int_div(SHOAL_INT8, b8, k, 0, N);
+        shi_reduce_int_div(SHOAL_UINT8, bu8, k, 0, N);
+        for (size_t i = 0; i < N; i++) {
+            CHECK_MSG(b32[i] == a32[i] / k, "int32 %d / %d: %d", (int) a32[i],
+                k, (int) b32[i]);
+            CHECK_MSG(b16[i] == a16[i] / k, "int16 %d / %d: %d", (int) a16[i],
+                k, (int) b16[i]);
+            CHECK_MSG(b8[i] == a8[i] / k, "int8 %d / %d: %d", (int) a8[i], k,
+                (int) b8[i]);
+            CHECK_MSG(bu8[i] == au8[i] / k, "uint8 %d / %d: %d", (int) au8[i],
+                k, (int) bu8[i]);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Edge cases, at every level (n = 40: vector body and tail)
 // ---------------------------------------------------------------------------
