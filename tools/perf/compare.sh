@@ -37,7 +37,8 @@
 # other operations), ITERS (100: iterations per size, at most), ITER_BYTES
 # (1G: big sizes run only as many iterations as fit ITER_BYTES), MIN_ITERS
 # (10), WARMUP (5), TAIL_ITERS (2000), TAIL_WARMUP (200), TIMEOUT (600 s
-# per shoal-perf run). Raw outputs stay in BUILD_DIR/perf-compare/.
+# per shoal-perf run); SHOAL_SHM_HEAP_BYTES and the library's other
+# settings pass through. Raw outputs stay in BUILD_DIR/perf-compare/.
 # Absolute times on a shared machine are noise; the ratios within one run
 # are the figure.
 set -eu
@@ -86,13 +87,6 @@ bytes_of() {
         printf "%.0f\n", s * u
     }'
 }
-
-# -a shoal needs the send and receive buffers in the shared heap.
-if [ -z "${SHOAL_SHM_HEAP_BYTES:-}" ]; then
-    SHOAL_SHM_HEAP_BYTES=$(awk -v m="$(bytes_of "$MAXBYTES")" \
-        'BEGIN { printf "%.0f\n", 2 * m + 64 * 1048576 }')
-    export SHOAL_SHM_HEAP_BYTES
-fi
 
 echo "# compare.sh: shoal vs Open MPI, $NRANKS ranks on $(hostname)," \
     "$(nproc) cpus, $(date -u '+%Y-%m-%d %H:%M UTC'), mode $MODE"
