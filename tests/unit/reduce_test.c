@@ -9,6 +9,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1207,4 +1208,50 @@ TEST(reduce_simd_env_unsupported_falls_back)
     setenv("SHOAL_SIMD", "avx512", 1);
     CHECK(strcmp(shi_reduce_simd_level(), shi_reduce_simd_name(best_level()))
         == 0);
+}
+
+// Threads racing to the first use all see one level, and a bad SHOAL_SIMD
+// warns once (reduce_simd_env_warns_once runs this test as a child).
+static void *
+first_use_thread(void *arg)
+{
+    float       a[37] = { 1 }, b[37] = { 2 }, out[37];
+    const void *in[2] = { a, b };
+
+    for (int i = 0; i < 100; i++) {
+        shi_reduce(SHOAL_FLOAT32, SHOAL_REDUCE_OP(SHOAL_SUM), out, in, 2, 37);
+        CHECK(out[0] == 3.0f);
+    }
+    *(const char **) arg = shi_reduce_simd_level();
+    return NULL;
+}
+
+TEST(reduce_simd_first_use_threads)
+{
+    pthread_t   th[4];
+    const char *seen[4];
+
+    for (int i = 0; i < 4; i++) {
+        CHECK(pthread_create(&th[i], NULL, first_use_thread, &seen[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+    }
+    for (int i = 1; i < 4; i++) {
+        CHECK(strcmp(seen[i], seen[0]) == 0);
+    }
+}
+
+TEST(reduce_simd_env_warns_once)
+{
+    const char *argv[] = { test_build_path("tests/shoal_tests"),
+        "reduce_simd_first_use_threads", NULL };
+    const char *env[]  = { "SHOAL_SIMD=sse9", NULL };
+    char       *out    = NULL;
+    int         rc     = test_run(argv, env, &out, 30);
+
+    CHECK_MSG(rc == 0, "child exited %d: %s", rc, out ? out : "");
+    CHECK_MSG(test_count(out, "SHOAL_SIMD=sse9 is not one of") == 1,
+        "wanted one warning: %s", out);
+    free(out);
 }
