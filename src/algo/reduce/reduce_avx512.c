@@ -1,13 +1,15 @@
 // AVX-512 (F + BW) reduction kernels, compiled for that target whatever
 // the build's -march, and only ever called when the CPU has it.
 //
-// Every kernel walks the output 4 vectors (256 bytes) at a time, reading
-// that stretch of all k inputs before it writes, then 1 vector at a time,
-// then hands the tail to the portable code. Each operation is the one the
-// portable code does, in the same order (see reduce_scalar.c), so results
-// are bitwise identical: a*b+c is a multiply and an add, never an FMA (C11
-// mode compiles with -ffp-contract=off), MIN is vminps(x, acc) which keeps
-// acc on ties as `x < acc ? x : acc` does, NaNs become the canonical NaN.
+// Every kernel walks the output 4 vectors of accumulators at a time (256
+// bytes of float32 or integers; 128 bytes of bfloat16), reading that
+// stretch of all k inputs before it writes, then 1 vector (or 1 bfloat16
+// load) at a time, then hands the tail to the portable code. Each operation is
+// the one the portable code does, in the same order (see reduce_scalar.c), so
+// results are bitwise identical: a*b+c is a multiply and an add, never an FMA
+// (C11 mode compiles with -ffp-contract=off), MIN is vminps(x, acc) which
+// keeps acc on ties as `x < acc ? x : acc` does (a mask remembers NaN inputs,
+// which vminps would drop), NaNs become the canonical NaN.
 // float16 widens with vcvtph2ps and narrows with vcvtps2ph (round to
 // nearest even, not MXCSR); bfloat16 widens by a shift or a mask and
 // narrows by the integer round-to-nearest-even (not vcvtneps2bf16, which

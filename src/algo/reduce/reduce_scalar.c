@@ -7,7 +7,9 @@
 // that sums and products wrap without undefined behaviour), and the block
 // is written out only after all k inputs were read, which keeps `out ==
 // in[j]` safe. Every operation is the plain C one, in index order, one
-// rounding per operation, as the vector code does it.
+// rounding per operation, as the vector code does it. Full blocks have a
+// constant length, so the compiler may vectorise these loops for the
+// baseline target (SSE2 on x86-64, NEON on arm64) without changing a bit.
 #include <assert.h>
 #include <stdint.h>
 
