@@ -267,6 +267,9 @@ shi_comm_bootstrap(shoal_comm *comm, int64_t deadline)
             comm->name, comm->rank, comm->size);
     }
     comm->my_ctl = shm_ctl_of(&comm->seg, comm->rank);
+    if ((st = shi_coll_setup(comm, deadline)) != SHOAL_OK) {
+        return shi_error_wrap(st, "creating communicator '%s'", comm->name);
+    }
     SHI_TRACE("communicator '%s': mesh of %d ranks connected, %zu bytes of "
               "shared memory mapped",
         comm->name, comm->size, comm->seg.bytes);

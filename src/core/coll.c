@@ -3,23 +3,37 @@
 
 #include <stdio.h>
 
+#include "algo/common/algos.h"
+#include "algo/select.h"
 #include "core/engine.h"
 
 static void
-describe_call(char *buf, size_t len, uint32_t kind, int32_t root,
-    uint32_t dtype, uint64_t count)
+describe_call(char *buf, size_t len, const struct shm_desc *d)
 {
-    switch (kind) {
-        case SHI_OP_BARRIER:
-            snprintf(buf, len, "barrier");
-            break;
-        case SHI_OP_BCAST:
-            snprintf(buf, len, "broadcast(root %d, %llu x %s)", root,
-                (unsigned long long) count, shoal_dtype_name((int) dtype));
-            break;
-        default:
-            snprintf(buf, len, "operation %u", kind);
+    char root[32] = "", op[48] = "", algo[32] = "";
+
+    if (d->kind == SHI_OP_BARRIER) {
+        snprintf(buf, len, "barrier");
+        return;
     }
+    if (d->root >= 0) {
+        snprintf(root, sizeof(root), "root %d, ", d->root);
+    }
+    if (d->kind == SHI_OP_ALLREDUCE || d->kind == SHI_OP_REDUCE
+        || d->kind == SHI_OP_REDUCE_SCATTER
+        || d->kind == SHI_OP_REDUCE_SCATTERV) {
+        snprintf(op, sizeof(op), ", %s", shoal_op_name((int) d->redop));
+    }
+    if (d->algo != SHI_ALGO_NONE) {
+        snprintf(algo, sizeof(algo), ", %s", shi_algo_name((int) d->algo));
+    }
+    snprintf(buf, len, "%s(%s%llu x %s%s%s%s)",
+        shi_op_kind_name((int) d->kind), root, (unsigned long long) d->count,
+        shoal_dtype_name((int) d->dtype), op,
+        d->counts_hash != 0 && d->kind != SHI_OP_ALLTOALLV
+            ? ", per-rank counts"
+            : "",
+        algo);
 }
 
 // Publishes what this rank calls as collective req->seq (seqlock: the
@@ -35,6 +49,9 @@ publish_descriptor(shoal_comm *comm, shoal_request *req)
     __atomic_store_n(&d->root, (int32_t) req->peer, __ATOMIC_RELAXED);
     __atomic_store_n(&d->dtype, (uint32_t) req->dtype, __ATOMIC_RELAXED);
     __atomic_store_n(&d->count, (uint64_t) req->count, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->redop, (uint32_t) req->op.kind, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->algo, (uint32_t) req->algo, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->counts_hash, req->counts_hash, __ATOMIC_RELAXED);
     atomic_store_explicit(&d->seq, (uint32_t) req->seq, memory_order_release);
     atomic_store_explicit(
         &comm->my_ctl->coll_seq, (uint32_t) req->seq, memory_order_release);
@@ -48,10 +65,13 @@ read_descriptor(const struct shm_desc *d, uint32_t t, struct shm_desc *out)
     if (atomic_load_explicit(&d->seq, memory_order_acquire) != t) {
         return 0;
     }
-    out->kind  = __atomic_load_n(&d->kind, __ATOMIC_RELAXED);
-    out->root  = __atomic_load_n(&d->root, __ATOMIC_RELAXED);
-    out->dtype = __atomic_load_n(&d->dtype, __ATOMIC_RELAXED);
-    out->count = __atomic_load_n(&d->count, __ATOMIC_RELAXED);
+    out->kind        = __atomic_load_n(&d->kind, __ATOMIC_RELAXED);
+    out->root        = __atomic_load_n(&d->root, __ATOMIC_RELAXED);
+    out->dtype       = __atomic_load_n(&d->dtype, __ATOMIC_RELAXED);
+    out->count       = __atomic_load_n(&d->count, __ATOMIC_RELAXED);
+    out->redop       = __atomic_load_n(&d->redop, __ATOMIC_RELAXED);
+    out->algo        = __atomic_load_n(&d->algo, __ATOMIC_RELAXED);
+    out->counts_hash = __atomic_load_n(&d->counts_hash, __ATOMIC_RELAXED);
     atomic_thread_fence(memory_order_acquire);
     return atomic_load_explicit(&d->seq, memory_order_relaxed) == t;
 }
@@ -60,7 +80,8 @@ static int
 same_call(const struct shm_desc *a, const struct shm_desc *b)
 {
     return a->kind == b->kind && a->root == b->root && a->dtype == b->dtype
-        && a->count == b->count;
+        && a->count == b->count && a->redop == b->redop && a->algo == b->algo
+        && a->counts_hash == b->counts_hash;
 }
 
 static int
@@ -81,10 +102,8 @@ verify_peer(shoal_comm *comm, int peer, uint32_t upto)
             continue;
         }
         if (!same_call(&a, &b)) {
-            describe_call(
-                mine, sizeof(mine), a.kind, a.root, a.dtype, a.count);
-            describe_call(
-                theirs, sizeof(theirs), b.kind, b.root, b.dtype, b.count);
+            describe_call(mine, sizeof(mine), &a);
+            describe_call(theirs, sizeof(theirs), &b);
             shi_comm_abort(comm, SHOAL_EMISMATCH,
                 "collective #%u does not match across ranks: "
                 "rank %d called %s, rank %d called %s",
@@ -120,6 +139,42 @@ ring_all(shoal_comm *comm)
     }
 }
 
+// One step of the head collective's algorithm.
+static int
+run_algorithm(shoal_comm *comm, shoal_request *req)
+{
+    switch (req->kind) {
+        case SHI_OP_BARRIER:
+            return shi_barrier_flags_step(comm, req);
+        case SHI_OP_BCAST:
+            return shi_bcast_outbox_step(comm, req);
+    }
+    switch (req->algo) {
+        case SHI_ALGO_ONESHOT:
+            return shi_oneshot_step(comm, req);
+        case SHI_ALGO_TWOSHOT:
+            return shi_twoshot_step(comm, req);
+        case SHI_ALGO_STAGED:
+            return shi_staged_step(comm, req);
+        case SHI_ALGO_DIRECT:
+            break;
+        default:
+            shi_comm_abort(comm, SHOAL_ENOTSUP, "no algorithm can run %s",
+                shi_op_kind_name(req->kind));
+            return 1;
+    }
+    switch (req->kind) {
+        case SHI_OP_ALLREDUCE:
+            return shi_allreduce_direct_step(comm, req);
+        case SHI_OP_REDUCE:
+            return shi_reduce_direct_step(comm, req);
+        case SHI_OP_REDUCE_SCATTER:
+        case SHI_OP_REDUCE_SCATTERV:
+            return shi_reduce_scatter_direct_step(comm, req);
+    }
+    return shi_move_direct_step(comm, req);
+}
+
 int
 shi_coll_step(shoal_comm *comm)
 {
@@ -131,14 +186,13 @@ shi_coll_step(shoal_comm *comm)
             return n;
         }
         if (!req->started) {
-            req->started = 1;
+            req->started   = 1;
+            req->sync_base = comm->sync_count;
             publish_descriptor(comm, req);
             ring_all(comm);
             n++;
         }
-        int step = req->kind == SHI_OP_BARRIER
-            ? shi_barrier_flags_step(comm, req)
-            : shi_bcast_outbox_step(comm, req);
+        int step = run_algorithm(comm, req);
         n += step;
         if (req->in_engine) {
             return n; // still waiting: later collectives wait behind it

@@ -186,6 +186,7 @@ shi_comm_free(shoal_comm *comm)
         }
     }
     shi_p2p_discard(comm);
+    shi_coll_teardown(comm);
     shm_segment_unmap(&comm->seg);
     shi_store_ref_put(comm->store);
     pthread_mutex_destroy(&comm->lock);

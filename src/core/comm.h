@@ -9,6 +9,7 @@
 
 #include "core/auth.h"
 #include "core/error.h"
+#include "algo/select.h"
 #include "core/request.h"
 #include "shoal.h"
 #include "transport/shm/shm_segment.h"
@@ -77,6 +78,19 @@ struct shoal_comm {
     pthread_t       progress_thread;
     int             progress_started;
 
+    // Collectives (src/algo): sync points passed, staging uses, whether
+    // every rank can read every other's memory (process_vm_readv), the
+    // algorithm table (rank 0's SHOAL_ALGO), scratch for reads and reduces.
+    uint64_t         sync_count;
+    uint64_t         slab_use;
+    int              cma_ok;
+    unsigned         algos_available;
+    shi_select_table select;
+    unsigned char   *scratch;
+    size_t           scratch_bytes;
+    const void     **inputs; // nranks pointers for the reduction kernels
+    struct shi_heap *heap; // shoal_alloc bookkeeping (heap.c)
+
     // Liveness watcher (watch.c).
     pthread_t watch_thread;
     int       watch_started;
@@ -116,6 +130,15 @@ void shi_comm_free(shoal_comm *comm);
 // Liveness watcher (watch.c).
 int  shi_watch_start(shoal_comm *comm);
 void shi_watch_stop(shoal_comm *comm);
+
+// Shared heap of shoal_alloc (heap.c).
+int  shi_heap_init(shoal_comm *comm);
+void shi_heap_destroy(shoal_comm *comm);
+
+// Collectives' setup at the end of bootstrap (coll_setup.c): agree on
+// single-copy support and on the algorithm table, allocate scratch.
+int  shi_coll_setup(shoal_comm *comm, int64_t deadline);
+void shi_coll_teardown(shoal_comm *comm);
 
 // Store references (comm.c).
 struct shi_store     *shi_comm_store(shoal_comm *comm);

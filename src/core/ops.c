@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "core/engine.h"
+#include "core/ops.h"
 
 static int bad_arg(shoal_comm *comm, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -55,9 +56,9 @@ check_rank(shoal_comm *comm, const char *op, const char *what, int rank)
         comm, "%s: %s %d is outside 0..%d", op, what, rank, comm->size - 1);
 }
 
-static void
-req_fill(shoal_request *req, shoal_comm *comm, int kind, const void *buf,
-    size_t count, int dtype, int peer, int tag)
+void
+shi_req_fill(shoal_request *req, shoal_comm *comm, int kind, const void *buf,
+    size_t count, int dtype, int peer)
 {
     memset(req, 0, sizeof(*req));
     req->kind     = kind;
@@ -66,7 +67,6 @@ req_fill(shoal_request *req, shoal_comm *comm, int kind, const void *buf,
     req->dtype    = dtype;
     req->bytes    = count * shoal_dtype_size(dtype);
     req->peer     = peer;
-    req->tag      = tag;
     req->deadline = shi_deadline_in_ms(comm->timeout_ms);
 }
 
@@ -92,8 +92,8 @@ check_p2p(shoal_comm *comm, const char *op, const void *buf, size_t count,
 }
 
 // Runs a filled request to completion on the caller's stack.
-static int
-run_blocking(shoal_comm *comm, shoal_request *req)
+int
+shi_run_blocking(shoal_comm *comm, shoal_request *req)
 {
     int st = shi_engine_submit(comm, req, 1);
 
@@ -104,8 +104,9 @@ run_blocking(shoal_comm *comm, shoal_request *req)
 }
 
 // Moves a filled stack request to the heap and starts it.
-static int
-start_async(shoal_comm *comm, const shoal_request *tmpl, shoal_request **out)
+int
+shi_start_async(
+    shoal_comm *comm, const shoal_request *tmpl, shoal_request **out)
 {
     shoal_request *req;
     int            st;
@@ -113,12 +114,14 @@ start_async(shoal_comm *comm, const shoal_request *tmpl, shoal_request **out)
     *out = NULL;
     req  = malloc(sizeof(*req));
     if (req == NULL) {
+        free(tmpl->counts); // owned by the request-to-be
         return shi_comm_error(comm, shi_error(SHOAL_ENOMEM, "out of memory"));
     }
     *req      = *tmpl;
     req->heap = 1;
     st        = shi_engine_submit(comm, req, 0);
     if (st < 0) {
+        free(req->counts);
         free(req);
         return st;
     }
@@ -141,9 +144,10 @@ p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
     if (st != SHOAL_OK) {
         return st;
     }
-    req_fill(&req, comm, kind, buf, count, (int) dtype, peer, tag);
-    return out != NULL ? start_async(comm, &req, out)
-                       : run_blocking(comm, &req);
+    shi_req_fill(&req, comm, kind, buf, count, (int) dtype, peer);
+    req.tag = tag;
+    return out != NULL ? shi_start_async(comm, &req, out)
+                       : shi_run_blocking(comm, &req);
 }
 
 int
@@ -188,9 +192,9 @@ barrier(shoal_comm *comm, shoal_request **out)
     if (comm == NULL) {
         return shi_error(SHOAL_EINVAL, "barrier: the communicator is NULL");
     }
-    req_fill(&req, comm, SHI_OP_BARRIER, NULL, 0, SHOAL_UINT8, -1, 0);
-    return out != NULL ? start_async(comm, &req, out)
-                       : run_blocking(comm, &req);
+    shi_req_fill(&req, comm, SHI_OP_BARRIER, NULL, 0, SHOAL_UINT8, -1);
+    return out != NULL ? shi_start_async(comm, &req, out)
+                       : shi_run_blocking(comm, &req);
 }
 
 int
@@ -222,9 +226,9 @@ broadcast(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
     if (st != SHOAL_OK) {
         return st;
     }
-    req_fill(&req, comm, SHI_OP_BCAST, buf, count, (int) dtype, root, 0);
-    return out != NULL ? start_async(comm, &req, out)
-                       : run_blocking(comm, &req);
+    shi_req_fill(&req, comm, SHI_OP_BCAST, buf, count, (int) dtype, root);
+    return out != NULL ? shi_start_async(comm, &req, out)
+                       : shi_run_blocking(comm, &req);
 }
 
 int
@@ -285,6 +289,7 @@ shoal_request_free(shoal_request *req)
         == SHOAL_INPROGRESS) {
         shi_engine_wait(req, req->deadline);
     }
+    free(req->counts); // v-collectives' copies (rcounts shares the block)
     free(req);
 }
 

@@ -72,6 +72,12 @@ shm_segment_plan(shm_segment *seg, int nranks)
             != SHOAL_OK
         || (st = env_size("SHOAL_SHM_BCAST_SLOT_BYTES", 256 << 10, 256,
                 64 << 20, &box_bytes))
+            != SHOAL_OK
+        || (st = env_size(
+                "SHOAL_SHM_BYTES", 4 << 20, 64 << 10, 1LL << 32, &staging))
+            != SHOAL_OK
+        || (st = env_size(
+                "SHOAL_SHM_HEAP_BYTES", 4LL << 30, 0, 1LL << 40, &heap))
             != SHOAL_OK) {
         return st;
     }

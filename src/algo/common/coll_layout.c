@@ -1,0 +1,30 @@
+// Block sizes and displacements of the collectives' buffers.
+#include "algo/common/algos.h"
+
+size_t
+shi_req_esize(const shoal_request *req)
+{
+    return shoal_dtype_size(req->dtype);
+}
+
+// Elements of rank `rank`'s block: per-rank counts for v-collectives, the
+// common count otherwise.
+size_t
+shi_block_count(const shoal_request *req, int rank)
+{
+    return req->counts != NULL ? req->counts[rank] : req->count;
+}
+
+size_t
+shi_block_displ(const shoal_request *req, int rank)
+{
+    size_t d = 0;
+
+    if (req->counts == NULL) {
+        return req->count * (size_t) rank;
+    }
+    for (int r = 0; r < rank; r++) {
+        d += req->counts[r];
+    }
+    return d;
+}

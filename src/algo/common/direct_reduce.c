@@ -1,0 +1,39 @@
+// Direct reduction of a range over all ranks (see direct_reduce.h).
+#include "algo/common/direct_reduce.h"
+
+#include "algo/common/algos.h"
+#include "algo/common/xfer.h"
+#include "algo/reduce/reduce.h"
+
+// Bytes read from each peer per piece: small enough that the n inputs and
+// the output stay in L2 while they are combined.
+#define PIECE_BYTES (64u << 10)
+
+int
+shi_direct_reduce_range(shoal_comm *comm, shoal_request *req, size_t first,
+    size_t elems, unsigned char *recv)
+{
+    size_t         es  = shi_req_esize(req);
+    size_t         per = PIECE_BYTES / es;
+    unsigned char *scratch
+        = shi_scratch(comm, (size_t) comm->size * PIECE_BYTES);
+
+    if (scratch == NULL) {
+        return SHOAL_ENOMEM;
+    }
+    for (size_t done = 0; done < elems; done += per) {
+        size_t n = elems - done < per ? elems - done : per;
+        for (int q = 0; q < comm->size; q++) {
+            const unsigned char *p
+                = shi_peer_bytes(comm, q, SHI_SEND, (first + done) * es,
+                    n * es, scratch + (size_t) q * PIECE_BYTES);
+            if (p == NULL) {
+                return SHOAL_ESYS;
+            }
+            comm->inputs[q] = p;
+        }
+        shi_reduce(req->dtype, req->op, recv + done * es, comm->inputs,
+            comm->size, n);
+    }
+    return SHOAL_OK;
+}

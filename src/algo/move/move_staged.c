@@ -1,0 +1,147 @@
+// Staged data movement and reduce-scatter, for when ranks cannot read each
+// other's memory: every rank streams its send buffer through its staging
+// slabs, chunk by chunk, and every rank takes from each chunk what it
+// needs.
+//
+// Steps: (1) publish the send counts (all_to_all_v); sync point
+// (descriptors checked); the number of chunks is the largest send buffer
+// over the ranks divided by the slab size; (2) per chunk c: wait until the
+// slab it reuses is free; copy bytes [c*S, (c+1)*S) of the send buffer into
+// this rank's slab; sync point; from every rank's slab copy (or, for
+// reduce-scatter, reduce in rank order) the part of the chunk this rank
+// needs; mark the slab read. Slabs alternate, so copying chunk c+1 in
+// overlaps peers reading chunk c.
+// Preconditions: none.
+// Cost: (1 + chunks) alpha + beta (send bytes, copied in) + beta (bytes
+// received, copied out); about twice the traffic of the direct algorithms.
+#include <string.h>
+
+#include "algo/common/algos.h"
+#include "algo/common/xfer.h"
+#include "algo/move/move_plan.h"
+#include "algo/reduce/reduce.h"
+#include "core/engine.h"
+
+static size_t
+count_chunks(shoal_comm *comm, shoal_request *req)
+{
+    size_t most = 0, slab = comm->seg.slab_bytes;
+
+    for (int q = 0; q < comm->size; q++) {
+        size_t b = shi_move_send_bytes(comm, req, q);
+        most     = b > most ? b : most;
+    }
+    return most == 0 ? 1 : (most + slab - 1) / slab;
+}
+
+static void
+stage_chunk(shoal_comm *comm, shoal_request *req, size_t c)
+{
+    size_t slab = comm->seg.slab_bytes, first = c * slab;
+    size_t mine = shi_move_send_bytes(comm, req, comm->rank);
+
+    if (first < mine) {
+        size_t len = mine - first < slab ? mine - first : slab;
+        memcpy(shi_slab_of(comm, comm->rank, req->slab_use),
+            req->sendbuf + first, len);
+    }
+}
+
+// Intersection of [lo, lo + len) with chunk c; returns its length.
+static size_t
+overlap(size_t lo, size_t len, size_t c, size_t slab, size_t *start)
+{
+    size_t a = lo > c * slab ? lo : c * slab;
+    size_t b = lo + len < (c + 1) * slab ? lo + len : (c + 1) * slab;
+
+    *start = a;
+    return b > a ? b - a : 0;
+}
+
+static void
+reduce_chunk(shoal_comm *comm, shoal_request *req, size_t c)
+{
+    size_t es = shi_req_esize(req), slab = comm->seg.slab_bytes, a;
+    size_t lo = shi_block_displ(req, comm->rank) * es;
+    size_t len
+        = overlap(lo, shi_block_count(req, comm->rank) * es, c, slab, &a);
+
+    if (len == 0) {
+        return;
+    }
+    for (int q = 0; q < comm->size; q++) {
+        comm->inputs[q] = shi_slab_of(comm, q, req->slab_use) + (a - c * slab);
+    }
+    shi_reduce(req->dtype, req->op, req->buf + (a - lo), comm->inputs,
+        comm->size, len / es);
+}
+
+static int
+take_chunk(shoal_comm *comm, shoal_request *req, size_t c)
+{
+    size_t slab = comm->seg.slab_bytes;
+
+    if (req->kind == SHI_OP_REDUCE_SCATTER
+        || req->kind == SHI_OP_REDUCE_SCATTERV) {
+        reduce_chunk(comm, req, c);
+        return 0;
+    }
+    for (int q = 0; q < comm->size; q++) {
+        size_t src, len, dst, a;
+        if (shi_move_range(comm, req, q, &src, &len, &dst)) {
+            return 1;
+        }
+        size_t n = overlap(src, len, c, slab, &a);
+        if (n > 0) {
+            memcpy(req->buf + dst + (a - src),
+                shi_slab_of(comm, q, req->slab_use) + (a - c * slab), n);
+        }
+    }
+    return 0;
+}
+
+int
+shi_staged_step(shoal_comm *comm, shoal_request *req)
+{
+    int n = 0;
+
+    if (req->state == 0) {
+        shi_move_publish(comm, req);
+        req->state = 1;
+    }
+    if (req->state == 1) {
+        if (!shi_sync_all(comm, req, 1)) {
+            return 0;
+        }
+        req->slot_end = count_chunks(comm, req);
+        req->state    = 2;
+        n++;
+    }
+    while (req->pos < req->slot_end) {
+        if (req->state == 2) {
+            if (req->slab_use == 0) {
+                req->slab_use = shi_slab_next(comm);
+            }
+            if (!shi_slab_free(comm, req, req->slab_use)) {
+                return n;
+            }
+            stage_chunk(comm, req, req->pos);
+            req->state = 3;
+            n++;
+        }
+        if (!shi_sync_all(comm, req, 2 + (int) req->pos)) {
+            return n;
+        }
+        if (take_chunk(comm, req, req->pos)) {
+            return n + 1;
+        }
+        shi_slab_done(comm, req->slab_use);
+        req->slab_use = 0;
+        req->state    = 2;
+        req->pos++;
+        n++;
+    }
+    shi_sync_finish(comm, req, 1 + (int) req->slot_end);
+    shi_engine_complete(comm, req, SHOAL_OK);
+    return n + 1;
+}

@@ -1,0 +1,565 @@
+// Public entry points of the collectives with two buffers: argument and
+// overlap checks, the choice of algorithm, then a request for the engine.
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/reduce/reduce.h"
+#include "algo/select.h"
+#include "core/clock.h"
+#include "core/engine.h"
+#include "core/ops.h"
+
+// What one call looks like before checks.
+struct coll_call {
+    const char     *name;
+    int             kind;
+    const void     *send;
+    void           *recv;
+    size_t          count; // per-rank count (v-collectives: total)
+    const size_t   *counts, *rcounts;
+    shoal_dtype     dtype;
+    shoal_reduce_op op;
+    int             root; // -1: none
+};
+
+static int coll_error(shoal_comm *comm, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int
+coll_error(shoal_comm *comm, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    shi_verror(SHOAL_EINVAL, fmt, ap);
+    va_end(ap);
+    return shi_comm_error(comm, SHOAL_EINVAL);
+}
+
+static int
+reduces(int kind)
+{
+    return kind == SHI_OP_ALLREDUCE || kind == SHI_OP_REDUCE
+        || kind == SHI_OP_REDUCE_SCATTER || kind == SHI_OP_REDUCE_SCATTERV;
+}
+
+static int
+rooted(int kind)
+{
+    return kind == SHI_OP_REDUCE || kind == SHI_OP_GATHER
+        || kind == SHI_OP_SCATTER;
+}
+
+static size_t
+sum_counts(const size_t *counts, int n)
+{
+    size_t total = 0;
+
+    for (int i = 0; i < n; i++) {
+        total += counts[i];
+    }
+    return total;
+}
+
+// Elements in the send and receive buffers of this rank.
+static void
+buffer_elems(
+    shoal_comm *comm, const struct coll_call *c, size_t *send, size_t *recv)
+{
+    size_t n = (size_t) comm->size, me = (size_t) comm->rank;
+    int    root = comm->rank == c->root;
+
+    switch (c->kind) {
+        case SHI_OP_ALLREDUCE:
+            *send = *recv = c->count;
+            return;
+        case SHI_OP_REDUCE:
+            *send = c->count;
+            *recv = root ? c->count : 0;
+            return;
+        case SHI_OP_ALLGATHER:
+            *send = c->count;
+            *recv = c->count * n;
+            return;
+        case SHI_OP_ALLGATHERV:
+            *send = c->counts[me];
+            *recv = sum_counts(c->counts, comm->size);
+            return;
+        case SHI_OP_REDUCE_SCATTER:
+            *send = c->count * n;
+            *recv = c->count;
+            return;
+        case SHI_OP_REDUCE_SCATTERV:
+            *send = sum_counts(c->counts, comm->size);
+            *recv = c->counts[me];
+            return;
+        case SHI_OP_ALLTOALL:
+            *send = *recv = c->count * n;
+            return;
+        case SHI_OP_ALLTOALLV:
+            *send = sum_counts(c->counts, comm->size);
+            *recv = sum_counts(c->rcounts, comm->size);
+            return;
+        case SHI_OP_GATHER:
+            *send = c->count;
+            *recv = root ? c->count * n : 0;
+            return;
+        case SHI_OP_SCATTER:
+            *send = root ? c->count * n : 0;
+            *recv = c->count;
+            return;
+    }
+    *send = *recv = 0;
+}
+
+// The in-place form of each collective, as a byte offset of the send
+// buffer inside the receive buffer (or the reverse); -1: none allowed.
+static int
+in_place_ok(shoal_comm *comm, const struct coll_call *c, size_t es)
+{
+    const unsigned char *s = c->send, *r = c->recv;
+    size_t               me = (size_t) comm->rank;
+
+    switch (c->kind) {
+        case SHI_OP_ALLREDUCE:
+        case SHI_OP_REDUCE:
+            return s == r;
+        case SHI_OP_ALLGATHER:
+            return s == r + me * c->count * es;
+        case SHI_OP_ALLGATHERV:
+            return s == r + sum_counts(c->counts, comm->rank) * es;
+        case SHI_OP_REDUCE_SCATTER:
+            return r == s + me * c->count * es;
+        case SHI_OP_REDUCE_SCATTERV:
+            return r == s + sum_counts(c->counts, comm->rank) * es;
+        case SHI_OP_GATHER:
+            return comm->rank == c->root
+                && s == r + (size_t) c->root * c->count * es;
+        case SHI_OP_SCATTER:
+            return comm->rank == c->root
+                && r == s + (size_t) c->root * c->count * es;
+    }
+    return 0;
+}
+
+static int
+check_counts(shoal_comm *comm, const struct coll_call *c)
+{
+    if ((c->kind == SHI_OP_ALLGATHERV || c->kind == SHI_OP_REDUCE_SCATTERV
+            || c->kind == SHI_OP_ALLTOALLV)
+        && c->counts == NULL) {
+        return coll_error(comm, "%s: the counts array is NULL", c->name);
+    }
+    if (c->kind == SHI_OP_ALLTOALLV && c->rcounts == NULL) {
+        return coll_error(comm, "%s: recvcounts is NULL", c->name);
+    }
+    return SHOAL_OK;
+}
+
+static int
+check_buffers(shoal_comm *comm, const struct coll_call *c, size_t es)
+{
+    size_t send, recv;
+
+    buffer_elems(comm, c, &send, &recv);
+    if ((send > 0 && c->send == NULL) || (recv > 0 && c->recv == NULL)) {
+        return coll_error(comm, "%s: %s is NULL but holds %zu elements",
+            c->name, send > 0 && c->send == NULL ? "sendbuf" : "recvbuf",
+            send > 0 && c->send == NULL ? send : recv);
+    }
+    if (send > SIZE_MAX / es / 2 || recv > SIZE_MAX / es / 2) {
+        return coll_error(
+            comm, "%s: counts overflow the buffer size", c->name);
+    }
+    const unsigned char *s = c->send, *r = c->recv;
+    int                  overlap
+        = send > 0 && recv > 0 && s < r + recv * es && r < s + send * es;
+    if (overlap && !in_place_ok(comm, c, es)) {
+        return coll_error(comm,
+            "%s: sendbuf and recvbuf overlap, which is "
+            "not this collective's in-place form (see "
+            "shoal.h)",
+            c->name);
+    }
+    return SHOAL_OK;
+}
+
+static int
+check_call(shoal_comm *comm, const struct coll_call *c)
+{
+    size_t es = shoal_dtype_size(c->dtype);
+    int    st;
+
+    if (comm == NULL) {
+        return shi_error(
+            SHOAL_EINVAL, "%s: the communicator is NULL", c->name);
+    }
+    if (es == 0) {
+        return coll_error(comm, "%s: unknown dtype %d (see shoal_dtype)",
+            c->name, (int) c->dtype);
+    }
+    if (rooted(c->kind) && (c->root < 0 || c->root >= comm->size)) {
+        return coll_error(comm, "%s: root %d is outside 0..%d", c->name,
+            c->root, comm->size - 1);
+    }
+    if (reduces(c->kind) && shi_reduce_check(c->dtype, c->op) != SHOAL_OK) {
+        return shi_comm_error(
+            comm, shi_error_wrap(SHOAL_EINVAL, "%s", c->name));
+    }
+    if ((st = check_counts(comm, c)) != SHOAL_OK) {
+        return st;
+    }
+    return check_buffers(comm, c, es);
+}
+
+static const int kind_coll[] = {
+    [SHI_OP_ALLREDUCE]       = SHI_COLL_ALLREDUCE,
+    [SHI_OP_REDUCE]          = SHI_COLL_REDUCE,
+    [SHI_OP_ALLGATHER]       = SHI_COLL_ALLGATHER,
+    [SHI_OP_ALLGATHERV]      = SHI_COLL_ALLGATHER,
+    [SHI_OP_REDUCE_SCATTER]  = SHI_COLL_REDUCE_SCATTER,
+    [SHI_OP_REDUCE_SCATTERV] = SHI_COLL_REDUCE_SCATTER,
+    [SHI_OP_ALLTOALL]        = SHI_COLL_ALLTOALL,
+    [SHI_OP_ALLTOALLV]       = SHI_COLL_ALLTOALL,
+    [SHI_OP_GATHER]          = SHI_COLL_GATHER,
+    [SHI_OP_SCATTER]         = SHI_COLL_SCATTER,
+};
+
+// Bytes that enter the choice of algorithm: equal on every rank.
+static size_t
+selection_bytes(shoal_comm *comm, const struct coll_call *c, size_t es)
+{
+    switch (c->kind) {
+        case SHI_OP_ALLREDUCE:
+        case SHI_OP_REDUCE:
+            return c->count * es;
+        case SHI_OP_ALLGATHERV:
+        case SHI_OP_REDUCE_SCATTERV:
+            return sum_counts(c->counts, comm->size) * es;
+        case SHI_OP_ALLTOALLV:
+            return 0; // per-rank sizes differ
+    }
+    return c->count * es * (size_t) comm->size;
+}
+
+static uint64_t
+hash_counts(const size_t *counts, int n)
+{
+    uint64_t h = 1469598103934665603ull; // FNV-1a
+
+    if (counts == NULL) {
+        return 0;
+    }
+    for (int i = 0; counts != NULL && i < n; i++) {
+        h = (h ^ (uint64_t) counts[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
+// Copies the caller's counts into memory the request owns.
+static int
+copy_counts(shoal_comm *comm, shoal_request *req, const struct coll_call *c)
+{
+    size_t n = (size_t) comm->size;
+
+    if (c->counts == NULL) {
+        return SHOAL_OK;
+    }
+    req->counts = malloc(n * sizeof(size_t) * (c->rcounts ? 2 : 1));
+    if (req->counts == NULL) {
+        return shi_comm_error(comm, shi_error(SHOAL_ENOMEM, "out of memory"));
+    }
+    memcpy(req->counts, c->counts, n * sizeof(size_t));
+    if (c->rcounts != NULL) {
+        req->rcounts = req->counts + n;
+        memcpy(req->rcounts, c->rcounts, n * sizeof(size_t));
+    }
+    return SHOAL_OK;
+}
+
+static int
+coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
+{
+    shoal_request req;
+    size_t        es;
+    int           st;
+
+    if (out != NULL) {
+        *out = NULL;
+    }
+    if ((st = check_call(comm, c)) != SHOAL_OK) {
+        return st;
+    }
+    es = shoal_dtype_size(c->dtype);
+    // v-collectives describe themselves by their total count.
+    size_t count = c->counts != NULL && c->kind != SHI_OP_ALLTOALLV
+        ? sum_counts(c->counts, comm->size)
+        : c->count;
+    shi_req_fill(&req, comm, c->kind, c->recv, count, c->dtype, c->root);
+    req.sendbuf = c->send;
+    req.op      = c->op;
+    req.algo    = shi_select(&comm->select, kind_coll[c->kind],
+           selection_bytes(comm, c, es), comm->size, comm->algos_available);
+    req.counts_hash
+        = c->kind == SHI_OP_ALLTOALLV ? 0 : hash_counts(c->counts, comm->size);
+    if ((st = copy_counts(comm, &req, c)) != SHOAL_OK) {
+        return st;
+    }
+    if (out != NULL) {
+        return shi_start_async(comm, &req, out);
+    }
+    st = shi_run_blocking(comm, &req);
+    free(req.counts);
+    return st;
+}
+
+#define CALL(...) ((struct coll_call) { __VA_ARGS__ })
+
+int
+shoal_all_reduce(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t count, shoal_dtype dtype, shoal_reduce_op op)
+{
+    return coll_run(comm,
+        &CALL(.name = "all_reduce", .kind = SHI_OP_ALLREDUCE, .send = sendbuf,
+            .recv = recvbuf, .count = count, .dtype = dtype, .op = op,
+            .root = -1),
+        NULL);
+}
+
+int
+shoal_iall_reduce(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t count, shoal_dtype dtype, shoal_reduce_op op, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "iall_reduce: req is NULL");
+    }
+    return coll_run(comm,
+        &CALL(.name = "all_reduce", .kind = SHI_OP_ALLREDUCE, .send = sendbuf,
+            .recv = recvbuf, .count = count, .dtype = dtype, .op = op,
+            .root = -1),
+        req);
+}
+
+int
+shoal_reduce(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t count, shoal_dtype dtype, shoal_reduce_op op, int root)
+{
+    return coll_run(comm,
+        &CALL(.name = "reduce", .kind = SHI_OP_REDUCE, .send = sendbuf,
+            .recv = recvbuf, .count = count, .dtype = dtype, .op = op,
+            .root = root),
+        NULL);
+}
+
+int
+shoal_ireduce(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t count, shoal_dtype dtype, shoal_reduce_op op, int root,
+    shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "ireduce: req is NULL");
+    }
+    return coll_run(comm,
+        &CALL(.name = "reduce", .kind = SHI_OP_REDUCE, .send = sendbuf,
+            .recv = recvbuf, .count = count, .dtype = dtype, .op = op,
+            .root = root),
+        req);
+}
+
+int
+shoal_all_gather(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t count, shoal_dtype dtype)
+{
+    return coll_run(comm,
+        &CALL(.name = "all_gather", .kind = SHI_OP_ALLGATHER, .send = sendbuf,
+            .recv = recvbuf, .count = count, .dtype = dtype, .root = -1),
+        NULL);
+}
+
+int
+shoal_iall_gather(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t count, shoal_dtype dtype, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "iall_gather: req is NULL");
+    }
+    return coll_run(comm,
+        &CALL(.name = "all_gather", .kind = SHI_OP_ALLGATHER, .send = sendbuf,
+            .recv = recvbuf, .count = count, .dtype = dtype, .root = -1),
+        req);
+}
+
+int
+shoal_all_gather_v(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    const size_t *recvcounts, shoal_dtype dtype)
+{
+    return coll_run(comm,
+        &CALL(.name = "all_gather_v", .kind = SHI_OP_ALLGATHERV,
+            .send = sendbuf, .recv = recvbuf, .counts = recvcounts,
+            .dtype = dtype, .root = -1),
+        NULL);
+}
+
+int
+shoal_iall_gather_v(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    const size_t *recvcounts, shoal_dtype dtype, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "iall_gather_v: req is NULL");
+    }
+    return coll_run(comm,
+        &CALL(.name = "all_gather_v", .kind = SHI_OP_ALLGATHERV,
+            .send = sendbuf, .recv = recvbuf, .counts = recvcounts,
+            .dtype = dtype, .root = -1),
+        req);
+}
+
+int
+shoal_reduce_scatter(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t recvcount, shoal_dtype dtype, shoal_reduce_op op)
+{
+    return coll_run(comm,
+        &CALL(.name = "reduce_scatter", .kind = SHI_OP_REDUCE_SCATTER,
+            .send = sendbuf, .recv = recvbuf, .count = recvcount,
+            .dtype = dtype, .op = op, .root = -1),
+        NULL);
+}
+
+int
+shoal_ireduce_scatter(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t recvcount, shoal_dtype dtype, shoal_reduce_op op,
+    shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "ireduce_scatter: req is NULL");
+    }
+    return coll_run(comm,
+        &CALL(.name = "reduce_scatter", .kind = SHI_OP_REDUCE_SCATTER,
+            .send = sendbuf, .recv = recvbuf, .count = recvcount,
+            .dtype = dtype, .op = op, .root = -1),
+        req);
+}
+
+int
+shoal_reduce_scatter_v(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    const size_t *recvcounts, shoal_dtype dtype, shoal_reduce_op op)
+{
+    return coll_run(comm,
+        &CALL(.name = "reduce_scatter_v", .kind = SHI_OP_REDUCE_SCATTERV,
+            .send = sendbuf, .recv = recvbuf, .counts = recvcounts,
+            .dtype = dtype, .op = op, .root = -1),
+        NULL);
+}
+
+int
+shoal_ireduce_scatter_v(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    const size_t *recvcounts, shoal_dtype dtype, shoal_reduce_op op,
+    shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "ireduce_scatter_v: req is NULL");
+    }
+    return coll_run(comm,
+        &CALL(.name = "reduce_scatter_v", .kind = SHI_OP_REDUCE_SCATTERV,
+            .send = sendbuf, .recv = recvbuf, .counts = recvcounts,
+            .dtype = dtype, .op = op, .root = -1),
+        req);
+}
+
+int
+shoal_all_to_all(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t count, shoal_dtype dtype)
+{
+    return coll_run(comm,
+        &CALL(.name = "all_to_all", .kind = SHI_OP_ALLTOALL, .send = sendbuf,
+            .recv = recvbuf, .count = count, .dtype = dtype, .root = -1),
+        NULL);
+}
+
+int
+shoal_iall_to_all(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t count, shoal_dtype dtype, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "iall_to_all: req is NULL");
+    }
+    return coll_run(comm,
+        &CALL(.name = "all_to_all", .kind = SHI_OP_ALLTOALL, .send = sendbuf,
+            .recv = recvbuf, .count = count, .dtype = dtype, .root = -1),
+        req);
+}
+
+int
+shoal_all_to_all_v(shoal_comm *comm, const void *sendbuf,
+    const size_t *sendcounts, void *recvbuf, const size_t *recvcounts,
+    shoal_dtype dtype)
+{
+    return coll_run(comm,
+        &CALL(.name = "all_to_all_v", .kind = SHI_OP_ALLTOALLV,
+            .send = sendbuf, .recv = recvbuf, .counts = sendcounts,
+            .rcounts = recvcounts, .dtype = dtype, .root = -1),
+        NULL);
+}
+
+int
+shoal_iall_to_all_v(shoal_comm *comm, const void *sendbuf,
+    const size_t *sendcounts, void *recvbuf, const size_t *recvcounts,
+    shoal_dtype dtype, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "iall_to_all_v: req is NULL");
+    }
+    return coll_run(comm,
+        &CALL(.name = "all_to_all_v", .kind = SHI_OP_ALLTOALLV,
+            .send = sendbuf, .recv = recvbuf, .counts = sendcounts,
+            .rcounts = recvcounts, .dtype = dtype, .root = -1),
+        req);
+}
+
+int
+shoal_gather(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t count, shoal_dtype dtype, int root)
+{
+    return coll_run(comm,
+        &CALL(.name = "gather", .kind = SHI_OP_GATHER, .send = sendbuf,
+            .recv = recvbuf, .count = count, .dtype = dtype, .root = root),
+        NULL);
+}
+
+int
+shoal_igather(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t count, shoal_dtype dtype, int root, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "igather: req is NULL");
+    }
+    return coll_run(comm,
+        &CALL(.name = "gather", .kind = SHI_OP_GATHER, .send = sendbuf,
+            .recv = recvbuf, .count = count, .dtype = dtype, .root = root),
+        req);
+}
+
+int
+shoal_scatter(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t count, shoal_dtype dtype, int root)
+{
+    return coll_run(comm,
+        &CALL(.name = "scatter", .kind = SHI_OP_SCATTER, .send = sendbuf,
+            .recv = recvbuf, .count = count, .dtype = dtype, .root = root),
+        NULL);
+}
+
+int
+shoal_iscatter(shoal_comm *comm, const void *sendbuf, void *recvbuf,
+    size_t count, shoal_dtype dtype, int root, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "iscatter: req is NULL");
+    }
+    return coll_run(comm,
+        &CALL(.name = "scatter", .kind = SHI_OP_SCATTER, .send = sendbuf,
+            .recv = recvbuf, .count = count, .dtype = dtype, .root = root),
+        req);
+}

@@ -1,0 +1,181 @@
+// Setup of the collectives when a communicator is created: the ranks agree
+// on whether they can read each other's memory (process_vm_readv) and on
+// one algorithm table (rank 0's SHOAL_ALGO), so that every rank picks the
+// same algorithm for every call.
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+
+#include "core/comm.h"
+#include "core/log.h"
+#include "store/store.h"
+
+#define PROBE_MAGIC 0x73686f616c434d41ull // "shoalCMA"
+
+// A word every peer tries to read from this process.
+static volatile uint64_t cma_probe_word = PROBE_MAGIC;
+
+static int
+store_put(
+    shoal_comm *comm, const char *what, const char *value, int64_t deadline)
+{
+    char key[512];
+
+    snprintf(key, sizeof(key), "%s%s", comm->prefix, what);
+    return shi_store_set(
+        shi_comm_store(comm), key, value, strlen(value), deadline);
+}
+
+static int
+store_take(shoal_comm *comm, const char *what, char **value, int64_t deadline)
+{
+    char   key[512];
+    size_t len;
+
+    snprintf(key, sizeof(key), "%s%s", comm->prefix, what);
+    return shi_store_get(
+        shi_comm_store(comm), key, (void **) value, &len, deadline);
+}
+
+// Reads peer p's probe word through process_vm_readv.
+static int
+can_read_peer(shoal_comm *comm, int p, int64_t deadline)
+{
+    char     key[64], *text;
+    uint64_t addr, got = 0;
+
+    snprintf(key, sizeof(key), "probe/%d", p);
+    if (store_take(comm, key, &text, deadline) != SHOAL_OK) {
+        return -1;
+    }
+    addr = strtoull(text, NULL, 16);
+    free(text);
+    struct iovec local = { .iov_base = &got, .iov_len = sizeof(got) };
+    struct iovec remote
+        = { .iov_base = (void *) (uintptr_t) addr, .iov_len = sizeof(got) };
+    if (process_vm_readv(comm->peers[p].pid, &local, 1, &remote, 1, 0)
+            != (ssize_t) sizeof(got)
+        || got != PROBE_MAGIC) {
+        SHI_INFO("rank %d cannot read rank %d's memory (%s): collectives "
+                 "copy through shared memory instead",
+            comm->rank, p, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+// Every rank tests every peer; the single-copy path is used only if all
+// pairs work.
+static int
+agree_on_cma(shoal_comm *comm, int64_t deadline)
+{
+    char key[64], value[32];
+    int  mine = getenv("SHOAL_CMA") == NULL || atoi(getenv("SHOAL_CMA")) != 0;
+    int  st;
+
+    // Under Yama's ptrace_scope=1 only a tracer we name may read us.
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    snprintf(key, sizeof(key), "probe/%d", comm->rank);
+    snprintf(value, sizeof(value), "%" PRIxPTR, (uintptr_t) &cma_probe_word);
+    if ((st = store_put(comm, key, value, deadline)) != SHOAL_OK) {
+        return st;
+    }
+    for (int p = 0; p < comm->size && mine; p++) {
+        if (p != comm->rank) {
+            int ok = can_read_peer(comm, p, deadline);
+            if (ok < 0) {
+                return SHOAL_ETIMEDOUT;
+            }
+            mine = ok;
+        }
+    }
+    snprintf(key, sizeof(key), "cma/%d", comm->rank);
+    if ((st = store_put(comm, key, mine ? "1" : "0", deadline)) != SHOAL_OK) {
+        return st;
+    }
+    comm->cma_ok = 1;
+    for (int p = 0; p < comm->size; p++) {
+        char *text;
+        snprintf(key, sizeof(key), "cma/%d", p);
+        if ((st = store_take(comm, key, &text, deadline)) != SHOAL_OK) {
+            return st;
+        }
+        comm->cma_ok &= text[0] == '1';
+        free(text);
+    }
+    return SHOAL_OK;
+}
+
+// Rank 0's SHOAL_ALGO applies on every rank.
+static int
+agree_on_table(shoal_comm *comm, int64_t deadline)
+{
+    const char *env  = getenv("SHOAL_ALGO");
+    char       *spec = NULL;
+    int         st;
+
+    shi_select_defaults(&comm->select);
+    if (comm->size > 1 && comm->rank == 0
+        && (st = store_put(comm, "algo", env ? env : "", deadline))
+            != SHOAL_OK) {
+        return st;
+    }
+    if (comm->size > 1
+        && (st = store_take(comm, "algo", &spec, deadline)) != SHOAL_OK) {
+        return st;
+    }
+    const char *use = comm->size > 1 ? spec : env;
+    if (comm->size > 1 && env != NULL && strcmp(env, spec) != 0) {
+        SHI_WARN(
+            "SHOAL_ALGO differs from rank 0's; rank 0's applies: %s", spec);
+    }
+    st = shi_select_parse(&comm->select, use);
+    free(spec);
+    return st;
+}
+
+int
+shi_coll_setup(shoal_comm *comm, int64_t deadline)
+{
+    int st;
+
+    comm->inputs = calloc((size_t) comm->size, sizeof(*comm->inputs));
+    if (comm->inputs == NULL) {
+        return shi_error(SHOAL_ENOMEM, "out of memory");
+    }
+    if ((st = shi_heap_init(comm)) != SHOAL_OK) {
+        return st;
+    }
+    comm->cma_ok = 1;
+    if (comm->size > 1 && (st = agree_on_cma(comm, deadline)) != SHOAL_OK) {
+        return shi_error_wrap(st, "checking single-copy support");
+    }
+    if ((st = agree_on_table(comm, deadline)) != SHOAL_OK) {
+        return st;
+    }
+    comm->algos_available = SHI_ALGO_BIT(SHI_ALGO_ONESHOT)
+        | SHI_ALGO_BIT(SHI_ALGO_TWOSHOT) | SHI_ALGO_BIT(SHI_ALGO_STAGED)
+        | SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | SHI_ALGO_BIT(SHI_ALGO_FLAGS)
+        | (comm->cma_ok ? SHI_ALGO_BIT(SHI_ALGO_DIRECT) : 0);
+    if (shi_log_enabled(SHI_LOG_INFO) && comm->rank == 0) {
+        char table[2048];
+        shi_select_format(&comm->select, table, sizeof(table));
+        SHI_INFO("communicator '%s': single copy %s; algorithms %s",
+            comm->name, comm->cma_ok ? "on" : "off", table);
+    }
+    return SHOAL_OK;
+}
+
+void
+shi_coll_teardown(shoal_comm *comm)
+{
+    free(comm->inputs);
+    free(comm->scratch);
+    comm->inputs  = NULL;
+    comm->scratch = NULL;
+    shi_heap_destroy(comm);
+}

@@ -1,0 +1,21 @@
+// Shared steps of every public operation (ops.c): fill a request, run it
+// on the caller's stack, or start it on the heap.
+#ifndef SHI_OPS_H
+#define SHI_OPS_H
+
+#include "core/comm.h"
+
+// Zeroes `req` and fills the fields every operation has; the deadline is
+// the comm's timeout from now.
+void shi_req_fill(shoal_request *req, shoal_comm *comm, int kind,
+    const void *buf, size_t count, int dtype, int peer);
+
+// Submits a filled stack request and waits for it.
+int shi_run_blocking(shoal_comm *comm, shoal_request *req);
+
+// Moves a filled request to the heap (with ownership of its counts) and
+// submits it; *out is the request, or NULL on error.
+int shi_start_async(
+    shoal_comm *comm, const shoal_request *tmpl, shoal_request **out);
+
+#endif
