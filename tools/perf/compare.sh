@@ -33,11 +33,13 @@
 # MPI's; no iteration slower than 20x shoal's median).
 #
 # Environment: NRANKS (2), MODE (full, or tail when NRANKS=8), MINBYTES
-# (8), MAXBYTES (64M), STEPFACTOR (2: allreduce), OTHER_STEPFACTOR (2: the
-# other operations), ITERS (100: iterations per size, at most), ITER_BYTES
-# (1G: big sizes run only as many iterations as fit ITER_BYTES), MIN_ITERS
-# (10), WARMUP (5), TAIL_ITERS (2000), TAIL_WARMUP (200), TIMEOUT (600 s
-# per shoal-perf run); SHOAL_SHM_HEAP_BYTES and the library's other
+# (8) and STEPFACTOR (2) for allreduce, allgather and reducescatter (the
+# operations with targets), OTHER_MINBYTES (16) and OTHER_STEPFACTOR (4)
+# for the others (both series hit 64 KiB and 64 MiB), MAXBYTES (64M),
+# ITERS (50: iterations per size, at most), ITER_BYTES (512M: big sizes
+# run only as many iterations as fit ITER_BYTES), MIN_ITERS (5), WARMUP
+# (5), TAIL_ITERS (2000), TAIL_WARMUP (200), TIMEOUT (600 s per shoal-perf
+# run); SHOAL_SHM_HEAP_BYTES and the library's other
 # settings pass through. Raw outputs stay in BUILD_DIR/perf-compare/.
 # Absolute times on a shared machine are noise; the ratios within one run
 # are the figure.
@@ -54,10 +56,11 @@ fi
 MINBYTES=${MINBYTES:-8}
 MAXBYTES=${MAXBYTES:-64M}
 STEPFACTOR=${STEPFACTOR:-2}
-OTHER_STEPFACTOR=${OTHER_STEPFACTOR:-2}
-ITERS=${ITERS:-100}
-ITER_BYTES=${ITER_BYTES:-1G}
-MIN_ITERS=${MIN_ITERS:-10}
+OTHER_MINBYTES=${OTHER_MINBYTES:-16}
+OTHER_STEPFACTOR=${OTHER_STEPFACTOR:-4}
+ITERS=${ITERS:-50}
+ITER_BYTES=${ITER_BYTES:-512M}
+MIN_ITERS=${MIN_ITERS:-5}
 WARMUP=${WARMUP:-5}
 TAIL_ITERS=${TAIL_ITERS:-2000}
 TAIL_WARMUP=${TAIL_WARMUP:-200}
@@ -169,9 +172,9 @@ table() {
 
 # One operation at a time, shoal then Open MPI, so that both see the same
 # load on a shared machine.
-COMMON="-w $WARMUP -n $ITERS --iter_bytes $ITER_BYTES --min_iters $MIN_ITERS"
-M="-b $MINBYTES -e $MAXBYTES -w $WARMUP -n $ITERS -B $ITER_BYTES"
-M="$M -m $MIN_ITERS"
+COMMON="-e $MAXBYTES -w $WARMUP -n $ITERS --iter_bytes $ITER_BYTES"
+COMMON="$COMMON --min_iters $MIN_ITERS"
+M="-e $MAXBYTES -w $WARMUP -n $ITERS -B $ITER_BYTES -m $MIN_ITERS"
 COLLS="allreduce reduce allgather reducescatter alltoall gather scatter"
 if [ "$MODE" = tail ]; then
     run_shoal allreduce -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" \
@@ -179,14 +182,17 @@ if [ "$MODE" = tail ]; then
     run_mpi -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" -w "$TAIL_WARMUP"
 else
     for op in $COLLS broadcast sendrecv; do
-        f=$OTHER_STEPFACTOR
-        [ $op = allreduce ] && f=$STEPFACTOR
+        case $op in
+            allreduce | allgather | reducescatter)
+                b=$MINBYTES f=$STEPFACTOR ;;
+            *) b=$OTHER_MINBYTES f=$OTHER_STEPFACTOR ;;
+        esac
         # shellcheck disable=SC2086
-        run_shoal $op -o $op -b "$MINBYTES" -e "$MAXBYTES" -f "$f" $COMMON
+        run_shoal $op -o $op -b "$b" -f "$f" $COMMON
         if [ $op = allreduce ]; then
             # shellcheck disable=SC2086
-            run_shoal allreduce_shm -o allreduce -a shoal -b "$MINBYTES" \
-                -e "$MAXBYTES" -f "$f" $COMMON
+            run_shoal allreduce_shm -o allreduce -a shoal -b "$b" -f "$f" \
+                $COMMON
         fi
         case $op in
             broadcast) mop=bcast ;;
@@ -194,7 +200,7 @@ else
             *) mop=$op ;;
         esac
         # shellcheck disable=SC2086
-        run_mpi -o $mop -f "$f" $M
+        run_mpi -o $mop -b "$b" -f "$f" $M
     done
 fi
 
