@@ -180,6 +180,7 @@ typedef struct cc_spec {
     int             mode; // CC_BLOCKING, CC_WAIT, CC_TEST
     int             bufs; // CC_MALLOC, CC_SHM_EVEN, CC_SHM_ALL
     int             null_empty; // pass NULL for buffers of zero bytes
+    int             misalign; // elements past a 64-byte boundary
     uint64_t        seed;
 } cc_spec;
 
@@ -187,13 +188,15 @@ typedef struct cc_spec {
 void cc_spec_init(cc_spec *s, cc_coll coll, shoal_dtype dt, int op_kind,
     size_t count, uint64_t seed);
 
-// "all_reduce float16 sum count=7 in-place i+wait shm-even seed=12".
+// "all_reduce float16 sum count=7 in-place i+wait shm-even misaligned+1
+// seed=12".
 void cc_describe(const cc_spec *s, char *buf, size_t len);
 
 typedef struct cc_buf {
     unsigned char *raw; // allocation: guard, body, guard
     unsigned char *p; // body, or NULL when no buffer
     size_t         bytes; // body
+    size_t         pre; // guard bytes before the body
     int            shm; // from shoal_alloc
 } cc_buf;
 
