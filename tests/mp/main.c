@@ -22,6 +22,18 @@ static const struct {
     { "mismatch", mp_case_mismatch },
     { "p2p_mismatch", mp_case_p2p_mismatch },
     { "idle", mp_case_idle },
+    { "coll_all_reduce", mp_case_coll_all_reduce },
+    { "coll_reduce", mp_case_coll_reduce },
+    { "coll_all_gather", mp_case_coll_all_gather },
+    { "coll_all_gather_v", mp_case_coll_all_gather_v },
+    { "coll_reduce_scatter", mp_case_coll_reduce_scatter },
+    { "coll_reduce_scatter_v", mp_case_coll_reduce_scatter_v },
+    { "coll_all_to_all", mp_case_coll_all_to_all },
+    { "coll_all_to_all_v", mp_case_coll_all_to_all_v },
+    { "coll_gather", mp_case_coll_gather },
+    { "coll_scatter", mp_case_coll_scatter },
+    { "coll_nan", mp_case_coll_nan },
+    { "coll_inflight", mp_case_coll_inflight },
     { "coll_ref", mp_case_coll_ref },
 };
 

@@ -72,6 +72,18 @@ int mp_case_timeout(shoal_comm *comm, int argc, char **argv);
 int mp_case_mismatch(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_mismatch(shoal_comm *comm, int argc, char **argv);
 int mp_case_idle(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_all_reduce(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_reduce(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_all_gather(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_all_gather_v(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_reduce_scatter(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_reduce_scatter_v(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_all_to_all(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_all_to_all_v(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_gather(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_scatter(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_nan(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_inflight(shoal_comm *comm, int argc, char **argv);
 int mp_case_coll_ref(shoal_comm *comm, int argc, char **argv);
 
 #endif
