@@ -34,6 +34,8 @@ static const struct {
     { "coll_scatter", mp_case_coll_scatter },
     { "coll_nan", mp_case_coll_nan },
     { "coll_inflight", mp_case_coll_inflight },
+    { "coll_bad_args", mp_case_coll_bad_args },
+    { "coll_mismatch", mp_case_coll_mismatch },
     { "coll_ref", mp_case_coll_ref },
 };
 

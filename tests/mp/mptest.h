@@ -84,6 +84,8 @@ int mp_case_coll_gather(shoal_comm *comm, int argc, char **argv);
 int mp_case_coll_scatter(shoal_comm *comm, int argc, char **argv);
 int mp_case_coll_nan(shoal_comm *comm, int argc, char **argv);
 int mp_case_coll_inflight(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_bad_args(shoal_comm *comm, int argc, char **argv);
+int mp_case_coll_mismatch(shoal_comm *comm, int argc, char **argv);
 int mp_case_coll_ref(shoal_comm *comm, int argc, char **argv);
 
 #endif
