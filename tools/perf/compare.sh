@@ -94,6 +94,16 @@ bytes_of() {
 echo "# compare.sh: shoal vs Open MPI, $NRANKS ranks on $(hostname)," \
     "$(nproc) cpus, $(date -u '+%Y-%m-%d %H:%M UTC'), mode $MODE"
 echo "# load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+# Warnings that make the numbers below suspect.
+if [ "$NRANKS" -gt "$(nproc)" ]; then
+    echo "# WARNING: $NRANKS ranks on $(nproc) cpus: oversubscribed, the" \
+        "times measure the scheduler more than either library"
+fi
+busy=$(awk -v n="$(nproc)" '{ print ($1 > n / 2) ? 1 : 0 }' /proc/loadavg)
+if [ "$busy" = 1 ]; then
+    echo "# WARNING: the machine is busy (1-minute load average above" \
+        "$(nproc) / 2): expect noise, run again when it is idle"
+fi
 
 # --- Open MPI setup -------------------------------------------------------
 MPI_NOTE=""
@@ -237,6 +247,11 @@ grep '^# mpi_bench' "$OUT/mpi.txt" | head -n 1 || true
 grep '^#  Rank\|^# nranks\|^# iterations' "$OUT/shoal_allreduce.txt" \
     2>/dev/null || true
 echo "# load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+busy=$(awk -v n="$(nproc)" '{ print ($1 > n / 2) ? 1 : 0 }' /proc/loadavg)
+if [ "$busy" = 1 ]; then
+    echo "# WARNING: other processes loaded the machine during the run:" \
+        "expect noise"
+fi
 
 # --- side by side ----------------------------------------------------------
 # side_by_side TITLE OP FACTOR_KIND [VARIANT LABEL]...: one table of the
