@@ -99,10 +99,14 @@ if [ "$NRANKS" -gt "$(nproc)" ]; then
     echo "# WARNING: $NRANKS ranks on $(nproc) cpus: oversubscribed, the" \
         "times measure the scheduler more than either library"
 fi
-busy=$(awk -v n="$(nproc)" '{ print ($1 > n / 2) ? 1 : 0 }' /proc/loadavg)
-if [ "$busy" = 1 ]; then
-    echo "# WARNING: the machine is busy (1-minute load average above" \
-        "$(nproc) / 2): expect noise, run again when it is idle"
+# Runnable tasks besides the sampling one, averaged over ten samples.
+others=$(for _ in 1 2 3 4 5 6 7 8 9 10; do
+    cut -d' ' -f4 /proc/loadavg
+    sleep 0.1
+done | awk -F/ '{ s += $1 - 1 } END { printf "%.1f\n", s / NR }')
+if awk -v o="$others" 'BEGIN { exit !(o >= 0.5) }'; then
+    echo "# WARNING: the machine is busy ($others other runnable tasks on" \
+        "average): expect noise, run again when it is idle"
 fi
 
 # --- Open MPI setup -------------------------------------------------------
@@ -247,11 +251,6 @@ grep '^# mpi_bench' "$OUT/mpi.txt" | head -n 1 || true
 grep '^#  Rank\|^# nranks\|^# iterations' "$OUT/shoal_allreduce.txt" \
     2>/dev/null || true
 echo "# load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
-busy=$(awk -v n="$(nproc)" '{ print ($1 > n / 2) ? 1 : 0 }' /proc/loadavg)
-if [ "$busy" = 1 ]; then
-    echo "# WARNING: other processes loaded the machine during the run:" \
-        "expect noise"
-fi
 
 # --- side by side ----------------------------------------------------------
 # side_by_side TITLE OP FACTOR_KIND [VARIANT LABEL]...: one table of the
