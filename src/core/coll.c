@@ -53,8 +53,43 @@ publish_descriptor(shoal_comm *comm, shoal_request *req)
     __atomic_store_n(&d->algo, (uint32_t) req->algo, __ATOMIC_RELAXED);
     __atomic_store_n(&d->counts_hash, req->counts_hash, __ATOMIC_RELAXED);
     atomic_store_explicit(&d->seq, (uint32_t) req->seq, memory_order_release);
+    __atomic_store_n(&comm->my_ctl->desc_hash[req->seq % 2], shi_desc_hash(d),
+        __ATOMIC_RELAXED);
     atomic_store_explicit(
         &comm->my_ctl->coll_seq, (uint32_t) req->seq, memory_order_release);
+}
+
+uint64_t
+shi_desc_hash(const struct shm_desc *d)
+{
+    uint64_t v[] = { atomic_load_explicit(&d->seq, memory_order_relaxed),
+        d->kind, (uint64_t) (uint32_t) d->root, d->dtype, d->count, d->redop,
+        d->algo, d->counts_hash };
+    uint64_t h   = 1469598103934665603ull; // FNV-1a over the fields
+
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        h = (h ^ v[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
+int
+shi_coll_agree(shoal_comm *comm, uint32_t seq)
+{
+    uint64_t mine
+        = __atomic_load_n(&comm->my_ctl->desc_hash[seq % 2], __ATOMIC_RELAXED);
+
+    for (int p = 0; p < comm->size; p++) {
+        struct shm_ctl *ctl = shm_ctl_of(&comm->seg, p);
+        if (p != comm->rank
+            && __atomic_load_n(&ctl->desc_hash[seq % 2], __ATOMIC_RELAXED)
+                != mine) {
+            // A peer may be a collective ahead (its slot then holds a newer
+            // hash): only the full comparison can tell.
+            return !shi_coll_verify(comm, seq);
+        }
+    }
+    return 1;
 }
 
 // Reads a consistent copy of peer's descriptor for collective t; returns 0

@@ -16,6 +16,14 @@
 // Aborts the communicator on a mismatch; returns 1 if it did.
 int shi_coll_verify(shoal_comm *comm, uint32_t upto);
 
+// Hash of a descriptor (published next to the sync counter).
+uint64_t shi_desc_hash(const struct shm_desc *d);
+
+// Fast agreement check at a collective's first sync point: compares the
+// peers' descriptor hashes, falling back to shi_coll_verify when one
+// differs. Returns 1 if the ranks agree, 0 after aborting on a mismatch.
+int shi_coll_agree(shoal_comm *comm, uint32_t seq);
+
 // Algorithm steps (src/algo/...): advance `req`, the head collective; they
 // return units of progress and complete the request when done.
 int shi_barrier_flags_step(shoal_comm *comm, shoal_request *req);

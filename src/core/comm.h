@@ -75,6 +75,7 @@ struct shoal_comm {
     uint32_t        coll_seq;
     uint64_t        p2p_seq;
     int64_t         unexpected_bytes;
+    int             p2p_active; // incomplete sends and receives
     pthread_t       progress_thread;
     int             progress_started;
 

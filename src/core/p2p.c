@@ -228,6 +228,7 @@ shi_p2p_post(shoal_comm *comm, shoal_request *req)
 {
     req->seq        = ++comm->p2p_seq;
     req->blocked_on = req->peer;
+    comm->p2p_active++;
     if (req->kind == SHI_OP_SEND) {
         shi_queue_push(&comm->peers[req->peer].sends, req);
         return 0;

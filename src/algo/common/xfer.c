@@ -50,7 +50,7 @@ shi_sync_all(shoal_comm *comm, shoal_request *req, int k)
     if (!all_peers_reached(comm, req, target)) {
         return 0;
     }
-    return k != 1 || !shi_coll_verify(comm, (uint32_t) req->seq);
+    return k != 1 || shi_coll_agree(comm, (uint32_t) req->seq);
 }
 
 int

@@ -87,7 +87,11 @@ struct shm_ctl {
     _Atomic uint32_t          sleepers;
     struct shm_desc           desc[SHM_DESC_RING] SHM_ALIGNED;
     // Sync points passed (collectives' phases), and staging uses finished.
-    _Atomic uint64_t sync      SHM_ALIGNED;
+    _Atomic uint64_t sync SHM_ALIGNED;
+    // Hash of the descriptor of the collective this rank is in, by its
+    // number's parity: read with `sync` (same line), it lets the first sync
+    // point check the ranks agree without reading the descriptor ring.
+    uint64_t                   desc_hash[2];
     _Atomic uint64_t slab_done SHM_ALIGNED;
     struct shm_expose expose   SHM_ALIGNED;
 };
