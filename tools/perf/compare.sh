@@ -36,8 +36,8 @@
 # (8) and STEPFACTOR (2) for allreduce, allgather and reducescatter (the
 # operations with targets), OTHER_MINBYTES (16) and OTHER_STEPFACTOR (4)
 # for the others (both series hit 64 KiB and 64 MiB), MAXBYTES (64M),
-# ITERS (50: iterations per size, at most), ITER_BYTES (512M: big sizes
-# run only as many iterations as fit ITER_BYTES), MIN_ITERS (5), WARMUP
+# ITERS (100: iterations per size, at most), ITER_BYTES (1G: big sizes
+# run only as many iterations as fit ITER_BYTES), MIN_ITERS (10), WARMUP
 # (5), TAIL_ITERS (2000), TAIL_WARMUP (200), TIMEOUT (600 s per shoal-perf
 # run); SHOAL_SHM_HEAP_BYTES and the library's other
 # settings pass through. Raw outputs stay in BUILD_DIR/perf-compare/.
@@ -58,9 +58,9 @@ MAXBYTES=${MAXBYTES:-64M}
 STEPFACTOR=${STEPFACTOR:-2}
 OTHER_MINBYTES=${OTHER_MINBYTES:-16}
 OTHER_STEPFACTOR=${OTHER_STEPFACTOR:-4}
-ITERS=${ITERS:-50}
-ITER_BYTES=${ITER_BYTES:-512M}
-MIN_ITERS=${MIN_ITERS:-5}
+ITERS=${ITERS:-100}
+ITER_BYTES=${ITER_BYTES:-1G}
+MIN_ITERS=${MIN_ITERS:-10}
 WARMUP=${WARMUP:-5}
 TAIL_ITERS=${TAIL_ITERS:-2000}
 TAIL_WARMUP=${TAIL_WARMUP:-200}
@@ -104,7 +104,7 @@ others=$(for _ in 1 2 3 4 5 6 7 8 9 10; do
     cut -d' ' -f4 /proc/loadavg
     sleep 0.1
 done | awk -F/ '{ s += $1 - 1 } END { printf "%.1f\n", s / NR }')
-if awk -v o="$others" 'BEGIN { exit !(o >= 0.5) }'; then
+if awk -v o="$others" 'BEGIN { exit !(o >= 1) }'; then
     echo "# WARNING: the machine is busy ($others other runnable tasks on" \
         "average): expect noise, run again when it is idle"
 fi
