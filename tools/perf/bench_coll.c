@@ -2,7 +2,6 @@
 // reduce, reducescatter, allgather, alltoall, gather, scatter): per size,
 // the out-of-place half, then the in-place half where the API has one,
 // printed as one nccl-tests row.
-#include <stdio.h>
 
 #include "perf.h"
 
@@ -38,14 +37,6 @@ perf_bench_coll(perf_ctx *c, const perf_coll *k)
     double        bw_sum = 0, wrong_sum = 0;
     int           bw_n = 0;
 
-    if (!k->available()) {
-        if (c->rank == 0) {
-            printf("#\n# %s\n# skipped: this libshoal has no %s\n#\n", k->name,
-                k->api);
-            fflush(stdout);
-        }
-        return PERF_SKIPPED;
-    }
     if (c->rank == 0) {
         perf_print_table_header(k->name, k->notes);
     }

@@ -69,12 +69,6 @@ check_blocks(
 
 // --- allgather -------------------------------------------------------------
 
-static int
-have_allgather(void)
-{
-    return shoal_all_gather != NULL;
-}
-
 static void *
 allgather_in(perf_ctx *c, const perf_coll_arg *a)
 {
@@ -111,8 +105,6 @@ allgather_verify(perf_ctx *c, void *arg, int index, int it)
 static const perf_coll coll_allgather = {
     .name          = "allgather",
     .op_bit        = PERF_OP_ALLGATHER,
-    .api           = "shoal_all_gather",
-    .available     = have_allgather,
     .notes         = "# size = the receive buffer (n blocks). out-of-place: "
                      "shoal_all_gather(sbuf, rbuf);\n"
                      "# in-place: (rbuf + r blocks, rbuf). busbw = algbw x (n-1)/n. "
@@ -136,12 +128,6 @@ perf_bench_allgather(perf_ctx *c)
 }
 
 // --- alltoall --------------------------------------------------------------
-
-static int
-have_alltoall(void)
-{
-    return shoal_all_to_all != NULL;
-}
 
 static void
 alltoall_prepare(perf_ctx *c, void *arg, int index, int it)
@@ -172,16 +158,14 @@ alltoall_verify(perf_ctx *c, void *arg, int index, int it)
 }
 
 static const perf_coll coll_alltoall = {
-    .name      = "alltoall",
-    .op_bit    = PERF_OP_ALLTOALL,
-    .api       = "shoal_all_to_all",
-    .available = have_alltoall,
-    .notes     = "# size = each rank's send (and receive) buffer of n blocks. "
-                 "out-of-place:\n"
-                 "# shoal_all_to_all(sbuf, rbuf); in-place: N/A (shoal forbids "
-                 "overlapping buffers).\n"
-                 "# busbw = algbw x (n-1)/n. vs_memcpy = out-of-place busbw / "
-                 "memcpy GB/s.\n",
+    .name   = "alltoall",
+    .op_bit = PERF_OP_ALLTOALL,
+    .notes  = "# size = each rank's send (and receive) buffer of n blocks. "
+              "out-of-place:\n"
+              "# shoal_all_to_all(sbuf, rbuf); in-place: N/A (shoal forbids "
+              "overlapping buffers).\n"
+              "# busbw = algbw x (n-1)/n. vs_memcpy = out-of-place busbw / "
+              "memcpy GB/s.\n",
     .size_is_total = 1,
     .has_in_place  = 0,
     .has_redop     = 0,
@@ -200,12 +184,6 @@ perf_bench_alltoall(perf_ctx *c)
 }
 
 // --- gather ----------------------------------------------------------------
-
-static int
-have_gather(void)
-{
-    return shoal_gather != NULL;
-}
 
 static void
 gather_prepare(perf_ctx *c, void *arg, int index, int it)
@@ -238,15 +216,13 @@ gather_verify(perf_ctx *c, void *arg, int index, int it)
 }
 
 static const perf_coll coll_gather = {
-    .name      = "gather",
-    .op_bit    = PERF_OP_GATHER,
-    .api       = "shoal_gather",
-    .available = have_gather,
-    .notes = "# size = the root's receive buffer (n blocks). out-of-place: "
-             "shoal_gather(sbuf,\n"
-             "# rbuf); in-place: (rbuf + r blocks, rbuf). Only the root "
-             "checks. busbw = algbw x\n"
-             "# (n-1)/n. vs_memcpy = out-of-place busbw / memcpy GB/s.\n",
+    .name   = "gather",
+    .op_bit = PERF_OP_GATHER,
+    .notes  = "# size = the root's receive buffer (n blocks). out-of-place: "
+              "shoal_gather(sbuf,\n"
+              "# rbuf); in-place: (rbuf + r blocks, rbuf). Only the root "
+              "checks. busbw = algbw x\n"
+              "# (n-1)/n. vs_memcpy = out-of-place busbw / memcpy GB/s.\n",
     .size_is_total = 1,
     .has_in_place  = 1,
     .has_redop     = 0,
@@ -265,12 +241,6 @@ perf_bench_gather(perf_ctx *c)
 }
 
 // --- scatter ---------------------------------------------------------------
-
-static int
-have_scatter(void)
-{
-    return shoal_scatter != NULL;
-}
 
 static void *
 scatter_out(perf_ctx *c, const perf_coll_arg *a)
@@ -316,15 +286,13 @@ scatter_verify(perf_ctx *c, void *arg, int index, int it)
 }
 
 static const perf_coll coll_scatter = {
-    .name      = "scatter",
-    .op_bit    = PERF_OP_SCATTER,
-    .api       = "shoal_scatter",
-    .available = have_scatter,
-    .notes     = "# size = the root's send buffer (n blocks). out-of-place: "
-                 "shoal_scatter(sbuf, rbuf);\n"
-                 "# in-place: (rbuf, rbuf + r blocks). Every rank checks its "
-                 "block. busbw = algbw x\n"
-                 "# (n-1)/n. vs_memcpy = out-of-place busbw / memcpy GB/s.\n",
+    .name   = "scatter",
+    .op_bit = PERF_OP_SCATTER,
+    .notes  = "# size = the root's send buffer (n blocks). out-of-place: "
+              "shoal_scatter(sbuf, rbuf);\n"
+              "# in-place: (rbuf, rbuf + r blocks). Every rank checks its "
+              "block. busbw = algbw x\n"
+              "# (n-1)/n. vs_memcpy = out-of-place busbw / memcpy GB/s.\n",
     .size_is_total = 1,
     .has_in_place  = 1,
     .has_redop     = 0,

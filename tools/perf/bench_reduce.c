@@ -60,12 +60,6 @@ redop(const perf_ctx *c)
 
 // --- allreduce -------------------------------------------------------------
 
-static int
-have_allreduce(void)
-{
-    return shoal_all_reduce != NULL;
-}
-
 static double
 factor_allreduce(int n)
 {
@@ -106,8 +100,6 @@ allreduce_verify(perf_ctx *c, void *arg, int index, int it)
 static const perf_coll coll_allreduce = {
     .name          = "allreduce",
     .op_bit        = PERF_OP_ALLREDUCE,
-    .api           = "shoal_all_reduce",
-    .available     = have_allreduce,
     .notes         = "# out-of-place: shoal_all_reduce(sbuf, rbuf); in-place: "
                      "shoal_all_reduce(rbuf, rbuf).\n"
                      "# busbw = algbw x 2(n-1)/n. vs_memcpy = out-of-place busbw / "
@@ -130,12 +122,6 @@ perf_bench_allreduce(perf_ctx *c)
 }
 
 // --- reduce ----------------------------------------------------------------
-
-static int
-have_reduce(void)
-{
-    return shoal_reduce != NULL;
-}
 
 static double
 factor_one(int n)
@@ -181,8 +167,6 @@ reduce_verify(perf_ctx *c, void *arg, int index, int it)
 static const perf_coll coll_reduce = {
     .name          = "reduce",
     .op_bit        = PERF_OP_REDUCE,
-    .api           = "shoal_reduce",
-    .available     = have_reduce,
     .notes         = "# out-of-place: shoal_reduce(sbuf, rbuf) on every rank; "
                      "in-place: shoal_reduce(rbuf,\n"
                      "# rbuf). Only the root checks. busbw = algbw. vs_memcpy = "
@@ -206,12 +190,6 @@ perf_bench_reduce(perf_ctx *c)
 }
 
 // --- reducescatter ---------------------------------------------------------
-
-static int
-have_reducescatter(void)
-{
-    return shoal_reduce_scatter != NULL;
-}
 
 static double
 factor_n1_n(int n)
@@ -259,16 +237,14 @@ reducescatter_verify(perf_ctx *c, void *arg, int index, int it)
 }
 
 static const perf_coll coll_reducescatter = {
-    .name      = "reducescatter",
-    .op_bit    = PERF_OP_REDUCESCATTER,
-    .api       = "shoal_reduce_scatter",
-    .available = have_reducescatter,
-    .notes = "# size = every rank's send buffer (n blocks); rank r gets the "
-             "reduction of block r.\n"
-             "# out-of-place: shoal_reduce_scatter(sbuf, rbuf); in-place: "
-             "(rbuf, rbuf + r blocks).\n"
-             "# busbw = algbw x (n-1)/n. vs_memcpy = out-of-place busbw / "
-             "memcpy GB/s.\n",
+    .name   = "reducescatter",
+    .op_bit = PERF_OP_REDUCESCATTER,
+    .notes  = "# size = every rank's send buffer (n blocks); rank r gets the "
+              "reduction of block r.\n"
+              "# out-of-place: shoal_reduce_scatter(sbuf, rbuf); in-place: "
+              "(rbuf, rbuf + r blocks).\n"
+              "# busbw = algbw x (n-1)/n. vs_memcpy = out-of-place busbw / "
+              "memcpy GB/s.\n",
     .size_is_total = 1,
     .has_in_place  = 1,
     .has_redop     = 1,

@@ -83,13 +83,6 @@ perf_buffers_setup(perf_ctx *c)
         }
         return SHOAL_OK;
     }
-    if (shoal_alloc == NULL || shoal_free == NULL) {
-        fprintf(stderr,
-            "shoal-perf: rank %d: -a shoal: this libshoal has no "
-            "shoal_alloc/shoal_free\n",
-            c->rank);
-        return SHOAL_ENOTSUP;
-    }
     c->shoal_buffers = 1;
     c->sbuf          = shoal_buffer(c, "send");
     c->rbuf          = c->sbuf != NULL ? shoal_buffer(c, "receive") : NULL;

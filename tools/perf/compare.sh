@@ -152,17 +152,15 @@ run_mpi() {
 
 # --- shoal ---------------------------------------------------------------
 # run_shoal NAME ARGS...: shoal-perf on NRANKS ranks into $OUT/shoal_NAME.txt;
-# $OUT/shoal_NAME.status says ok, skipped (libshoal lacks the call) or
-# failed (exit status). Never stops the script.
+# $OUT/shoal_NAME.status says ok or failed (exit status). Never stops the
+# script.
 run_shoal() {
     name=$1
     shift
     rc=0
     "$SHOALRUN" -n "$NRANKS" --timeout "$TIMEOUT" "$PERF" "$@" \
         >"$OUT/shoal_$name.txt" 2>&1 || rc=$?
-    if grep -q '^# skipped: this libshoal has no' "$OUT/shoal_$name.txt"; then
-        echo skipped >"$OUT/shoal_$name.status"
-    elif [ $rc -ne 0 ]; then
+    if [ $rc -ne 0 ]; then
         echo "failed (exit $rc)" >"$OUT/shoal_$name.status"
         echo "compare.sh: shoal-perf $* failed (exit $rc):" >&2
         grep -v '^#' "$OUT/shoal_$name.txt" | grep -v '^ *[0-9]' \

@@ -139,11 +139,10 @@ parse_one_op(const char *s, size_t len, int *bits)
 
 // "allreduce", "allgather,reducescatter" or "all".
 static int
-parse_op(const char *s, int *out, int *named)
+parse_op(const char *s, int *out)
 {
     int bits = 0;
 
-    *named = strcasecmp(s, "all") != 0;
     while (*s != '\0') {
         size_t len = strcspn(s, ",");
         if (len == 0 || parse_one_op(s, len, &bits) != 0) {
@@ -258,7 +257,7 @@ apply_option(perf_opts *o, int opt, const char *arg, char *err, size_t len)
 
     switch (opt) {
         case 'o':
-            bad = parse_op(arg, &o->ops, &o->ops_named);
+            bad = parse_op(arg, &o->ops);
             break;
         case 'O':
             bad = parse_redop(arg, &o->redop);
@@ -435,8 +434,6 @@ perf_usage(const char *prog, const char *err)
         "min/p90/max times. For allgather, reducescatter, alltoall, gather "
         "and scatter\n"
         "SIZE is the total of every rank's block, as in nccl-tests.\n"
-        "Exit status: 0 ok, 1 wrong data, a failed call or a named op this "
-        "libshoal\n"
-        "lacks, 2 bad usage.\n",
+        "Exit status: 0 ok, 1 wrong data or a failed call, 2 bad usage.\n",
         prog);
 }

@@ -33,19 +33,6 @@
 
 #include "shoal.h"
 
-// Calls that libshoal may not have yet (added with the collectives API):
-// weak references, so shoal-perf links against any libshoal of this
-// version and tells at run time which calls exist (a missing one is NULL).
-#pragma weak shoal_all_reduce
-#pragma weak shoal_reduce
-#pragma weak shoal_all_gather
-#pragma weak shoal_reduce_scatter
-#pragma weak shoal_all_to_all
-#pragma weak shoal_gather
-#pragma weak shoal_scatter
-#pragma weak shoal_alloc
-#pragma weak shoal_free
-
 // Bits of perf_opts.ops, in the order the tables are printed.
 enum {
     PERF_OP_ALLREDUCE     = 1 << 0,
@@ -66,7 +53,6 @@ enum { PERF_ALLOC_MALLOC = 0, PERF_ALLOC_SHOAL = 1 };
 
 typedef struct perf_opts {
     int           ops; // PERF_OP_* bits
-    int           ops_named; // ops were named (not "all"): missing = error
     size_t        minbytes, maxbytes;
     double        stepfactor;
     int           iters, warmup;
@@ -263,8 +249,6 @@ typedef struct perf_coll_arg {
 struct perf_coll {
     const char *name; // as -o takes it
     int         op_bit; // PERF_OP_*
-    const char *api; // the shoal function, for "not available"
-    int (*available)(void); // the library has it (weak symbols)
     const char *notes; // printed under the title
     int         size_is_total;
     int         has_in_place;
@@ -274,12 +258,8 @@ struct perf_coll {
     perf_measure_ops ops; // arg: perf_coll_arg
 };
 
-// What a benchmark returns when this libshoal lacks its call (a note says
-// so in the output); not a shoal status.
-#define PERF_SKIPPED 100
-
 // Runs the table of `k` over every size; collective. Returns SHOAL_OK, a
-// status it has reported, or PERF_SKIPPED.
+// status it has reported.
 int perf_bench_coll(perf_ctx *c, const perf_coll *k);
 
 // Bytes of `size` rounded the way `k` counts elements (size_is_total:
