@@ -31,10 +31,10 @@ typedef enum shi_algo {
     SHI_ALGO_NONE = 0,
     SHI_ALGO_ONESHOT, // every rank stages its input; every reader reduces all
     SHI_ALGO_TWOSHOT, // staged reduce-scatter, then all-gather
-    SHI_ALGO_DIRECT,  // single copy: read peers' buffers (heap or CMA)
-    SHI_ALGO_STAGED,  // data movement through staging slabs, chunked
-    SHI_ALGO_OUTBOX,  // broadcast through the root's outbox
-    SHI_ALGO_FLAGS,   // barrier on counters
+    SHI_ALGO_DIRECT, // single copy: read peers' buffers (heap or CMA)
+    SHI_ALGO_STAGED, // data movement through staging slabs, chunked
+    SHI_ALGO_OUTBOX, // broadcast through the root's outbox
+    SHI_ALGO_FLAGS, // barrier on counters
     SHI_ALGO_COUNT
 } shi_algo;
 
@@ -76,7 +76,7 @@ int shi_select_parse(shi_select_table *t, const char *spec);
 // of the defaults for `coll` that is available. Never SHI_ALGO_NONE for a
 // collective with at least one available algorithm.
 shi_algo shi_select(const shi_select_table *t, shi_coll coll, size_t bytes,
-                    int nranks, unsigned available);
+    int nranks, unsigned available);
 
 // Prints the table in SHOAL_ALGO syntax (for logs; shi_select_parse reads it
 // back to the same rules). Like snprintf: writes at most len bytes with a

@@ -74,6 +74,20 @@ shi_desc_hash(const struct shm_desc *d)
 }
 
 int
+shi_coll_peer_differs(shoal_comm *comm, int p, uint32_t seq)
+{
+    struct shm_ctl *ctl = shm_ctl_of(&comm->seg, p);
+
+    if (atomic_load_explicit(&ctl->coll_seq, memory_order_acquire) != seq
+        || __atomic_load_n(&ctl->desc_hash[seq % 2], __ATOMIC_RELAXED)
+            == __atomic_load_n(
+                &comm->my_ctl->desc_hash[seq % 2], __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    return shi_coll_verify(comm, seq);
+}
+
+int
 shi_coll_agree(shoal_comm *comm, uint32_t seq)
 {
     uint64_t mine
@@ -186,7 +200,8 @@ run_algorithm(shoal_comm *comm, shoal_request *req)
     }
     switch (req->algo) {
         case SHI_ALGO_ONESHOT:
-            return shi_oneshot_step(comm, req);
+            return shi_inline_fits(req) ? shi_inline_step(comm, req)
+                                        : shi_oneshot_step(comm, req);
         case SHI_ALGO_TWOSHOT:
             return shi_twoshot_step(comm, req);
         case SHI_ALGO_STAGED:

@@ -24,6 +24,12 @@ uint64_t shi_desc_hash(const struct shm_desc *d);
 // differs. Returns 1 if the ranks agree, 0 after aborting on a mismatch.
 int shi_coll_agree(shoal_comm *comm, uint32_t seq);
 
+// While waiting for peer p in collective `seq`: if p has entered the same
+// collective number with a different call (e.g. a count that made it pick
+// another algorithm, which would never meet ours), aborts with the mismatch
+// and returns 1.
+int shi_coll_peer_differs(shoal_comm *comm, int p, uint32_t seq);
+
 // Algorithm steps (src/algo/...): advance `req`, the head collective; they
 // return units of progress and complete the request when done.
 int shi_barrier_flags_step(shoal_comm *comm, shoal_request *req);

@@ -84,6 +84,7 @@ struct shoal_comm {
     // algorithm table (rank 0's SHOAL_ALGO), scratch for reads and reduces.
     uint64_t         sync_count;
     uint64_t         slab_use;
+    uint64_t         inline_use; // tiny all-reduces so far
     int              cma_ok;
     unsigned         algos_available;
     shi_select_table select;

@@ -8,6 +8,8 @@
 #include "core/comm.h"
 
 int shi_oneshot_step(shoal_comm *comm, shoal_request *req);
+int shi_inline_fits(const shoal_request *req);
+int shi_inline_step(shoal_comm *comm, shoal_request *req);
 int shi_twoshot_step(shoal_comm *comm, shoal_request *req);
 int shi_allreduce_direct_step(shoal_comm *comm, shoal_request *req);
 int shi_reduce_direct_step(shoal_comm *comm, shoal_request *req);

@@ -7,7 +7,7 @@
 
 // Bytes read from each peer per piece: small enough that the n inputs and
 // the output stay in L2 while they are combined.
-#define PIECE_BYTES (64u << 10)
+#define PIECE_BYTES (256u << 10)
 
 int
 shi_direct_reduce_range(shoal_comm *comm, shoal_request *req, size_t first,

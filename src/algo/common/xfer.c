@@ -19,6 +19,7 @@ all_peers_reached(shoal_comm *comm, shoal_request *req, uint64_t target)
         struct shm_ctl *ctl = shm_ctl_of(&comm->seg, p);
         if (atomic_load_explicit(&ctl->sync, memory_order_acquire) < target) {
             req->blocked_on = p;
+            shi_coll_peer_differs(comm, p, (uint32_t) req->seq);
             return 0;
         }
     }

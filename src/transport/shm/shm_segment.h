@@ -94,7 +94,16 @@ struct shm_ctl {
     uint64_t                   desc_hash[2];
     _Atomic uint64_t slab_done SHM_ALIGNED;
     struct shm_expose expose   SHM_ALIGNED;
+    // Tiny all-reduce: the data travels with its flag, one line per use,
+    // two lines used alternately (see allreduce_inline.c).
+    struct shm_inline {
+        _Atomic uint64_t use;
+        uint64_t         desc_hash;
+        unsigned char    data[SHM_LINE - 16];
+    } inline_slot[2] SHM_ALIGNED;
 };
+
+#define SHM_INLINE_BYTES (SHM_LINE - 16)
 
 struct shm_slot_header {
     _Atomic uint64_t seq; // i + 1 once slot i holds data

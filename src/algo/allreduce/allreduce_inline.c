@@ -1,0 +1,101 @@
+// Tiny all-reduce: the data rides in the same cache line as its flag.
+//
+// Steps: (1) rank r writes its input (at most 48 bytes) and the hash of
+// its call into its inline line for this use (two lines, used
+// alternately), then publishes the use number in that line; (2) it waits
+// until every peer's line shows the same use, checks that the hashes agree
+// (a mismatch falls back to the full descriptor comparison), and reduces
+// the n lines in rank order into recvbuf.
+// Reuse: rank r rewrites a line two uses later; by then it has read every
+// peer's line of the use in between, which each peer wrote only after
+// finishing the use before, so nobody still reads the old contents. This
+// holds because every rank reads every line (all-reduce only).
+// Preconditions: message at most SHM_INLINE_BYTES.
+// Cost: alpha (one line moved from each peer) + gamma n S; no staging copy,
+// no separate flag, no closing sync.
+#include <string.h>
+
+#include "algo/common/algos.h"
+#include "algo/reduce/reduce.h"
+#include "core/coll.h"
+#include "core/engine.h"
+
+int
+shi_inline_fits(const shoal_request *req)
+{
+    return req->kind == SHI_OP_ALLREDUCE
+        && req->count * shi_req_esize(req) <= SHM_INLINE_BYTES;
+}
+
+static void
+publish_line(shoal_comm *comm, shoal_request *req)
+{
+    struct shm_inline *mine  = &comm->my_ctl->inline_slot[req->slab_use % 2];
+    size_t             bytes = req->count * shi_req_esize(req);
+
+    if (bytes > 0) {
+        memcpy(mine->data, req->sendbuf, bytes);
+    }
+    mine->desc_hash = __atomic_load_n(
+        &comm->my_ctl->desc_hash[req->seq % 2], __ATOMIC_RELAXED);
+    atomic_store_explicit(&mine->use, req->slab_use, memory_order_release);
+    for (int p = 0; p < comm->size; p++) {
+        if (p != comm->rank) {
+            shi_ring(comm, p, 0);
+        }
+    }
+}
+
+// 1 when every peer's line holds this use.
+static int
+lines_ready(shoal_comm *comm, shoal_request *req)
+{
+    for (int p = 0; p < comm->size; p++) {
+        struct shm_inline *line
+            = &shm_ctl_of(&comm->seg, p)->inline_slot[req->slab_use % 2];
+        if (atomic_load_explicit(&line->use, memory_order_acquire)
+            != req->slab_use) {
+            req->blocked_on = p;
+            shi_coll_peer_differs(comm, p, (uint32_t) req->seq);
+            return 0;
+        }
+    }
+    req->blocked_on = -1;
+    return 1;
+}
+
+int
+shi_inline_step(shoal_comm *comm, shoal_request *req)
+{
+    int agree = 1;
+
+    if (req->state == 0) {
+        req->slab_use = ++comm->inline_use;
+        publish_line(comm, req);
+        req->state = 1;
+    }
+    if (!lines_ready(comm, req)) {
+        return 0;
+    }
+    uint64_t want = comm->my_ctl->inline_slot[req->slab_use % 2].desc_hash;
+    for (int p = 0; p < comm->size; p++) {
+        struct shm_inline *line
+            = &shm_ctl_of(&comm->seg, p)->inline_slot[req->slab_use % 2];
+        comm->inputs[p] = line->data;
+        agree &= line->desc_hash == want;
+    }
+    if (!agree && shi_coll_verify(comm, (uint32_t) req->seq)) {
+        return 1;
+    }
+    if (!agree) {
+        shi_comm_abort(comm, SHOAL_EMISMATCH,
+            "all_reduce #%llu does not match across ranks (the "
+            "ranks' calls differ in count, dtype or op)",
+            (unsigned long long) req->seq);
+        return 1;
+    }
+    shi_reduce(
+        req->dtype, req->op, req->buf, comm->inputs, comm->size, req->count);
+    shi_engine_complete(comm, req, SHOAL_OK);
+    return 1;
+}
