@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build run test test-unit test-asan test-tsan test-valgrind bench \
+.PHONY: all deps build run test test-full test-unit test-asan test-tsan test-valgrind bench \
         format check-format clean
 
 all: build
@@ -27,6 +27,11 @@ run: build
 test: build
 	$(BUILD)/tests/shoal_tests
 	scripts/check-install.sh $(BUILD)
+
+# The whole collective matrix (every dtype x op x count x world size),
+# instead of the sample `make test` runs. Takes much longer.
+test-full: build
+	SHOAL_COLL_FULL=1 $(BUILD)/tests/shoal_tests mp_coll
 
 test-unit: build
 	$(BUILD)/tests/shoal_tests $(FILTER)
