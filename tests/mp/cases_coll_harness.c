@@ -10,6 +10,7 @@
 #define CC_GUARD       64 // keeps shoal_alloc's 64-byte alignment
 #define CC_GUARD_BYTE  0xA5
 #define CC_SENTINEL    0x5C // unwritten output
+#define CC_SCRIBBLE    0xEE // input buffer reused after completion
 #define CC_MAX_REPORTS 4
 
 long cc_shm_fallbacks;
@@ -685,6 +686,13 @@ cc_finish(shoal_comm *comm, cc_call *c)
     cc_layout_of(c, &l);
     uint64_t             key = ref_key(c->s.seed, c->s.cls, l.send_src);
     const unsigned char *out = NULL;
+    // Reuse the input buffer the moment the call completes: a peer still
+    // reading it would then get the scribble instead of the input.
+    int scribbled = c->s.scribble && l.kind == CC_SEPARATE && !l.send_ignored
+        && c->send.p != NULL;
+    if (scribbled) {
+        memset(c->send.p, CC_SCRIBBLE, c->send.bytes);
+    }
     switch (l.kind) {
         case CC_RECV_IN_SEND:
             out = c->send.p + l.off * c->es;
@@ -697,7 +705,7 @@ cc_finish(shoal_comm *comm, cc_call *c)
         default:
             if (l.send_ignored) {
                 cc_check_untouched(&r, &c->send, "sendbuf");
-            } else {
+            } else if (!scribbled) {
                 cc_check_input(&r, c->send.p, key, 0, l.send_n);
             }
             if (l.recv_ignored) {

@@ -181,6 +181,7 @@ typedef struct cc_spec {
     int             bufs; // CC_MALLOC, CC_SHM_EVEN, CC_SHM_ALL
     int             null_empty; // pass NULL for buffers of zero bytes
     int             misalign; // elements past a 64-byte boundary
+    int             scribble; // overwrite sendbuf as soon as it completes
     uint64_t        seed;
 } cc_spec;
 

@@ -97,6 +97,8 @@ COLL_TEST(mp_coll_gather, "coll_gather")
 COLL_TEST(mp_coll_scatter, "coll_scatter")
 COLL_TEST(mp_coll_nan, "coll_nan")
 COLL_TEST(mp_coll_inflight, "coll_inflight")
+COLL_TEST(mp_coll_reuse, "coll_reuse")
+COLL_TEST(mp_coll_destroy, "coll_destroy")
 
 #define COLL_BAD(n)                                                           \
     TEST_T(mp_coll_bad_args_##n, 90)                                          \
