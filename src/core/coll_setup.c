@@ -143,8 +143,10 @@ shi_coll_setup(shoal_comm *comm, int64_t deadline)
 {
     int st;
 
-    comm->inputs = calloc((size_t) comm->size, sizeof(*comm->inputs));
-    if (comm->inputs == NULL) {
+    comm->inputs      = calloc((size_t) comm->size, sizeof(*comm->inputs));
+    comm->peer_counts = calloc(
+        (size_t) comm->size * (size_t) comm->size, sizeof(*comm->peer_counts));
+    if (comm->inputs == NULL || comm->peer_counts == NULL) {
         return shi_error(SHOAL_ENOMEM, "out of memory");
     }
     if ((st = shi_heap_init(comm)) != SHOAL_OK) {
@@ -174,8 +176,10 @@ void
 shi_coll_teardown(shoal_comm *comm)
 {
     free(comm->inputs);
+    free(comm->peer_counts);
     free(comm->scratch);
-    comm->inputs  = NULL;
-    comm->scratch = NULL;
+    comm->inputs      = NULL;
+    comm->peer_counts = NULL;
+    comm->scratch     = NULL;
     shi_heap_destroy(comm);
 }

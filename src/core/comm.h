@@ -91,6 +91,7 @@ struct shoal_comm {
     unsigned char   *scratch;
     size_t           scratch_bytes;
     const void     **inputs; // nranks pointers for the reduction kernels
+    uint64_t        *peer_counts; // nranks x nranks: all_to_all_v plans
     struct shi_heap *heap; // shoal_alloc bookkeeping (heap.c)
 
     // Liveness watcher (watch.c).

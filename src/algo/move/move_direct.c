@@ -52,6 +52,7 @@ shi_move_direct_step(shoal_comm *comm, shoal_request *req)
         if (!shi_sync_all(comm, req, 1)) {
             return 0;
         }
+        shi_move_snapshot(comm, req);
         if (copy_from_peers(comm, req)) {
             return 1;
         }

@@ -1,6 +1,8 @@
 // Ranges of the data-movement collectives (see move_plan.h).
 #include "algo/move/move_plan.h"
 
+#include <string.h>
+
 #include "algo/common/algos.h"
 #include "core/engine.h"
 
@@ -22,7 +24,7 @@ static int
 alltoallv_range(shoal_comm *comm, shoal_request *req, int q, size_t *src,
     size_t *len, size_t *dst)
 {
-    const uint64_t *theirs = shm_counts_of(&comm->seg, q);
+    const uint64_t *theirs = comm->peer_counts + (size_t) q * comm->size;
     size_t          es = shi_req_esize(req), sd = 0, rd = 0;
 
     for (int p = 0; p < comm->rank; p++) {
@@ -44,6 +46,19 @@ alltoallv_range(shoal_comm *comm, shoal_request *req, int q, size_t *src,
     *len = req->rcounts[q] * es;
     *dst = rd * es;
     return 0;
+}
+
+void
+shi_move_snapshot(shoal_comm *comm, shoal_request *req)
+{
+    if (req->kind != SHI_OP_ALLTOALLV) {
+        return;
+    }
+    for (int q = 0; q < comm->size; q++) {
+        memcpy(comm->peer_counts + (size_t) q * comm->size,
+            shm_counts_of(&comm->seg, q),
+            (size_t) comm->size * sizeof(uint64_t));
+    }
 }
 
 int
@@ -95,7 +110,8 @@ shi_move_send_bytes(shoal_comm *comm, shoal_request *req, int q)
         case SHI_OP_ALLTOALL:
             return req->count * es * (size_t) comm->size;
         case SHI_OP_ALLTOALLV: {
-            const uint64_t *theirs = shm_counts_of(&comm->seg, q);
+            const uint64_t *theirs
+                = comm->peer_counts + (size_t) q * comm->size;
             for (int p = 0; p < comm->size; p++) {
                 total += theirs[p];
             }

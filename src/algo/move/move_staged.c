@@ -113,6 +113,7 @@ shi_staged_step(shoal_comm *comm, shoal_request *req)
         if (!shi_sync_all(comm, req, 1)) {
             return 0;
         }
+        shi_move_snapshot(comm, req);
         req->slot_end = count_chunks(comm, req);
         req->state    = 2;
         n++;
