@@ -239,7 +239,11 @@ shi_coll_step(shoal_comm *comm)
             req->started   = 1;
             req->sync_base = comm->sync_count;
             publish_descriptor(comm, req);
-            ring_all(comm);
+            // A barrier is announced by the counter alone; every other
+            // algorithm publishes a flag (and rings) in its first step.
+            if (req->kind == SHI_OP_BARRIER) {
+                ring_all(comm);
+            }
             n++;
         }
         int step = run_algorithm(comm, req);
