@@ -137,17 +137,33 @@ step_locked(shoal_comm *comm)
 
 // Aborts with a time-out or a departed peer if an active request calls for
 // it. Under the lock.
+// The first active request waiting for a peer that is gone, or NULL.
+static shoal_request *
+waits_for_departed(shoal_comm *comm)
+{
+    for (shoal_request *r = comm->active.head; r != NULL; r = r->anext) {
+        int p = r->blocked_on;
+        if (p >= 0 && atomic_load(&comm->peers[p].state) != SHI_PEER_LIVE) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+// Aborts with a time-out or a departed peer if an active request calls for
+// it. Under the lock.
 static void
 housekeeping_locked(shoal_comm *comm, int64_t now)
 {
-    char desc[256];
+    char           desc[256];
+    shoal_request *r;
 
-    for (shoal_request *r = comm->active.head; r != NULL; r = r->anext) {
-        int p = r->blocked_on;
+    for (r = comm->active.head; r != NULL; r = r->anext) {
         if (now > r->deadline) {
             char waiting[48] = "";
-            if (p >= 0) {
-                snprintf(waiting, sizeof(waiting), ", waiting for rank %d", p);
+            if (r->blocked_on >= 0) {
+                snprintf(waiting, sizeof(waiting), ", waiting for rank %d",
+                    r->blocked_on);
             }
             shi_req_describe(r, desc, sizeof(desc));
             shi_comm_abort(comm, SHOAL_ETIMEDOUT,
@@ -155,16 +171,22 @@ housekeeping_locked(shoal_comm *comm, int64_t now)
                 (double) (now - r->start_ns) / 1e9, comm->rank, waiting);
             return;
         }
-        if (p >= 0 && atomic_load(&comm->peers[p].state) != SHI_PEER_LIVE) {
-            shi_req_describe(r, desc, sizeof(desc));
-            shi_comm_abort(comm, SHOAL_EPEER,
-                "%s on rank %d needs rank %d (pid %d), which %s", desc,
-                comm->rank, p, comm->peers[p].pid,
-                atomic_load(&comm->peers[p].state) == SHI_PEER_LEFT
-                    ? "destroyed its communicator"
-                    : "died");
-            return;
-        }
+    }
+    // A peer that left may have published what we wait for just before its
+    // goodbye (its writes precede it): look once more before giving up.
+    if (waits_for_departed(comm) == NULL) {
+        return;
+    }
+    step_locked(comm);
+    if ((r = waits_for_departed(comm)) != NULL) {
+        int p = r->blocked_on;
+        shi_req_describe(r, desc, sizeof(desc));
+        shi_comm_abort(comm, SHOAL_EPEER,
+            "%s on rank %d needs rank %d (pid %d), which %s", desc, comm->rank,
+            p, comm->peers[p].pid,
+            atomic_load(&comm->peers[p].state) == SHI_PEER_LEFT
+                ? "destroyed its communicator"
+                : "died");
     }
 }
 
