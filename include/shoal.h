@@ -306,17 +306,18 @@ SHOAL_API int shoal_ibroadcast(shoal_comm *comm, void *buf, size_t count,
 // ---------------------------------------------------------------------------
 //
 // Buffers: `sendbuf` is read, `recvbuf` written; both stay owned by the
-// caller. Counts are in elements of `dtype`. Reduce ops: SUM, PROD, MIN, MAX
-// and AVG on every dtype (MIN/MAX propagate NaN, as torch.maximum does; AVG
-// on integer types divides the sum by the rank count rounding toward zero,
-// as torch does for integer division with rounding_mode='trunc'); BAND,
+// caller. Counts are in elements of `dtype`. Reduce ops: SUM, PROD, MIN and
+// MAX on every dtype (MIN/MAX propagate NaN, as torch.maximum does); AVG on
+// every dtype but bool (on integer types it divides the sum by the rank
+// count rounding toward zero, as torch's rounding_mode='trunc' does); BAND,
 // BOR, BXOR on integer and bool types only; PREMUL_SUM on floating types
 // only. float16 and bfloat16 accumulate in float32 and round once. Any
 // other pair fails with SHOAL_EINVAL before anything is sent. Results are
 // bitwise identical on every rank (inputs are combined in rank order).
 //
-// In-place forms are given by pointers, as noted per call; any other
-// overlap of sendbuf and recvbuf fails with SHOAL_EINVAL.
+// In-place forms are given by pointers, as noted per call (the v-variants'
+// in-place forms use the packed displacement of this rank's block); any
+// other overlap of sendbuf and recvbuf fails with SHOAL_EINVAL.
 //
 // Errors of every call: SHOAL_EINVAL (NULL buffer with count > 0, root out
 // of range, unknown dtype or op, bad dtype/op pair, overlapping buffers),
