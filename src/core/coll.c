@@ -246,9 +246,10 @@ shi_coll_step(shoal_comm *comm)
             }
             n++;
         }
-        int step = run_algorithm(comm, req);
-        n += step;
-        if (req->in_engine) {
+        n += run_algorithm(comm, req);
+        // A completed request may already be freed by its owner: look at
+        // the queue, not at the request.
+        if (comm->colls.head == req) {
             return n; // still waiting: later collectives wait behind it
         }
     }
