@@ -177,17 +177,6 @@ shi_coll_verify(shoal_comm *comm, uint32_t upto)
     return 0;
 }
 
-// Wakes every peer that sleeps (a new collective may be what it waits for).
-static void
-ring_all(shoal_comm *comm)
-{
-    for (int peer = 0; peer < comm->size; peer++) {
-        if (peer != comm->rank) {
-            shi_ring(comm, peer, 0);
-        }
-    }
-}
-
 // One step of the head collective's algorithm.
 static int
 run_algorithm(shoal_comm *comm, shoal_request *req)
@@ -242,7 +231,7 @@ shi_coll_step(shoal_comm *comm)
             // A barrier is announced by the counter alone; every other
             // algorithm publishes a flag (and rings) in its first step.
             if (req->kind == SHI_OP_BARRIER) {
-                ring_all(comm);
+                shi_ring_peers(comm);
             }
             n++;
         }

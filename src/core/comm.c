@@ -80,6 +80,16 @@ shi_ring(shoal_comm *comm, int rank, int force)
     shi_futex_wake_all(&ctl->doorbell);
 }
 
+void
+shi_ring_peers(shoal_comm *comm)
+{
+    for (int p = 0; p < comm->size; p++) {
+        if (p != comm->rank) {
+            shi_ring(comm, p, 0);
+        }
+    }
+}
+
 static void
 publish_abort(shoal_comm *comm, int status, const char *text)
 {

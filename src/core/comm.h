@@ -119,6 +119,10 @@ void shi_comm_abort(shoal_comm *comm, int status, const char *fmt, ...)
 // Wakes rank `rank`'s sleeping threads if any (or always when `force`).
 void shi_ring(shoal_comm *comm, int rank, int force);
 
+// Wakes every peer that sleeps (after publishing something they may wait
+// for).
+void shi_ring_peers(shoal_comm *comm);
+
 // Bootstrap (bootstrap.c): given rank, size, store and prefix filled in,
 // connect to the peers, set up shared memory and start the threads.
 int shi_comm_bootstrap(shoal_comm *comm, int64_t deadline);

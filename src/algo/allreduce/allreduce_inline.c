@@ -39,11 +39,7 @@ publish_line(shoal_comm *comm, shoal_request *req)
     mine->desc_hash = __atomic_load_n(
         &comm->my_ctl->desc_hash[req->seq % 2], __ATOMIC_RELAXED);
     atomic_store_explicit(&mine->use, req->slab_use, memory_order_release);
-    for (int p = 0; p < comm->size; p++) {
-        if (p != comm->rank) {
-            shi_ring(comm, p, 0);
-        }
-    }
+    shi_ring_peers(comm);
 }
 
 // 1 when every peer's line holds this use.

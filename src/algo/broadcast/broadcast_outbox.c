@@ -76,11 +76,7 @@ root_step(shoal_comm *comm, shoal_request *req)
         h->dtype       = (uint32_t) req->dtype;
         h->count       = req->count;
         atomic_store_explicit(&h->seq, req->slot + 1, memory_order_release);
-        for (int r = 0; r < comm->size; r++) {
-            if (r != comm->rank) {
-                shi_ring(comm, r, 0);
-            }
-        }
+        shi_ring_peers(comm);
         req->done += chunk;
         req->slot++;
         n++;

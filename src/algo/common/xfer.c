@@ -35,11 +35,7 @@ publish_sync(shoal_comm *comm, uint64_t value)
         return;
     }
     atomic_store_explicit(&comm->my_ctl->sync, value, memory_order_release);
-    for (int p = 0; p < comm->size; p++) {
-        if (p != comm->rank) {
-            shi_ring(comm, p, 0);
-        }
-    }
+    shi_ring_peers(comm);
 }
 
 int
@@ -207,11 +203,7 @@ void
 shi_slab_done(shoal_comm *comm, uint64_t use)
 {
     atomic_store_explicit(&comm->my_ctl->slab_done, use, memory_order_release);
-    for (int p = 0; p < comm->size; p++) {
-        if (p != comm->rank) {
-            shi_ring(comm, p, 0);
-        }
-    }
+    shi_ring_peers(comm);
 }
 
 void
