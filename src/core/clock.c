@@ -15,10 +15,16 @@ shi_now_ns(void)
 int64_t
 shi_deadline_in_ms(int64_t ms)
 {
+    return shi_deadline_after(shi_now_ns(), ms);
+}
+
+int64_t
+shi_deadline_after(int64_t now, int64_t ms)
+{
     if (ms < 0 || ms > INT64_MAX / 2000000) {
         return SHI_NO_DEADLINE;
     }
-    return shi_now_ns() + ms * 1000000;
+    return now + ms * 1000000;
 }
 
 int

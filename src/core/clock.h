@@ -12,6 +12,9 @@ int64_t shi_now_ns(void);
 // The deadline `ms` milliseconds from now (ms < 0: SHI_NO_DEADLINE).
 int64_t shi_deadline_in_ms(int64_t ms);
 
+// The deadline `ms` milliseconds after `now` (ms < 0: SHI_NO_DEADLINE).
+int64_t shi_deadline_after(int64_t now, int64_t ms);
+
 // Milliseconds left until `deadline` (0 if passed; INT32_MAX-ish capped for
 // poll(2); -1 for SHI_NO_DEADLINE, as poll(2) takes it).
 int shi_poll_timeout_ms(int64_t deadline);

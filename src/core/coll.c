@@ -53,8 +53,11 @@ publish_descriptor(shoal_comm *comm, shoal_request *req)
     __atomic_store_n(&d->algo, (uint32_t) req->algo, __ATOMIC_RELAXED);
     __atomic_store_n(&d->counts_hash, req->counts_hash, __ATOMIC_RELAXED);
     atomic_store_explicit(&d->seq, (uint32_t) req->seq, memory_order_release);
-    __atomic_store_n(&comm->my_ctl->desc_hash[req->seq % 2], shi_desc_hash(d),
-        __ATOMIC_RELAXED);
+    uint64_t hash = shi_desc_hash(d);
+    __atomic_store_n(
+        &comm->my_ctl->desc_hash[req->seq % 2], hash, __ATOMIC_RELAXED);
+    __atomic_store_n(
+        &comm->my_ctl->coll_hash[req->seq % 2], hash, __ATOMIC_RELAXED);
     atomic_store_explicit(
         &comm->my_ctl->coll_seq, (uint32_t) req->seq, memory_order_release);
 }

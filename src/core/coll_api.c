@@ -297,7 +297,7 @@ coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
     size_t count = c->counts != NULL && c->kind != SHI_OP_ALLTOALLV
         ? sum_counts(c->counts, comm->size)
         : c->count;
-    shi_req_fill(&req, comm, c->kind, c->recv, count, c->dtype, c->root);
+    shi_req_fill(&req, c->kind, c->recv, count, c->dtype, c->root);
     req.sendbuf = c->send;
     req.op      = c->op;
     req.algo    = shi_select(&comm->select, kind_coll[c->kind],

@@ -83,9 +83,14 @@ shi_ring(shoal_comm *comm, int rank, int force)
 void
 shi_ring_peers(shoal_comm *comm)
 {
+    // One fence covers every peer (see shi_ring); then ring only sleepers.
+    atomic_thread_fence(memory_order_seq_cst);
     for (int p = 0; p < comm->size; p++) {
-        if (p != comm->rank) {
-            shi_ring(comm, p, 0);
+        struct shm_ctl *ctl = shm_ctl_of(&comm->seg, p);
+        if (p != comm->rank
+            && atomic_load_explicit(&ctl->sleepers, memory_order_relaxed)
+                != 0) {
+            shi_ring(comm, p, 1);
         }
     }
 }

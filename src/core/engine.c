@@ -235,8 +235,8 @@ sleep_on_doorbell(shoal_comm *comm, shoal_request *req, int64_t deadline)
 static void
 drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
 {
-    int64_t idle_since = shi_now_ns();
-    int     yields     = 0;
+    int64_t now = 0, idle_since = 0;
+    int     yields = 0;
     char    desc[256];
     // The progress thread shares the cores with the application: it never
     // spins, and yields only briefly before sleeping, so that it costs an
@@ -252,7 +252,15 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
             pthread_mutex_unlock(&comm->lock);
             return;
         }
-        int64_t now = shi_now_ns();
+        // Reading the clock costs as much as a look at the peers: while
+        // spinning, once in 8 looks is precise enough for the spin window
+        // and the deadlines.
+        if (progressed || yields > 0 || (iter & 7) == 1) {
+            now = shi_now_ns();
+        }
+        if (idle_since == 0) {
+            idle_since = now;
+        }
         if ((iter & 255) == 0 || yields >= yield_iter) {
             housekeeping_locked(comm, now);
         }
@@ -291,6 +299,20 @@ fail_text_status(shoal_comm *comm, shoal_request *req, int st)
     return shi_comm_error(comm, st);
 }
 
+// Drives the engine from an application thread already counted in
+// app_drivers until req is done, then hands over to the progress thread.
+static int
+drive_as_app(shoal_comm *comm, shoal_request *req, int64_t deadline)
+{
+    drive(comm, req, deadline, 1);
+    pthread_mutex_lock(&comm->lock);
+    if (--comm->app_drivers == 0 && comm->active.head != NULL) {
+        pthread_cond_signal(&comm->cv);
+    }
+    pthread_mutex_unlock(&comm->lock);
+    return atomic_load_explicit(&req->status, memory_order_acquire);
+}
+
 int
 shi_engine_wait(shoal_request *req, int64_t deadline)
 {
@@ -301,13 +323,7 @@ shi_engine_wait(shoal_request *req, int64_t deadline)
         pthread_mutex_lock(&comm->lock);
         comm->app_drivers++;
         pthread_mutex_unlock(&comm->lock);
-        drive(comm, req, deadline, 1);
-        pthread_mutex_lock(&comm->lock);
-        if (--comm->app_drivers == 0 && comm->active.head != NULL) {
-            pthread_cond_signal(&comm->cv);
-        }
-        pthread_mutex_unlock(&comm->lock);
-        st = atomic_load_explicit(&req->status, memory_order_acquire);
+        st = drive_as_app(comm, req, deadline);
     }
     return st < 0 ? fail_text_status(comm, req, st) : st;
 }
@@ -319,6 +335,7 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
 
     req->comm       = comm;
     req->start_ns   = shi_now_ns();
+    req->deadline   = shi_deadline_after(req->start_ns, comm->timeout_ms);
     req->blocked_on = -1;
     atomic_store_explicit(
         &req->status, SHOAL_INPROGRESS, memory_order_relaxed);
@@ -344,12 +361,20 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
     }
     step_locked(comm);
     st = atomic_load_explicit(&req->status, memory_order_acquire);
-    if (st == SHOAL_INPROGRESS && !blocking) {
-        // The progress thread may sleep on the doorbell or on the cv.
-        shi_ring(comm, comm->rank, 0);
-        pthread_cond_signal(&comm->cv);
+    if (st == SHOAL_INPROGRESS && blocking) {
+        // The caller drives it from here (the same critical section
+        // announces it, saving a lock round trip on the fast path).
+        comm->app_drivers++;
+        pthread_mutex_unlock(&comm->lock);
+        st = drive_as_app(comm, req, req->deadline);
+    } else {
+        if (st == SHOAL_INPROGRESS) {
+            // The progress thread may sleep on the doorbell or on the cv.
+            shi_ring(comm, comm->rank, 0);
+            pthread_cond_signal(&comm->cv);
+        }
+        pthread_mutex_unlock(&comm->lock);
     }
-    pthread_mutex_unlock(&comm->lock);
     return st < 0 ? fail_text_status(comm, req, st) : st;
 }
 

@@ -20,8 +20,8 @@ void shi_engine_stop(shoal_comm *comm);
 // Hands `req` (filled in by the operation) to the engine and tries to
 // complete it at once. Returns SHOAL_OK if it completed, SHOAL_INPROGRESS if
 // it is pending, or an error (the request was not accepted; the message is
-// recorded on the comm). `blocking`: the caller will wait right away, so the
-// progress thread need not be woken.
+// recorded on the comm). `blocking`: the call drives the engine until req
+// is done (never SHOAL_INPROGRESS), and the progress thread is not woken.
 int shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking);
 
 // Drives the engine until `req` completes or `deadline` passes (then the

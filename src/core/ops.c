@@ -57,8 +57,8 @@ check_rank(shoal_comm *comm, const char *op, const char *what, int rank)
 }
 
 void
-shi_req_fill(shoal_request *req, shoal_comm *comm, int kind, const void *buf,
-    size_t count, int dtype, int peer)
+shi_req_fill(shoal_request *req, int kind, const void *buf, size_t count,
+    int dtype, int peer)
 {
     memset(req, 0, sizeof(*req));
     req->kind     = kind;
@@ -67,7 +67,6 @@ shi_req_fill(shoal_request *req, shoal_comm *comm, int kind, const void *buf,
     req->dtype    = dtype;
     req->bytes    = count * shoal_dtype_size(dtype);
     req->peer     = peer;
-    req->deadline = shi_deadline_in_ms(comm->timeout_ms);
 }
 
 static int
@@ -95,12 +94,7 @@ check_p2p(shoal_comm *comm, const char *op, const void *buf, size_t count,
 int
 shi_run_blocking(shoal_comm *comm, shoal_request *req)
 {
-    int st = shi_engine_submit(comm, req, 1);
-
-    if (st == SHOAL_INPROGRESS) {
-        st = shi_engine_wait(req, req->deadline);
-    }
-    return st;
+    return shi_engine_submit(comm, req, 1);
 }
 
 // Moves a filled stack request to the heap and starts it.
@@ -144,7 +138,7 @@ p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
     if (st != SHOAL_OK) {
         return st;
     }
-    shi_req_fill(&req, comm, kind, buf, count, (int) dtype, peer);
+    shi_req_fill(&req, kind, buf, count, (int) dtype, peer);
     req.tag = tag;
     return out != NULL ? shi_start_async(comm, &req, out)
                        : shi_run_blocking(comm, &req);
@@ -192,7 +186,7 @@ barrier(shoal_comm *comm, shoal_request **out)
     if (comm == NULL) {
         return shi_error(SHOAL_EINVAL, "barrier: the communicator is NULL");
     }
-    shi_req_fill(&req, comm, SHI_OP_BARRIER, NULL, 0, SHOAL_UINT8, -1);
+    shi_req_fill(&req, SHI_OP_BARRIER, NULL, 0, SHOAL_UINT8, -1);
     return out != NULL ? shi_start_async(comm, &req, out)
                        : shi_run_blocking(comm, &req);
 }
@@ -226,7 +220,7 @@ broadcast(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
     if (st != SHOAL_OK) {
         return st;
     }
-    shi_req_fill(&req, comm, SHI_OP_BCAST, buf, count, (int) dtype, root);
+    shi_req_fill(&req, SHI_OP_BCAST, buf, count, (int) dtype, root);
     return out != NULL ? shi_start_async(comm, &req, out)
                        : shi_run_blocking(comm, &req);
 }

@@ -79,8 +79,11 @@ struct shm_expose {
 
 // Per-rank control block.
 struct shm_ctl {
-    // Written by the owner only: last collective entered.
+    // Written by the owner only: last collective entered, and the hash of
+    // its descriptor by the number's parity (written before coll_seq), so
+    // that a barrier checks the call in the line it waits on.
     _Atomic uint32_t coll_seq SHM_ALIGNED;
+    uint64_t                  coll_hash[2];
     // Futex word others bump to wake this rank, and how many of this rank's
     // threads sleep on it (writers skip the syscall when zero).
     _Atomic uint32_t doorbell SHM_ALIGNED;
