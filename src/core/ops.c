@@ -61,12 +61,12 @@ shi_req_fill(shoal_request *req, int kind, const void *buf, size_t count,
     int dtype, int peer)
 {
     memset(req, 0, sizeof(*req));
-    req->kind     = kind;
-    req->buf      = (unsigned char *) buf;
-    req->count    = count;
-    req->dtype    = dtype;
-    req->bytes    = count * shoal_dtype_size(dtype);
-    req->peer     = peer;
+    req->kind  = kind;
+    req->buf   = (unsigned char *) buf;
+    req->count = count;
+    req->dtype = dtype;
+    req->bytes = count * shoal_dtype_size(dtype);
+    req->peer  = peer;
 }
 
 static int

@@ -7,8 +7,8 @@
 
 // Zeroes `req` and fills the fields every operation has. The start time
 // and the deadline (the comm's timeout from then) are set at submission.
-void shi_req_fill(shoal_request *req, int kind, const void *buf,
-    size_t count, int dtype, int peer);
+void shi_req_fill(shoal_request *req, int kind, const void *buf, size_t count,
+    int dtype, int peer);
 
 // Submits a filled stack request and waits for it.
 int shi_run_blocking(shoal_comm *comm, shoal_request *req);
