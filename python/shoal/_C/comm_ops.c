@@ -1,0 +1,609 @@
+// Comm's operations: each issues the non-blocking shoal call and returns a
+// Work that keeps its buffers alive. Blocking use is Work.wait() right away
+// (Python does that for async_op=False), so there is one code path.
+//
+// Buffer arguments are Buffers or anything Buffer() accepts; they must be
+// contiguous (the Python layer copies strided arrays in and out). Sizes are
+// checked here against the buffers so that no call can make the library
+// read or write past one, whatever the caller passes; the Python layer
+// checks them first with messages in the caller's terms (shapes, lists).
+#include "ext.h"
+
+#include <stdlib.h>
+
+// A new reference to a contiguous Buffer viewing `obj`, or NULL.
+static ext_buffer *
+ops_buffer(PyObject *obj, int writable, const char *what)
+{
+    ext_buffer *b;
+
+    if (Py_IS_TYPE(obj, &ext_buffer_type)) {
+        b = (ext_buffer *) Py_NewRef(obj);
+        if (writable && b->readonly) {
+            Py_DECREF(b);
+            return (ext_buffer *) ext_invalid(
+                "%s is read-only but the operation writes into it", what);
+        }
+    } else if ((b = ext_buffer_from(obj, writable)) == NULL) {
+        return NULL;
+    }
+    if (!b->contiguous) {
+        Py_DECREF(b);
+        return (ext_buffer *) ext_invalid("%s is not contiguous", what);
+    }
+    return b;
+}
+
+// As ops_buffer, but None gives a NULL buffer and no error (*out = NULL).
+static int
+ops_optional(PyObject *obj, int writable, const char *what, ext_buffer **out)
+{
+    *out = NULL;
+    if (obj == Py_None) {
+        return 0;
+    }
+    *out = ops_buffer(obj, writable, what);
+    return *out != NULL ? 0 : -1;
+}
+
+static int
+ops_same_dtype(const ext_buffer *a, const ext_buffer *b)
+{
+    if (a->dtype != b->dtype) {
+        ext_invalid("input is %s but output is %s", shoal_dtype_name(a->dtype),
+            shoal_dtype_name(b->dtype));
+        return -1;
+    }
+    return 0;
+}
+
+// `big` must hold exactly n times the elements of `small`.
+static int
+ops_times(const ext_buffer *big, const char *big_name, const ext_buffer *small,
+    const char *small_name, size_t n)
+{
+    if (big->count != small->count * n) {
+        ext_invalid("%s has %zu elements, expected %zu (%zu ranks x %zu "
+                    "elements of %s)",
+            big_name, big->count, small->count * n, n, small->count,
+            small_name);
+        return -1;
+    }
+    return 0;
+}
+
+// One operation's issue: a per-call deadline around the call, then either
+// a Work for the request or the error.
+typedef struct {
+    ext_comm      *self;
+    long long      timeout_ms; // <= 0: the communicator's default
+    shoal_request *req;
+    int            st;
+} ops_call;
+
+static int
+ops_begin(ops_call *c, ext_comm *self, long long timeout_ms)
+{
+    c->self       = self;
+    c->timeout_ms = timeout_ms;
+    c->req        = NULL;
+    c->st         = SHOAL_OK;
+    return ext_comm_check_open(self);
+}
+
+// Applies the per-call deadline right before the call (nothing can fail
+// between here and ops_end, which undoes it). set_timeout only refuses
+// values <= 0, which mean "the default" here.
+static void
+ops_deadline(ops_call *c)
+{
+    if (c->timeout_ms > 0 && c->timeout_ms != c->self->timeout_ms) {
+        shoal_comm_set_timeout(c->self->comm, c->timeout_ms);
+    }
+}
+
+// Restores the default deadline and wraps the request issued with status
+// c->st. Releases a and b (the Work holds its own references).
+static PyObject *
+ops_end(ops_call *c, ext_buffer *a, ext_buffer *b)
+{
+    PyObject *keep, *work;
+
+    if (c->timeout_ms > 0 && c->timeout_ms != c->self->timeout_ms) {
+        shoal_comm_set_timeout(c->self->comm, c->self->timeout_ms);
+    }
+    if (c->st < 0) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return ext_raise_status(c->st, c->self->comm);
+    }
+    keep = PyTuple_Pack(2, a != NULL ? (PyObject *) a : Py_None,
+        b != NULL ? (PyObject *) b : Py_None);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    if (keep == NULL) {
+        // The request must still finish before its buffers go.
+        Py_BEGIN_ALLOW_THREADS shoal_request_free(c->req);
+        Py_END_ALLOW_THREADS return NULL;
+    }
+    work = ext_work_new(c->self, c->req, keep);
+    Py_DECREF(keep);
+    return work;
+}
+
+static shoal_reduce_op
+ops_reduce_op(int kind, double scalar)
+{
+    shoal_reduce_op op = { .kind = (shoal_op_kind) kind, .scalar = scalar };
+
+    return op;
+}
+
+// Converts a list of counts to a size_t array of `n` entries (freed by
+// the caller); `sum` receives their total.
+static size_t *
+ops_counts(PyObject *list, int n, const char *what, size_t *sum)
+{
+    PyObject *seq = PySequence_Fast(list, "counts must be a list");
+    size_t   *out;
+
+    if (seq == NULL) {
+        return NULL;
+    }
+    if (PySequence_Fast_GET_SIZE(seq) != n) {
+        ext_invalid("%s has %zd entries, expected one per rank (%d)", what,
+            PySequence_Fast_GET_SIZE(seq), n);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    out  = calloc((size_t) n + 1, sizeof(size_t));
+    *sum = 0;
+    for (int i = 0; out != NULL && i < n; i++) {
+        out[i] = PyLong_AsSize_t(PySequence_Fast_GET_ITEM(seq, i));
+        if (out[i] == (size_t) -1 && PyErr_Occurred()) {
+            free(out);
+            out = NULL;
+            break;
+        }
+        *sum += out[i];
+    }
+    if (out == NULL && !PyErr_Occurred()) {
+        PyErr_NoMemory();
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
+static int
+ops_size(ext_comm *self)
+{
+    return shoal_comm_size(self->comm);
+}
+
+// ---- point-to-point -------------------------------------------------------
+
+static PyObject *
+ops_p2p(ext_comm *self, PyObject *args, int is_send)
+{
+    PyObject   *obj;
+    int         peer, tag;
+    long long   timeout;
+    ext_buffer *b;
+    ops_call    c;
+
+    if (!PyArg_ParseTuple(args, "OiiL", &obj, &peer, &tag, &timeout)
+        || ops_begin(&c, self, timeout) < 0
+        || (b = ops_buffer(
+                obj, !is_send, is_send ? "send buffer" : "receive buffer"))
+            == NULL) {
+        return NULL;
+    }
+    ops_deadline(&c);
+    c.st = is_send ? shoal_isend(
+               self->comm, b->data, b->count, b->dtype, peer, tag, &c.req)
+                   : shoal_irecv(self->comm, b->data, b->count, b->dtype, peer,
+                       tag, &c.req);
+    return ops_end(&c, b, NULL);
+}
+
+static PyObject *
+ops_send(ext_comm *self, PyObject *args)
+{
+    return ops_p2p(self, args, 1);
+}
+
+static PyObject *
+ops_recv(ext_comm *self, PyObject *args)
+{
+    return ops_p2p(self, args, 0);
+}
+
+// ---- barrier, broadcast ---------------------------------------------------
+
+static PyObject *
+ops_barrier(ext_comm *self, PyObject *args)
+{
+    long long timeout;
+    ops_call  c;
+
+    if (!PyArg_ParseTuple(args, "L", &timeout)
+        || ops_begin(&c, self, timeout) < 0) {
+        return NULL;
+    }
+    ops_deadline(&c);
+    c.st = shoal_ibarrier(self->comm, &c.req);
+    return ops_end(&c, NULL, NULL);
+}
+
+static PyObject *
+ops_broadcast(ext_comm *self, PyObject *args)
+{
+    PyObject   *obj;
+    int         root;
+    long long   timeout;
+    ext_buffer *b;
+    ops_call    c;
+
+    if (!PyArg_ParseTuple(args, "OiL", &obj, &root, &timeout)
+        || ops_begin(&c, self, timeout) < 0
+        || (b = ops_buffer(obj, 1, "tensor")) == NULL) {
+        return NULL;
+    }
+    ops_deadline(&c);
+    c.st = shoal_ibroadcast(
+        self->comm, b->data, b->count, b->dtype, root, &c.req);
+    return ops_end(&c, b, NULL);
+}
+
+// ---- reductions -----------------------------------------------------------
+
+static PyObject *
+ops_all_reduce(ext_comm *self, PyObject *args)
+{
+    PyObject   *in, *out;
+    int         kind;
+    double      scalar;
+    long long   timeout;
+    ext_buffer *s = NULL, *r = NULL;
+    ops_call    c;
+
+    if (!PyArg_ParseTuple(args, "OOidL", &in, &out, &kind, &scalar, &timeout)
+        || ops_begin(&c, self, timeout) < 0
+        || (s = ops_buffer(in, 0, "input")) == NULL
+        || (r = ops_buffer(out, 1, "output")) == NULL
+        || ops_same_dtype(s, r) < 0 || ops_times(r, "output", s, "input", 1)) {
+        Py_XDECREF(s);
+        Py_XDECREF(r);
+        return NULL;
+    }
+    ops_deadline(&c);
+    c.st = shoal_iall_reduce(self->comm, s->data, r->data, r->count, r->dtype,
+        ops_reduce_op(kind, scalar), &c.req);
+    return ops_end(&c, s, r);
+}
+
+// Output only on the root; None elsewhere.
+static PyObject *
+ops_reduce(ext_comm *self, PyObject *args)
+{
+    PyObject   *in, *out;
+    int         kind, root;
+    double      scalar;
+    long long   timeout;
+    ext_buffer *s = NULL, *r = NULL;
+    ops_call    c;
+
+    if (!PyArg_ParseTuple(
+            args, "OOidiL", &in, &out, &kind, &scalar, &root, &timeout)
+        || ops_begin(&c, self, timeout) < 0
+        || (s = ops_buffer(in, 0, "input")) == NULL
+        || ops_optional(out, 1, "output", &r) < 0
+        || (r != NULL
+            && (ops_same_dtype(s, r) < 0
+                || ops_times(r, "output", s, "input", 1) < 0))) {
+        Py_XDECREF(s);
+        Py_XDECREF(r);
+        return NULL;
+    }
+    if (r == NULL && root == shoal_comm_rank(self->comm)) {
+        Py_DECREF(s);
+        return ext_invalid("reduce: the root needs an output");
+    }
+    ops_deadline(&c);
+    c.st = shoal_ireduce(self->comm, s->data, r != NULL ? r->data : NULL,
+        s->count, s->dtype, ops_reduce_op(kind, scalar), root, &c.req);
+    return ops_end(&c, s, r);
+}
+
+static PyObject *
+ops_reduce_scatter(ext_comm *self, PyObject *args)
+{
+    PyObject   *in, *out;
+    int         kind;
+    double      scalar;
+    long long   timeout;
+    ext_buffer *s = NULL, *r = NULL;
+    ops_call    c;
+
+    if (!PyArg_ParseTuple(args, "OOidL", &in, &out, &kind, &scalar, &timeout)
+        || ops_begin(&c, self, timeout) < 0
+        || (s = ops_buffer(in, 0, "input")) == NULL
+        || (r = ops_buffer(out, 1, "output")) == NULL
+        || ops_same_dtype(s, r) < 0
+        || ops_times(s, "input", r, "output", ops_size(self)) < 0) {
+        Py_XDECREF(s);
+        Py_XDECREF(r);
+        return NULL;
+    }
+    ops_deadline(&c);
+    c.st = shoal_ireduce_scatter(self->comm, s->data, r->data, r->count,
+        r->dtype, ops_reduce_op(kind, scalar), &c.req);
+    return ops_end(&c, s, r);
+}
+
+static PyObject *
+ops_reduce_scatter_v(ext_comm *self, PyObject *args)
+{
+    PyObject   *in, *out, *list;
+    int         kind;
+    double      scalar;
+    long long   timeout;
+    ext_buffer *s = NULL, *r = NULL;
+    size_t     *counts = NULL, total;
+    ops_call    c;
+
+    if (!PyArg_ParseTuple(
+            args, "OOOidL", &in, &out, &list, &kind, &scalar, &timeout)
+        || ops_begin(&c, self, timeout) < 0
+        || (s = ops_buffer(in, 0, "input")) == NULL
+        || (r = ops_buffer(out, 1, "output")) == NULL
+        || ops_same_dtype(s, r) < 0
+        || (counts = ops_counts(list, ops_size(self), "counts", &total))
+            == NULL) {
+        Py_XDECREF(s);
+        Py_XDECREF(r);
+        return NULL;
+    }
+    if (total != s->count || counts[shoal_comm_rank(self->comm)] != r->count) {
+        ext_invalid("reduce_scatter_v: counts sum to %zu for an input "
+                    "of %zu elements, and give this rank %zu for an "
+                    "output of %zu",
+            total, s->count, counts[shoal_comm_rank(self->comm)], r->count);
+        free(counts);
+        Py_DECREF(s);
+        Py_DECREF(r);
+        return NULL;
+    }
+    ops_deadline(&c);
+    c.st = shoal_ireduce_scatter_v(self->comm, s->data, r->data, counts,
+        r->dtype, ops_reduce_op(kind, scalar), &c.req);
+    free(counts);
+    return ops_end(&c, s, r);
+}
+
+// ---- data movement --------------------------------------------------------
+
+static PyObject *
+ops_all_gather(ext_comm *self, PyObject *args)
+{
+    PyObject   *in, *out;
+    long long   timeout;
+    ext_buffer *s = NULL, *r = NULL;
+    ops_call    c;
+
+    if (!PyArg_ParseTuple(args, "OOL", &in, &out, &timeout)
+        || ops_begin(&c, self, timeout) < 0
+        || (s = ops_buffer(in, 0, "input")) == NULL
+        || (r = ops_buffer(out, 1, "output")) == NULL
+        || ops_same_dtype(s, r) < 0
+        || ops_times(r, "output", s, "input", ops_size(self)) < 0) {
+        Py_XDECREF(s);
+        Py_XDECREF(r);
+        return NULL;
+    }
+    ops_deadline(&c);
+    c.st = shoal_iall_gather(
+        self->comm, s->data, r->data, s->count, s->dtype, &c.req);
+    return ops_end(&c, s, r);
+}
+
+static PyObject *
+ops_all_gather_v(ext_comm *self, PyObject *args)
+{
+    PyObject   *in, *out, *list;
+    long long   timeout;
+    ext_buffer *s = NULL, *r = NULL;
+    size_t     *counts = NULL, total;
+    ops_call    c;
+
+    if (!PyArg_ParseTuple(args, "OOOL", &in, &out, &list, &timeout)
+        || ops_begin(&c, self, timeout) < 0
+        || (s = ops_buffer(in, 0, "input")) == NULL
+        || (r = ops_buffer(out, 1, "output")) == NULL
+        || ops_same_dtype(s, r) < 0
+        || (counts = ops_counts(list, ops_size(self), "counts", &total))
+            == NULL) {
+        Py_XDECREF(s);
+        Py_XDECREF(r);
+        return NULL;
+    }
+    if (total != r->count || counts[shoal_comm_rank(self->comm)] != s->count) {
+        ext_invalid("all_gather_v: counts sum to %zu for an output "
+                    "of %zu elements, and give this rank %zu for an "
+                    "input of %zu",
+            total, r->count, counts[shoal_comm_rank(self->comm)], s->count);
+        free(counts);
+        Py_DECREF(s);
+        Py_DECREF(r);
+        return NULL;
+    }
+    ops_deadline(&c);
+    c.st = shoal_iall_gather_v(
+        self->comm, s->data, r->data, counts, r->dtype, &c.req);
+    free(counts);
+    return ops_end(&c, s, r);
+}
+
+static PyObject *
+ops_all_to_all(ext_comm *self, PyObject *args)
+{
+    PyObject   *in, *out;
+    long long   timeout;
+    ext_buffer *s = NULL, *r = NULL;
+    size_t      n;
+    ops_call    c;
+
+    if (!PyArg_ParseTuple(args, "OOL", &in, &out, &timeout)
+        || ops_begin(&c, self, timeout) < 0
+        || (s = ops_buffer(in, 0, "input")) == NULL
+        || (r = ops_buffer(out, 1, "output")) == NULL
+        || ops_same_dtype(s, r) < 0
+        || ops_times(r, "output", s, "input", 1) < 0) {
+        Py_XDECREF(s);
+        Py_XDECREF(r);
+        return NULL;
+    }
+    n = (size_t) ops_size(self);
+    if (s->count % n != 0) {
+        Py_DECREF(s);
+        Py_DECREF(r);
+        return ext_invalid("all_to_all: %zu elements do not split evenly "
+                           "over %zu ranks",
+            s->count, n);
+    }
+    ops_deadline(&c);
+    c.st = shoal_iall_to_all(
+        self->comm, s->data, r->data, s->count / n, s->dtype, &c.req);
+    return ops_end(&c, s, r);
+}
+
+static PyObject *
+ops_all_to_all_v(ext_comm *self, PyObject *args)
+{
+    PyObject   *in, *out, *slist, *rlist;
+    long long   timeout;
+    ext_buffer *s = NULL, *r = NULL;
+    size_t     *sc = NULL, *rc = NULL, stotal, rtotal;
+    ops_call    c;
+
+    if (!PyArg_ParseTuple(args, "OOOOL", &in, &slist, &out, &rlist, &timeout)
+        || ops_begin(&c, self, timeout) < 0
+        || (s = ops_buffer(in, 0, "input")) == NULL
+        || (r = ops_buffer(out, 1, "output")) == NULL
+        || ops_same_dtype(s, r) < 0
+        || (sc = ops_counts(slist, ops_size(self), "send counts", &stotal))
+            == NULL
+        || (rc = ops_counts(rlist, ops_size(self), "receive counts", &rtotal))
+            == NULL) {
+        free(sc);
+        Py_XDECREF(s);
+        Py_XDECREF(r);
+        return NULL;
+    }
+    if (stotal > s->count || rtotal > r->count) {
+        free(sc);
+        free(rc);
+        Py_DECREF(s);
+        Py_DECREF(r);
+        return ext_invalid("all_to_all_v: send counts sum to %zu for an "
+                           "input of %zu elements, receive counts to %zu "
+                           "for an output of %zu",
+            stotal, s->count, rtotal, r->count);
+    }
+    ops_deadline(&c);
+    c.st = shoal_iall_to_all_v(
+        self->comm, s->data, sc, r->data, rc, r->dtype, &c.req);
+    free(sc);
+    free(rc);
+    return ops_end(&c, s, r);
+}
+
+// Gather: output only on the root. Scatter: input only on the root.
+static PyObject *
+ops_rooted(ext_comm *self, PyObject *args, int is_gather)
+{
+    PyObject   *in, *out;
+    int         root;
+    long long   timeout;
+    ext_buffer *s = NULL, *r = NULL, *whole, *part;
+    ops_call    c;
+
+    if (!PyArg_ParseTuple(args, "OOiL", &in, &out, &root, &timeout)
+        || ops_begin(&c, self, timeout) < 0
+        || ops_optional(in, 0, "input", &s) < 0
+        || ops_optional(out, 1, "output", &r) < 0) {
+        goto fail;
+    }
+    whole = is_gather ? r : s;
+    part  = is_gather ? s : r;
+    if (part == NULL
+        || (whole == NULL && root == shoal_comm_rank(self->comm))) {
+        ext_invalid("%s: every rank needs its %s, the root its %s",
+            is_gather ? "gather" : "scatter", is_gather ? "input" : "output",
+            is_gather ? "output" : "input");
+        goto fail;
+    }
+    if (whole != NULL
+        && (ops_same_dtype(s, r) < 0
+            || ops_times(whole, is_gather ? "output" : "input", part,
+                   is_gather ? "input" : "output", ops_size(self))
+                < 0)) {
+        goto fail;
+    }
+    ops_deadline(&c);
+    c.st = is_gather ? shoal_igather(self->comm, s->data,
+               r != NULL ? r->data : NULL, s->count, s->dtype, root, &c.req)
+                     : shoal_iscatter(self->comm, s != NULL ? s->data : NULL,
+                         r->data, r->count, r->dtype, root, &c.req);
+    return ops_end(&c, s, r);
+fail:
+    Py_XDECREF(s);
+    Py_XDECREF(r);
+    return NULL;
+}
+
+static PyObject *
+ops_gather(ext_comm *self, PyObject *args)
+{
+    return ops_rooted(self, args, 1);
+}
+
+static PyObject *
+ops_scatter(ext_comm *self, PyObject *args)
+{
+    return ops_rooted(self, args, 0);
+}
+
+PyMethodDef ext_comm_op_methods[] = {
+    { "send", (PyCFunction) ops_send, METH_VARARGS,
+        "send(buf, dst, tag, timeout_ms) -> Work" },
+    { "recv", (PyCFunction) ops_recv, METH_VARARGS,
+        "recv(buf, src, tag, timeout_ms) -> Work" },
+    { "barrier", (PyCFunction) ops_barrier, METH_VARARGS,
+        "barrier(timeout_ms) -> Work" },
+    { "broadcast", (PyCFunction) ops_broadcast, METH_VARARGS,
+        "broadcast(buf, root, timeout_ms) -> Work" },
+    { "all_reduce", (PyCFunction) ops_all_reduce, METH_VARARGS,
+        "all_reduce(input, output, op, scalar, timeout_ms) -> Work" },
+    { "reduce", (PyCFunction) ops_reduce, METH_VARARGS,
+        "reduce(input, output|None, op, scalar, root, timeout_ms) -> Work" },
+    { "reduce_scatter", (PyCFunction) ops_reduce_scatter, METH_VARARGS,
+        "reduce_scatter(input, output, op, scalar, timeout_ms) -> Work" },
+    { "reduce_scatter_v", (PyCFunction) ops_reduce_scatter_v, METH_VARARGS,
+        "reduce_scatter_v(input, output, counts, op, scalar, timeout_ms) "
+        "-> Work" },
+    { "all_gather", (PyCFunction) ops_all_gather, METH_VARARGS,
+        "all_gather(input, output, timeout_ms) -> Work" },
+    { "all_gather_v", (PyCFunction) ops_all_gather_v, METH_VARARGS,
+        "all_gather_v(input, output, counts, timeout_ms) -> Work" },
+    { "all_to_all", (PyCFunction) ops_all_to_all, METH_VARARGS,
+        "all_to_all(input, output, timeout_ms) -> Work" },
+    { "all_to_all_v", (PyCFunction) ops_all_to_all_v, METH_VARARGS,
+        "all_to_all_v(input, send_counts, output, recv_counts, timeout_ms) "
+        "-> Work" },
+    { "gather", (PyCFunction) ops_gather, METH_VARARGS,
+        "gather(input, output|None, root, timeout_ms) -> Work" },
+    { "scatter", (PyCFunction) ops_scatter, METH_VARARGS,
+        "scatter(input|None, output, root, timeout_ms) -> Work" },
+    { NULL, NULL, 0, NULL },
+};

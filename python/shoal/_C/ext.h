@@ -1,0 +1,112 @@
+// shoal._C: the objects and helpers the extension's files share.
+//
+// Three types: Buffer (a view of caller memory through DLPack or the buffer
+// protocol), Comm (a shoal_comm) and Work (a shoal_request plus the buffers
+// it uses). The Python package above validates arguments with readable
+// messages; the checks here keep memory safe whatever Python passes.
+#ifndef SHOAL_EXT_H
+#define SHOAL_EXT_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+
+#include "shoal.h"
+
+// ---- Buffer (buffer.c) ----------------------------------------------------
+
+typedef struct {
+    PyObject_HEAD PyObject *obj; // the exporter, kept alive with the view
+    char                   *data; // first element
+    size_t                  count; // elements
+    size_t                  itemsize;
+    int                     dtype; // shoal_dtype
+    int                     ndim;
+    int64_t                *shape; // ndim entries (owned)
+    int64_t                *strides; // in elements (owned)
+    int                     contiguous; // C order, no gaps
+    int                     readonly;
+    void                   *managed; // DLPack tensor to release, or NULL
+    int                     versioned; // managed is the 1.0 struct
+    int                     has_view; // `view` holds a buffer-protocol view
+    Py_buffer               view;
+} ext_buffer;
+
+extern PyTypeObject ext_buffer_type;
+
+// Views `obj` (any __dlpack__ exporter, else the buffer protocol). With
+// `writable`, read-only memory is refused. Returns a new reference or NULL
+// with an exception set.
+ext_buffer *ext_buffer_from(PyObject *obj, int writable);
+
+// Readies the type and the constants it uses. Returns 0 or -1.
+int ext_buffer_init(void);
+
+// ---- Comm (comm.c, comm_ops.c) --------------------------------------------
+
+struct ext_work;
+
+typedef struct {
+    PyObject_HEAD shoal_comm *comm; // NULL after finalize
+    int64_t                   timeout_ms; // default deadline of operations
+    int                       abort_on_error; // abort() on outside faults
+    struct ext_work          *works; // works whose request is still live
+} ext_comm;
+
+extern PyTypeObject ext_comm_type;
+extern PyMethodDef  ext_comm_op_methods[]; // comm_ops.c, NULL-terminated
+
+// Readies the type (with both method tables). Returns 0 or -1.
+int ext_comm_init(void);
+
+// Returns 0, or -1 with an exception when the communicator was finalized.
+int ext_comm_check_open(ext_comm *self);
+
+// ---- Work (work.c) --------------------------------------------------------
+
+typedef struct ext_work {
+    PyObject_HEAD shoal_request *req; // NULL once finished
+    int                          status; // final status once req is NULL
+    PyObject                    *error; // message of a failed operation
+    ext_comm                    *comm; // strong reference
+    PyObject                    *keep; // buffers used until completion
+    struct ext_work             *prev, *next; // comm->works
+    int                          waiting; // a thread is in shoal_wait
+} ext_work;
+
+extern PyTypeObject ext_work_type;
+
+// Wraps a request just issued on `comm`; the work keeps `keep` alive until
+// the request completes. Steals nothing. On failure frees `req` (waiting
+// for it) and returns NULL with an exception set.
+PyObject *ext_work_new(ext_comm *comm, shoal_request *req, PyObject *keep);
+
+// Finishes every live work of `comm` (waits for it, frees its request) so
+// the communicator can be destroyed. Returns 0, or -1 with an exception.
+int ext_work_drain(ext_comm *comm);
+
+// ---- Errors (errors.c) ----------------------------------------------------
+
+extern PyObject *ext_exc_base; // ShoalError
+extern PyObject *ext_exc_invalid; // InvalidArgumentError
+
+// Creates the exception classes and adds them to `module`.
+int ext_errors_init(PyObject *module);
+
+// Raises the exception class mapped from `status` with `message` (or the
+// status's own sentence when message is NULL or empty). Returns NULL.
+PyObject *ext_raise(int status, const char *message);
+
+// Raises for a failed shoal call, with the most specific message: this
+// thread's last error, else the communicator's. Returns NULL.
+PyObject *ext_raise_status(int status, const shoal_comm *comm);
+
+// Raises InvalidArgumentError with a formatted message. Returns NULL.
+PyObject *ext_invalid(const char *fmt, ...);
+
+// True for the faults that abort a communicator (timeout, dead peer,
+// mismatch, aborted).
+int ext_is_outside_fault(int status);
+
+#endif // SHOAL_EXT_H

@@ -1,0 +1,102 @@
+// shoal._C: module initialisation. Registers the Buffer, Comm and Work
+// types, the exception classes and the library's constants.
+#include "ext.h"
+
+PyMODINIT_FUNC PyInit__C(void);
+
+static PyObject *
+module_version(PyObject *mod, PyObject *unused)
+{
+    (void) mod;
+    (void) unused;
+    return PyLong_FromLong(shoal_version());
+}
+
+static PyObject *
+module_strerror(PyObject *mod, PyObject *arg)
+{
+    long status = PyLong_AsLong(arg);
+
+    (void) mod;
+    if (status == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    return PyUnicode_FromString(shoal_strerror((int) status));
+}
+
+static PyMethodDef module_methods[] = {
+    { "version", module_version, METH_NOARGS,
+        "libshoal's version as MAJOR * 10000 + MINOR * 100 + PATCH." },
+    { "strerror", module_strerror, METH_O,
+        "strerror(status): the sentence describing a shoal status." },
+    { NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name    = "shoal._C",
+    .m_doc     = "The C core of shoal's Python front end.",
+    .m_size    = -1,
+    .m_methods = module_methods,
+};
+
+static int
+module_add_type(PyObject *m, const char *name, PyTypeObject *type)
+{
+    Py_INCREF(type);
+    if (PyModule_AddObject(m, name, (PyObject *) type) < 0) {
+        Py_DECREF(type);
+        return -1;
+    }
+    return 0;
+}
+
+// {name: value} for dtypes ("float32": SHOAL_FLOAT32) and reduce ops.
+static int
+module_add_names(
+    PyObject *m, const char *attr, int n, const char *(*name_of)(int) )
+{
+    PyObject *d = PyDict_New();
+
+    for (int i = 0; d != NULL && i < n; i++) {
+        PyObject *v = PyLong_FromLong(i);
+
+        if (v == NULL || PyDict_SetItemString(d, name_of(i), v) < 0) {
+            Py_XDECREF(v);
+            Py_CLEAR(d);
+            break;
+        }
+        Py_DECREF(v);
+    }
+    if (d == NULL || PyModule_AddObject(m, attr, d) < 0) {
+        Py_XDECREF(d);
+        return -1;
+    }
+    return 0;
+}
+
+PyMODINIT_FUNC
+PyInit__C(void)
+{
+    PyObject *m;
+
+    if (ext_buffer_init() < 0 || ext_comm_init() < 0
+        || PyType_Ready(&ext_work_type) < 0) {
+        return NULL;
+    }
+    m = PyModule_Create(&module_def);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (module_add_type(m, "Buffer", &ext_buffer_type) < 0
+        || module_add_type(m, "Comm", &ext_comm_type) < 0
+        || module_add_type(m, "Work", &ext_work_type) < 0
+        || ext_errors_init(m) < 0
+        || module_add_names(m, "DTYPES", SHOAL_DTYPE_COUNT, shoal_dtype_name)
+            < 0
+        || module_add_names(m, "OPS", SHOAL_OP_COUNT, shoal_op_name) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

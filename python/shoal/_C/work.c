@@ -1,0 +1,241 @@
+// Work: one non-blocking shoal operation as seen from Python.
+//
+// A work owns its shoal_request until the operation finishes, and keeps the
+// buffers it reads or writes (and its communicator) alive until then. It is
+// finished by wait(), by an is_completed() that finds it done, by the
+// communicator's finalize, or by its own deallocation, which waits: a work
+// dropped without wait() never leaves the library writing into freed memory.
+#include "ext.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static void
+work_link(ext_work *w)
+{
+    ext_comm *c = w->comm;
+
+    w->prev = NULL;
+    w->next = c->works;
+    if (c->works != NULL) {
+        c->works->prev = w;
+    }
+    c->works = w;
+}
+
+static void
+work_unlink(ext_work *w)
+{
+    if (w->prev != NULL) {
+        w->prev->next = w->next;
+    } else {
+        w->comm->works = w->next;
+    }
+    if (w->next != NULL) {
+        w->next->prev = w->prev;
+    }
+    w->prev = w->next = NULL;
+}
+
+// torchcomms' abort_process_on_timeout_or_error: a fault that breaks the
+// communicator ends the process, so no rank is left waiting on it.
+static void
+work_abort_if_asked(ext_work *w)
+{
+    if (!w->comm->abort_on_error || !ext_is_outside_fault(w->status)) {
+        return;
+    }
+    fprintf(stderr,
+        "shoal: %s (%s); aborting the process because "
+        "abort_process_on_timeout_or_error is set "
+        "(TORCHCOMM_ABORT_ON_ERROR)\n",
+        w->error != NULL ? PyUnicode_AsUTF8(w->error) : "",
+        shoal_status_name(w->status));
+    fflush(stderr);
+    abort();
+}
+
+// Records the final status `st` of the request (right after the shoal call
+// that returned it, so this thread's last error is its message), then
+// releases the request and the buffers.
+static void
+work_finish(ext_work *w, int st)
+{
+    shoal_request *req = w->req;
+
+    w->status = st;
+    if (st < 0) {
+        const char *text = shoal_last_error();
+
+        if (text == NULL || *text == '\0') {
+            text = shoal_comm_last_error(w->comm->comm);
+        }
+        w->error = PyUnicode_FromString(text != NULL ? text : "");
+        if (w->error == NULL) {
+            PyErr_Clear(); // the status alone still says what failed
+        }
+    }
+    w->req = NULL;
+    work_unlink(w);
+    shoal_request_free(req); // complete: returns at once
+    Py_CLEAR(w->keep);
+    work_abort_if_asked(w);
+}
+
+// Blocks in shoal_wait without the GIL, then finishes the work.
+static void
+work_block(ext_work *w, int64_t timeout_ms)
+{
+    shoal_request *req = w->req;
+    int            st;
+
+    w->waiting                        = 1;
+    Py_BEGIN_ALLOW_THREADS st         = shoal_wait(req, timeout_ms);
+    Py_END_ALLOW_THREADS   w->waiting = 0;
+    work_finish(w, st);
+}
+
+static PyObject *
+work_result(ext_work *w)
+{
+    if (w->status >= 0) {
+        Py_RETURN_TRUE;
+    }
+    return ext_raise(
+        w->status, w->error != NULL ? PyUnicode_AsUTF8(w->error) : NULL);
+}
+
+PyObject *
+ext_work_new(ext_comm *comm, shoal_request *req, PyObject *keep)
+{
+    ext_work *w = PyObject_New(ext_work, &ext_work_type);
+
+    if (w == NULL) {
+        Py_BEGIN_ALLOW_THREADS shoal_request_free(req);
+        Py_END_ALLOW_THREADS return NULL;
+    }
+    w->req     = req;
+    w->status  = SHOAL_INPROGRESS;
+    w->error   = NULL;
+    w->comm    = (ext_comm *) Py_NewRef(comm);
+    w->keep    = Py_XNewRef(keep);
+    w->waiting = 0;
+    work_link(w);
+    return (PyObject *) w;
+}
+
+int
+ext_work_drain(ext_comm *comm)
+{
+    while (comm->works != NULL) {
+        ext_work *w = comm->works;
+
+        if (w->waiting) {
+            PyErr_SetString(PyExc_RuntimeError,
+                "finalize: another thread is waiting on this "
+                "communicator's work");
+            return -1;
+        }
+        Py_INCREF(w); // finishing may drop the last other reference
+        work_block(w, -1);
+        Py_DECREF(w);
+    }
+    return 0;
+}
+
+static PyObject *
+work_wait(ext_work *w, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = { "timeout", NULL };
+    PyObject    *timeout = Py_None;
+    int64_t      ms      = -1;
+
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "|O:wait", names, &timeout)) {
+        return NULL;
+    }
+    if (timeout != Py_None) {
+        double s = PyFloat_AsDouble(timeout);
+
+        if (s == -1.0 && PyErr_Occurred()) {
+            return NULL;
+        }
+        ms = s <= 0 ? 0 : (int64_t) (s * 1000.0 + 0.5);
+    }
+    if (w->req != NULL && w->waiting) {
+        PyErr_SetString(
+            PyExc_RuntimeError, "another thread is waiting on this work");
+        return NULL;
+    }
+    if (w->req != NULL) {
+        work_block(w, ms);
+    }
+    return work_result(w);
+}
+
+static PyObject *
+work_is_completed(ext_work *w, PyObject *unused)
+{
+    int st;
+
+    (void) unused;
+    if (w->req == NULL) {
+        Py_RETURN_TRUE;
+    }
+    if (w->waiting) {
+        Py_RETURN_FALSE; // the waiting thread finishes it
+    }
+    st = shoal_test(w->req);
+    if (st == SHOAL_INPROGRESS) {
+        Py_RETURN_FALSE;
+    }
+    work_finish(w, st);
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+work_get_status(ext_work *w, void *closure)
+{
+    (void) closure;
+    return PyLong_FromLong(w->req != NULL ? SHOAL_INPROGRESS : w->status);
+}
+
+static void
+work_dealloc(ext_work *w)
+{
+    if (w->req != NULL) {
+        work_block(w, -1);
+    }
+    Py_XDECREF(w->error);
+    Py_XDECREF(w->keep);
+    Py_DECREF(w->comm);
+    PyObject_Free(w);
+}
+
+static PyMethodDef work_methods[] = {
+    { "wait", (PyCFunction) (void (*)(void)) work_wait,
+        METH_VARARGS | METH_KEYWORDS,
+        "wait(timeout=None): block (without the GIL) until the operation "
+        "completes; True, or raises its error. A timeout in seconds "
+        "shorter than the operation's deadline fails and aborts it." },
+    { "is_completed", (PyCFunction) work_is_completed, METH_NOARGS,
+        "True once the operation has finished (wait() raises if it "
+        "failed)." },
+    { NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef work_getset[] = {
+    { "status", (getter) work_get_status, NULL,
+        "shoal status: 1 in progress, 0 done, negative failed", NULL },
+    { NULL, NULL, NULL, NULL, NULL },
+};
+
+PyTypeObject ext_work_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shoal._C.Work",
+    .tp_basicsize                          = sizeof(ext_work),
+    .tp_dealloc                            = (destructor) work_dealloc,
+    .tp_flags                              = Py_TPFLAGS_DEFAULT,
+    .tp_doc     = "A non-blocking shoal operation (made by Comm methods).",
+    .tp_methods = work_methods,
+    .tp_getset  = work_getset,
+};
