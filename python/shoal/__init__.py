@@ -1,0 +1,47 @@
+"""shoal: collective communication for tensors on CPUs.
+
+A torchcomms-style API over libshoal::
+
+    import shoal
+    comm = shoal.new_comm("shoal", "cpu", name="main")
+    comm.all_reduce(t, shoal.ReduceOp.SUM, async_op=True).wait()
+    comm.finalize()
+
+Works with torch tensors, numpy arrays and any object with ``__dlpack__`` or
+the buffer protocol; torch is not needed to import shoal.
+"""
+
+import os as _os
+
+from . import _C
+from ._C import (
+    AbortedError,
+    CommTimeoutError,
+    InvalidArgumentError,
+    MismatchError,
+    PeerError,
+    ShoalError,
+)
+from .bootstrap import new_comm
+from .comm import Comm
+from .reduce_op import ReduceOp, RedOpType
+from .work import Work
+
+__version__ = "%d.%d.%d" % (_C.version() // 10000, _C.version() // 100 % 100,
+                            _C.version() % 100)
+
+__all__ = [
+    "AbortedError", "Comm", "CommTimeoutError", "InvalidArgumentError",
+    "MismatchError", "PeerError", "RedOpType", "ReduceOp", "ShoalError",
+    "Work", "get_include", "get_library_dir", "new_comm",
+]
+
+
+def get_include():
+    """Directory holding shoal.h (for building C code against libshoal)."""
+    return _os.path.join(_os.path.dirname(__file__), "include")
+
+
+def get_library_dir():
+    """Directory holding libshoal.so."""
+    return _os.path.join(_os.path.dirname(__file__), "lib")

@@ -1,0 +1,118 @@
+"""What shoal needs from an array library: views, copies and temporaries.
+
+Operations run on torch tensors, numpy arrays, or any object with
+``__dlpack__`` or the buffer protocol. torch and numpy are used only when the
+caller's objects come from them (``sys.modules`` is consulted, nothing is
+imported for a torch tensor), so ``import shoal`` needs neither. Other
+objects are seen through numpy when it is installed, which gives them
+copies and temporaries too; without numpy they still work where no copy is
+needed (contiguous arrays, one per argument).
+"""
+
+import sys
+
+from . import _C
+
+InvalidArgumentError = _C.InvalidArgumentError
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def _numpy():
+    return sys.modules.get("numpy")
+
+
+def is_torch(x):
+    torch = _torch()
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def normalize(x, what):
+    """Returns x as a torch tensor, a numpy array, or (without numpy) as is.
+
+    Refuses torch tensors that are not on the CPU, naming `what`.
+    """
+    if is_torch(x):
+        if x.device.type != "cpu":
+            raise InvalidArgumentError(
+                f"{what} is on {x.device}: shoal moves CPU tensors only "
+                "(use .cpu(), or the gloo/nccl backends for devices)")
+        # DLPack refuses tensors that require grad; the data is the same.
+        return x.detach() if x.requires_grad else x
+    np = _numpy()
+    if np is None or isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "__dlpack__"):
+        return np.from_dlpack(x)
+    try:
+        return np.asarray(memoryview(x))
+    except TypeError:
+        raise InvalidArgumentError(
+            f"{what} is a {type(x).__name__}, not an array: pass a torch "
+            "tensor, a numpy array, or an object with __dlpack__ or the "
+            "buffer protocol") from None
+
+
+def describe(b):
+    """'float32 of shape (2, 3)' for a Buffer."""
+    return f"{b.dtype} of shape {tuple(b.shape)}"
+
+
+def contiguous(x):
+    """x itself when contiguous, else a contiguous copy."""
+    if is_torch(x):
+        return x if x.is_contiguous() else x.contiguous()
+    np = _numpy()
+    if np is not None and isinstance(x, np.ndarray):
+        return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+    return x  # the extension reports what it cannot use
+
+
+def empty(like, count):
+    """A new contiguous 1-D array of `count` elements of like's dtype."""
+    if is_torch(like):
+        return _torch().empty(count, dtype=like.dtype)
+    np = _numpy()
+    if np is not None and isinstance(like, np.ndarray):
+        return np.empty(count, dtype=like.dtype)
+    raise InvalidArgumentError(
+        f"a {type(like).__name__} needs numpy for this operation's "
+        "temporary buffer: install numpy, or pass numpy arrays or torch "
+        "tensors")
+
+
+def flat(x):
+    """A 1-D view of contiguous x."""
+    return x.reshape(-1)
+
+
+def copy_into(dst, src):
+    """Copies the elements of src into dst in order (shapes may differ)."""
+    if is_torch(dst):
+        dst.copy_(src.reshape(dst.shape))
+    else:
+        dst[...] = src.reshape(dst.shape)
+
+
+def pack(items, out):
+    """Copies each array of `items` into consecutive pieces of 1-D `out`."""
+    pos = 0
+    for x in items:
+        n = _numel(x)
+        copy_into(out[pos:pos + n], x)
+        pos += n
+
+
+def unpack(src, items):
+    """Copies consecutive pieces of 1-D `src` into each array of `items`."""
+    pos = 0
+    for x in items:
+        n = _numel(x)
+        copy_into(x, src[pos:pos + n])
+        pos += n
+
+
+def _numel(x):
+    return x.numel() if is_torch(x) else x.size

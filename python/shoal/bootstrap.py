@@ -1,0 +1,83 @@
+"""new_comm: creating communicators, from the launch environment or a store.
+
+Without a store, libshoal reads the launcher's variables itself (shoalrun,
+torchrun, mpirun, srun: see the README). With a store (a torch.distributed
+Store, or anything with set(key, value) and get(key)), rank 0 picks a free
+local port and a random job secret and publishes both under a key unique to
+this communicator; every rank then creates the communicator with that
+address (rank 0 serves libshoal's store there) and proves the secret.
+Rank and size then come from the environment, as in torchcomms.
+"""
+
+import itertools
+import secrets
+import socket
+
+from . import _C, _env
+from .comm import Comm
+
+_BACKENDS = ("shoal",)
+_store_keys = {}  # (id(store), name) -> counter: one key per new_comm
+
+
+def new_comm(backend, device, name=None,
+             abort_process_on_timeout_or_error=None, timeout=None,
+             store=None, hints=None):
+    """Creates a communicator over every rank of the job (collective).
+
+    backend: "shoal". device: "cpu" or torch.device("cpu"). timeout: the
+    default deadline of operations (timedelta or seconds; default
+    TORCHCOMM_TIMEOUT_SECONDS, SHOAL_TIMEOUT_SECONDS or 600 s).
+    abort_process_on_timeout_or_error: on a timeout, a dead peer or
+    mismatched calls, abort the process instead of raising (default
+    TORCHCOMM_ABORT_ON_ERROR, else True, as torchcomms).
+    """
+    if backend not in _BACKENDS:
+        raise _C.InvalidArgumentError(
+            f"new_comm: backend {backend!r} is not one of {_BACKENDS}")
+    device = _check_device(device)
+    if hints is not None and not isinstance(hints, dict):
+        raise _C.InvalidArgumentError("new_comm: hints must be a dict")
+    abort = _env.abort_on_error(abort_process_on_timeout_or_error)
+    kwargs = dict(timeout_ms=_env.default_timeout_ms(timeout), name=name,
+                  abort_on_error=abort)
+    if store is not None:
+        kwargs.update(_from_store(store, name or "world"))
+    c = _C.Comm(**kwargs)
+    return Comm(c, name=name or c.name, device=device, backend=backend,
+                hints=hints, abort_process_on_timeout_or_error=abort)
+
+
+def _check_device(device):
+    text = "cpu" if device is None else str(device)
+    if text.split(":")[0] != "cpu":
+        raise _C.InvalidArgumentError(
+            f"new_comm: device {text!r}: shoal runs on CPUs only")
+    return device if device is not None else "cpu"
+
+
+def _from_store(store, name):
+    rank, size = _env.rank_size()
+    if not 0 <= rank < size:
+        raise _C.InvalidArgumentError(
+            f"new_comm: rank {rank} is outside 0..{size - 1}")
+    args = dict(rank=rank, size=size)
+    if size == 1:
+        return args
+    counter = _store_keys.setdefault((id(store), name), itertools.count())
+    key = f"shoal/{name}/{next(counter)}"
+    if rank == 0:
+        store.set(key, f"127.0.0.1:{_free_port()} {secrets.token_hex(32)}")
+    value = store.get(key)
+    if isinstance(value, bytes):
+        value = value.decode()
+    address, secret = value.split()
+    args.update(store=address, secret=secret)
+    return args
+
+
+def _free_port():
+    """A port nobody listens on now; rank 0's libshoal binds it next."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,451 @@
+"""Comm: the torchcomms-style communicator over a shoal._C.Comm.
+
+Every operation takes ``(..., async_op=False, hints=None, timeout=None)``
+and returns a Work. Arguments are checked here, on the calling rank and
+before anything is sent, so a bad call raises InvalidArgumentError with a
+message naming what differs and leaves the communicator usable. What one
+rank cannot check alone (other ranks passing different sizes) the library
+finds at the collective's first synchronisation: MismatchError on every
+rank.
+
+Contiguous CPU arrays are used in place. Strided arrays and tensor lists
+go through contiguous temporaries, copied in before and out after.
+"""
+
+from . import _C, _arrays, _env
+from .reduce_op import as_reduce_op
+from .work import Work
+
+InvalidArgumentError = _C.InvalidArgumentError
+
+
+class _Stage:
+    """Buffers of one call, and the copies to make when it completes."""
+
+    __slots__ = ("op", "after")
+
+    def __init__(self, op):
+        self.op = op
+        self.after = []
+
+    def read(self, x, what):
+        """A Buffer the operation reads from x."""
+        x = _arrays.normalize(x, f"{self.op}: {what}")
+        return _C.Buffer(_arrays.contiguous(x))
+
+    def write(self, x, what):
+        """A Buffer the operation writes (and may read); strided x gets a
+        contiguous copy whose result is copied back."""
+        x = _arrays.normalize(x, f"{self.op}: {what}")
+        c = _arrays.contiguous(x)
+        if c is not x:
+            self.after.append(lambda: _arrays.copy_into(x, c))
+        return _C.Buffer(c, True)
+
+    def meta(self, items, what):
+        """Normalized arrays of a list and a Buffer describing each."""
+        arrays = [_arrays.normalize(x, f"{self.op}: {what}[{i}]")
+                  for i, x in enumerate(items)]
+        return arrays, [_C.Buffer(x) for x in arrays]
+
+    def packed(self, like, arrays, total):
+        """A temporary holding `arrays` back to back (for inputs)."""
+        tmp = _arrays.empty(like, total)
+        _arrays.pack(arrays, tmp)
+        return _C.Buffer(tmp)
+
+    def unpacked(self, like, arrays, total):
+        """A temporary whose pieces are copied into `arrays` after."""
+        tmp = _arrays.empty(like, total)
+        self.after.append(lambda: _arrays.unpack(tmp, arrays))
+        return _C.Buffer(tmp, True)
+
+    def finish(self):
+        after = self.after
+        if not after:
+            return None
+        if len(after) == 1:
+            return after[0]
+        return lambda: [f() for f in after]
+
+
+def _desc(b):
+    return _arrays.describe(b)
+
+
+class Comm:
+    """A communicator (made by shoal.new_comm or Comm.split)."""
+
+    def __init__(self, c, *, name, device="cpu", backend="shoal",
+                 hints=None, abort_process_on_timeout_or_error=False):
+        self._c = c
+        self._name = name
+        self._device = device
+        self._backend = backend
+        self._hints = dict(hints or {})
+        self._abort = abort_process_on_timeout_or_error
+        self._rank = c.rank
+        self._size = c.size
+
+    # ---- identity and life --------------------------------------------------
+
+    def get_rank(self):
+        return self._rank
+
+    def get_size(self):
+        return self._size
+
+    def get_name(self):
+        return self._name
+
+    def get_device(self):
+        return self._device
+
+    def get_backend(self):
+        return self._backend
+
+    def get_hints(self):
+        return dict(self._hints)
+
+    def get_timeout(self):
+        """The default deadline of operations, in seconds."""
+        return self._c.timeout_ms / 1000.0
+
+    def set_timeout(self, timeout):
+        """Sets the default deadline (timedelta or seconds) of later
+        operations."""
+        ms = _env.op_timeout_ms(timeout)
+        if ms <= 0:
+            raise InvalidArgumentError("set_timeout: timeout must be > 0")
+        self._c.set_timeout(ms)
+
+    def finalize(self):
+        """Waits for this rank's pending operations, then releases the
+        communicator. Local; later operations raise."""
+        self._c.finalize()
+
+    def split(self, ranks, name=None, hints=None, timeout=None):
+        """Collective over this communicator: the listed ranks form a new
+        one, ranked in list order. Ranks outside every group pass [] and
+        get None; a non-empty list must contain the caller."""
+        ranks = [int(r) for r in ranks]
+        for r in ranks:
+            self._check_rank("split", r, "rank")
+        if ranks and self._rank not in ranks:
+            raise InvalidArgumentError(
+                f"split: rank {self._rank} is not in {ranks} (ranks outside "
+                "every new group pass [])")
+        if len(set(ranks)) != len(ranks):
+            raise InvalidArgumentError(f"split: {ranks} repeats a rank")
+        c = self._c.split(ranks)
+        if c is None:
+            return None
+        return Comm(c, name=name or c.name, device=self._device,
+                    backend=self._backend,
+                    hints=self._hints if hints is None else hints,
+                    abort_process_on_timeout_or_error=self._abort)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.finalize()
+
+    def __repr__(self):
+        return (f"<shoal.Comm {self._name!r} rank {self._rank} of "
+                f"{self._size}>")
+
+    # ---- checks ---------------------------------------------------------
+
+    def _check_rank(self, op, r, what):
+        if isinstance(r, bool) or not isinstance(r, int) \
+                or not 0 <= r < self._size:
+            raise InvalidArgumentError(
+                f"{op}: {what} {r!r} is outside 0..{self._size - 1}")
+
+    def _check_list(self, op, items, what):
+        if not isinstance(items, (list, tuple)) or len(items) != self._size:
+            n = len(items) if isinstance(items, (list, tuple)) else None
+            raise InvalidArgumentError(
+                f"{op}: {what} must be a list of one tensor per rank "
+                f"({self._size}), got "
+                + (f"{n}" if n is not None else type(items).__name__))
+
+    @staticmethod
+    def _check_dtype(op, b, what, ref, ref_what):
+        if b.dtype != ref.dtype:
+            raise InvalidArgumentError(
+                f"{op}: {what} is {_desc(b)} but {ref_what} is "
+                f"{_desc(ref)}: dtypes differ")
+
+    @staticmethod
+    def _check_count(op, b, what, expect, why):
+        if b.count != expect:
+            raise InvalidArgumentError(
+                f"{op}: {what} has {b.count} elements ({_desc(b)}), "
+                f"expected {expect} ({why})")
+
+    def _check_like(self, op, bufs, what, ref, ref_what):
+        for i, b in enumerate(bufs):
+            self._check_dtype(op, b, f"{what}[{i}]", ref, ref_what)
+            self._check_count(op, b, f"{what}[{i}]", ref.count,
+                              f"as many as {ref_what}")
+
+    @staticmethod
+    def _run(stage, c_work, async_op):
+        work = Work(c_work, stage.finish() if stage is not None else None)
+        if not async_op:
+            work.wait()
+        return work
+
+    # ---- point-to-point -------------------------------------------------
+
+    def send(self, tensor, dst, async_op=False, hints=None, timeout=None,
+             tag=0):
+        """Sends tensor to rank dst (matched in order by dst's recv)."""
+        self._check_rank("send", dst, "dst")
+        b = _Stage("send").read(tensor, "tensor")
+        return self._run(None, self._c.send(b, dst, tag,
+                                            _env.op_timeout_ms(timeout)),
+                         async_op)
+
+    def recv(self, tensor, src, async_op=False, hints=None, timeout=None,
+             tag=0):
+        """Receives into tensor from rank src (same size and dtype)."""
+        self._check_rank("recv", src, "src")
+        s = _Stage("recv")
+        b = s.write(tensor, "tensor")
+        return self._run(s, self._c.recv(b, src, tag,
+                                         _env.op_timeout_ms(timeout)),
+                         async_op)
+
+    # ---- collectives in place -------------------------------------------
+
+    def barrier(self, async_op=False, hints=None, timeout=None):
+        return self._run(None, self._c.barrier(_env.op_timeout_ms(timeout)),
+                         async_op)
+
+    def broadcast(self, tensor, root, async_op=False, hints=None,
+                  timeout=None):
+        """Every rank's tensor becomes root's."""
+        self._check_rank("broadcast", root, "root")
+        s = _Stage("broadcast")
+        b = s.write(tensor, "tensor")
+        return self._run(s, self._c.broadcast(b, root,
+                                              _env.op_timeout_ms(timeout)),
+                         async_op)
+
+    def all_reduce(self, tensor, op, async_op=False, hints=None,
+                   timeout=None):
+        """Every rank's tensor becomes the reduction of all of them."""
+        kind, scalar = as_reduce_op(op).kind_and_scalar()
+        s = _Stage("all_reduce")
+        b = s.write(tensor, "tensor")
+        return self._run(s, self._c.all_reduce(b, b, kind, scalar,
+                                               _env.op_timeout_ms(timeout)),
+                         async_op)
+
+    def reduce(self, tensor, root, op, async_op=False, hints=None,
+               timeout=None):
+        """Root's tensor becomes the reduction; others' are unchanged."""
+        self._check_rank("reduce", root, "root")
+        kind, scalar = as_reduce_op(op).kind_and_scalar()
+        s = _Stage("reduce")
+        if self._rank == root:
+            b = s.write(tensor, "tensor")
+            out = b
+        else:
+            b, out = s.read(tensor, "tensor"), None
+        return self._run(s, self._c.reduce(b, out, kind, scalar, root,
+                                           _env.op_timeout_ms(timeout)),
+                         async_op)
+
+    # ---- gathers and scatters -------------------------------------------
+
+    def all_gather(self, tensor_list, tensor, async_op=False, hints=None,
+                   timeout=None):
+        """tensor_list[r] receives rank r's tensor."""
+        s = _Stage("all_gather")
+        ib = s.read(tensor, "tensor")
+        self._check_list("all_gather", tensor_list, "tensor_list")
+        outs, obs = s.meta(tensor_list, "tensor_list")
+        self._check_like("all_gather", obs, "tensor_list", ib, "tensor")
+        tmp = s.unpacked(ib.obj, outs, ib.count * self._size)
+        return self._run(s, self._c.all_gather(ib, tmp,
+                                               _env.op_timeout_ms(timeout)),
+                         async_op)
+
+    def all_gather_single(self, output, input, async_op=False, hints=None,
+                          timeout=None):
+        """output holds every rank's input, in rank order."""
+        s = _Stage("all_gather_single")
+        ib, ob = s.read(input, "input"), s.write(output, "output")
+        self._check_dtype("all_gather_single", ob, "output", ib, "input")
+        self._check_count("all_gather_single", ob, "output",
+                          ib.count * self._size,
+                          f"{self._size} ranks x {ib.count} elements of "
+                          "input")
+        return self._run(s, self._c.all_gather(ib, ob,
+                                               _env.op_timeout_ms(timeout)),
+                         async_op)
+
+    def reduce_scatter(self, output, input_list, op, async_op=False,
+                       hints=None, timeout=None):
+        """output on rank r becomes the reduction of every rank's
+        input_list[r]."""
+        kind, scalar = as_reduce_op(op).kind_and_scalar()
+        s = _Stage("reduce_scatter")
+        ob = s.write(output, "output")
+        self._check_list("reduce_scatter", input_list, "input_list")
+        ins, ibs = s.meta(input_list, "input_list")
+        self._check_like("reduce_scatter", ibs, "input_list", ob, "output")
+        tmp = s.packed(ob.obj, ins, ob.count * self._size)
+        return self._run(s, self._c.reduce_scatter(
+            tmp, ob, kind, scalar, _env.op_timeout_ms(timeout)), async_op)
+
+    def reduce_scatter_single(self, output, input, op, async_op=False,
+                              hints=None, timeout=None):
+        """output on rank r becomes the reduction of block r of every
+        rank's input."""
+        kind, scalar = as_reduce_op(op).kind_and_scalar()
+        s = _Stage("reduce_scatter_single")
+        ib, ob = s.read(input, "input"), s.write(output, "output")
+        self._check_dtype("reduce_scatter_single", ob, "output", ib, "input")
+        self._check_count("reduce_scatter_single", ib, "input",
+                          ob.count * self._size,
+                          f"{self._size} ranks x {ob.count} elements of "
+                          "output")
+        return self._run(s, self._c.reduce_scatter(
+            ib, ob, kind, scalar, _env.op_timeout_ms(timeout)), async_op)
+
+    def gather(self, output_tensor_list, input_tensor, root, async_op=False,
+               hints=None, timeout=None):
+        """On root, output_tensor_list[r] receives rank r's input_tensor;
+        the list is not used elsewhere."""
+        self._check_rank("gather", root, "root")
+        s = _Stage("gather")
+        ib = s.read(input_tensor, "input_tensor")
+        tmp = None
+        if self._rank == root:
+            self._check_list("gather", output_tensor_list,
+                             "output_tensor_list")
+            outs, obs = s.meta(output_tensor_list, "output_tensor_list")
+            self._check_like("gather", obs, "output_tensor_list", ib,
+                             "input_tensor")
+            tmp = s.unpacked(ib.obj, outs, ib.count * self._size)
+        return self._run(s, self._c.gather(ib, tmp, root,
+                                           _env.op_timeout_ms(timeout)),
+                         async_op)
+
+    def scatter(self, output_tensor, input_tensor_list, root, async_op=False,
+                hints=None, timeout=None):
+        """Rank r's output_tensor receives root's input_tensor_list[r]; the
+        list is not used elsewhere."""
+        self._check_rank("scatter", root, "root")
+        s = _Stage("scatter")
+        ob = s.write(output_tensor, "output_tensor")
+        tmp = None
+        if self._rank == root:
+            self._check_list("scatter", input_tensor_list,
+                             "input_tensor_list")
+            ins, ibs = s.meta(input_tensor_list, "input_tensor_list")
+            self._check_like("scatter", ibs, "input_tensor_list", ob,
+                             "output_tensor")
+            tmp = s.packed(ob.obj, ins, ob.count * self._size)
+        return self._run(s, self._c.scatter(tmp, ob, root,
+                                            _env.op_timeout_ms(timeout)),
+                         async_op)
+
+    # ---- all-to-all -----------------------------------------------------
+
+    def all_to_all(self, output_tensor_list, input_tensor_list,
+                   async_op=False, hints=None, timeout=None):
+        """output_tensor_list[p] receives rank p's input_tensor_list[r]
+        (r being this rank); sizes may differ per pair."""
+        s = _Stage("all_to_all")
+        self._check_list("all_to_all", input_tensor_list,
+                         "input_tensor_list")
+        self._check_list("all_to_all", output_tensor_list,
+                         "output_tensor_list")
+        ins, ibs = s.meta(input_tensor_list, "input_tensor_list")
+        outs, obs = s.meta(output_tensor_list, "output_tensor_list")
+        for i, b in enumerate(ibs[1:] + obs):
+            what = (f"input_tensor_list[{i + 1}]" if i + 1 < len(ibs)
+                    else f"output_tensor_list[{i + 1 - len(ibs)}]")
+            self._check_dtype("all_to_all", b, what, ibs[0],
+                              "input_tensor_list[0]")
+        scounts = [b.count for b in ibs]
+        rcounts = [b.count for b in obs]
+        tin = s.packed(ins[0], ins, sum(scounts))
+        tout = s.unpacked(ins[0], outs, sum(rcounts))
+        return self._run(s, self._c.all_to_all_v(
+            tin, scounts, tout, rcounts, _env.op_timeout_ms(timeout)),
+            async_op)
+
+    def all_to_all_single(self, output, input, async_op=False, hints=None,
+                          timeout=None):
+        """Block p of input goes to rank p; block r of output comes from
+        rank r (equal blocks)."""
+        s = _Stage("all_to_all_single")
+        ib, ob = s.read(input, "input"), s.write(output, "output")
+        self._check_dtype("all_to_all_single", ob, "output", ib, "input")
+        self._check_count("all_to_all_single", ob, "output", ib.count,
+                          "as many as input")
+        if ib.count % self._size:
+            raise InvalidArgumentError(
+                f"all_to_all_single: input has {ib.count} elements "
+                f"({_desc(ib)}), which do not split evenly over "
+                f"{self._size} ranks")
+        return self._run(s, self._c.all_to_all(ib, ob,
+                                               _env.op_timeout_ms(timeout)),
+                         async_op)
+
+    def all_to_all_v_single(self, output, input, output_split_sizes,
+                            input_split_sizes, async_op=False, hints=None,
+                            timeout=None):
+        """As all_to_all_single with per-rank split sizes along the first
+        dimension; empty (or None) split lists mean equal splits."""
+        op = "all_to_all_v_single"
+        s = _Stage(op)
+        ib, ob = s.read(input, "input"), s.write(output, "output")
+        self._check_dtype(op, ob, "output", ib, "input")
+        irow, orow = _row(ib), _row(ob)
+        if ib.ndim and ob.ndim and irow != orow:
+            raise InvalidArgumentError(
+                f"{op}: input is {_desc(ib)} and output is {_desc(ob)}: "
+                "their dimensions after the first differ")
+        scounts = self._splits(op, input_split_sizes, "input_split_sizes",
+                               ib) 
+        rcounts = self._splits(op, output_split_sizes, "output_split_sizes",
+                               ob)
+        return self._run(s, self._c.all_to_all_v(
+            ib, [n * irow for n in scounts], ob, [n * orow for n in rcounts],
+            _env.op_timeout_ms(timeout)), async_op)
+
+    def _splits(self, op, sizes, what, b):
+        """Rows per rank along b's first dimension."""
+        rows = b.shape[0] if b.ndim else b.count
+        if not sizes:
+            if rows % self._size:
+                raise InvalidArgumentError(
+                    f"{op}: {what} is empty, so {_desc(b)} is split evenly, "
+                    f"but {rows} rows do not divide over {self._size} ranks")
+            return [rows // self._size] * self._size
+        sizes = [int(n) for n in sizes]
+        if len(sizes) != self._size or min(sizes) < 0:
+            raise InvalidArgumentError(
+                f"{op}: {what} {sizes} must have one entry >= 0 per rank "
+                f"({self._size})")
+        if sum(sizes) != rows:
+            raise InvalidArgumentError(
+                f"{op}: {what} {sizes} sum to {sum(sizes)} but the tensor "
+                f"({_desc(b)}) has {rows} rows")
+        return sizes
+
+
+def _row(b):
+    """Elements per index of the first dimension."""
+    n = 1
+    for extent in b.shape[1:]:
+        n *= extent
+    return n
