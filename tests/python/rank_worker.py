@@ -1,0 +1,36 @@
+"""One rank of a RankPool (see harness.py): runs cases until told to stop.
+
+Replies go to a private copy of stdout; fd 1 itself is pointed at stderr
+so that anything a case or a library prints cannot corrupt the protocol.
+"""
+
+import json
+import os
+import sys
+import traceback
+
+reply = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+import cases  # noqa: E402  (after the redirection)
+
+
+def main():
+    state = cases.State()
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req["case"] == "__exit__":
+            break
+        try:
+            value = getattr(cases, req["case"])(state, *req["args"])
+            answer = {"ok": True, "value": value}
+        except BaseException as e:  # report everything, keep serving
+            answer = {"ok": False, "type": type(e).__name__,
+                      "error": traceback.format_exc()}
+        reply.write(json.dumps(answer) + "\n")
+        reply.flush()
+    state.close()
+
+
+main()
