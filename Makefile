@@ -5,8 +5,8 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build run test test-full test-unit test-asan test-tsan test-valgrind bench \
-        format check-format clean
+.PHONY: all deps build run test test-full test-unit test-python test-asan test-tsan \
+        test-valgrind bench format check-format clean
 
 all: build
 
@@ -23,10 +23,24 @@ build: $(BUILD)/build.ninja
 run: build
 	$(BUILD)/tools/shoalrun -n 4 --tag-output $(BUILD)/examples/shoal-example-hello
 
-# Every test: unit, multi-process and failure tests, then the install check.
+# Every test: unit, multi-process and failure tests, the install check,
+# then the Python tests.
 test: build
 	$(BUILD)/tests/shoal_tests
 	scripts/check-install.sh $(BUILD)
+	$(MAKE) --no-print-directory test-python
+
+# The Python package: `pip install .` into a virtual environment under
+# $(BUILD) (it sees the system's packages, so an installed torch is used),
+# then pytest over multi-process cases on 1-4 ranks. The CMake tree of the
+# wheel build is kept in $(BUILD)/python-wheel, so rebuilds are incremental.
+PYTHON ?= python3
+PYENV   = $(BUILD)/pyenv
+test-python: | deps
+	@PYTHON=$(PYTHON) scripts/install-deps.sh --venv $(PYENV)
+	$(PYENV)/bin/python -m pip install --quiet --no-build-isolation --no-deps \
+	    -C build-dir=$(BUILD)/python-wheel .
+	cd tests/python && $(abspath $(PYENV))/bin/python -m pytest -q $(PYTEST_ARGS)
 
 # The whole collective matrix (every dtype x op x count x world size),
 # instead of the sample `make test` runs. Takes much longer.

@@ -2,18 +2,27 @@
 # Installs what building and testing shoal needs and a fresh Debian machine
 # may lack: a C compiler, CMake, Ninja, pkg-config, OpenSSL's libcrypto
 # headers; with --ci also clang-format and valgrind, with --bench Open MPI
-# (the peer the benchmarks compare against). Only missing tools are
-# installed; nothing happens when all are present.
+# (the peer the benchmarks compare against); with --venv DIR what building
+# and testing the Python package needs: Python with its headers and venv
+# module (Debian packages), a virtual environment at DIR created from
+# $PYTHON (python3) that also sees the system's packages, and in it
+# scikit-build-core, numpy, pytest, pytest-timeout and torch==2.13.0 unless
+# already importable. Only missing things are installed; nothing happens
+# when all are present.
 set -euo pipefail
 
 ci=0
 bench=0
-for arg in "$@"; do
-    case "$arg" in
+venv=
+python=${PYTHON:-python3}
+while [ $# -gt 0 ]; do
+    case "$1" in
         --ci) ci=1 ;;
         --bench) bench=1 ;;
-        *) echo "usage: install-deps.sh [--ci] [--bench]" >&2; exit 2 ;;
+        --venv) venv=${2:?--venv needs a directory}; shift ;;
+        *) echo "usage: install-deps.sh [--ci] [--bench] [--venv DIR]" >&2; exit 2 ;;
     esac
+    shift
 done
 
 missing=()
@@ -33,12 +42,43 @@ if [ "$bench" = 1 ]; then
     need mpirun openmpi-bin
 fi
 
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "install-deps: installing ${missing[*]}"
-if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "install-deps: please install: ${missing[*]}" >&2
-    exit 1
+if [ -n "$venv" ] && [ ! -x "$venv/bin/python" ]; then
+    if ! command -v "$python" >/dev/null 2>&1; then
+        missing+=(python3 python3-dev python3-venv)
+    else
+        # Headers for the extension module, ensurepip for the venv.
+        "$python" -c 'import os, sysconfig, sys
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+            || missing+=(python3-dev)
+        "$python" -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+    fi
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "install-deps: installing ${missing[*]}"
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "install-deps: please install: ${missing[*]}" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+[ -n "$venv" ] || exit 0
+if [ ! -x "$venv/bin/python" ]; then
+    "$python" -m venv --system-site-packages "$venv"
+fi
+python=$venv/bin/python
+# Python packages, by import name and what pip installs for it. torch is
+# pinned: a CPU build is all the tests need (a newer one may pull CUDA).
+pips=()
+want() { "$python" -c "import $1" >/dev/null 2>&1 || pips+=("$2"); }
+want scikit_build_core scikit-build-core
+want numpy numpy
+want pytest pytest
+want pytest_timeout pytest-timeout
+want torch torch==2.13.0
+[ ${#pips[@]} -eq 0 ] && exit 0
+echo "install-deps: pip installing ${pips[*]}"
+"$python" -m pip install --quiet "${pips[@]}"
