@@ -10,6 +10,7 @@ pool (the next test starts a fresh one) and fails with each rank's stderr.
 
 import json
 import os
+import resource
 import secrets
 import selectors
 import socket
@@ -151,9 +152,15 @@ class Pools:
         self.pools.clear()
 
 
-def spawn(size, code, extra_env=None, timeout=60, store=True):
+def _no_core():
+    # Cases that end in abort() must not leave core files behind.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def spawn(size, code, extra_env=None, timeout=60, store=True, argv=None):
     """Runs `code` (a Python program) on `size` fresh ranks; returns the
-    list of (returncode, stdout, stderr)."""
+    list of (returncode, stdout, stderr). With store=False the ranks get
+    TORCHCOMM_RANK/SIZE and TEST_STORE_PORT instead of SHOAL_*."""
     port = free_port()
     secret = secrets.token_hex(16)
     procs = []
@@ -165,8 +172,9 @@ def spawn(size, code, extra_env=None, timeout=60, store=True):
             env.update(TORCHCOMM_RANK=str(r), TORCHCOMM_SIZE=str(size),
                        TEST_STORE_PORT=str(port))
         procs.append(subprocess.Popen(
-            [sys.executable, "-c", code], stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env, cwd=HERE, text=True))
+            argv or [sys.executable, "-c", code], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=env, cwd=HERE, text=True,
+            preexec_fn=_no_core))
     out = []
     deadline = time.monotonic() + timeout
     for p in procs:

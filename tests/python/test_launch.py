@@ -1,0 +1,133 @@
+"""Ways to start ranks and make communicators: torch stores, launchers,
+the bundled shoalrun; import without torch; dead ranks and
+abort_process_on_timeout_or_error."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from harness import HERE, free_port, spawn
+
+COMMON = """
+import os, sys, numpy as np, shoal
+def allreduce_ones(comm):
+    t = np.ones(3, dtype=np.float32)
+    comm.all_reduce(t, shoal.ReduceOp.SUM)
+    assert t.tolist() == [comm.get_size()] * 3, t
+"""
+
+
+def ok(results):
+    for rank, (rc, out, err) in enumerate(results):
+        assert rc == 0, f"rank {rank} exited {rc}:\n{out}\n{err}"
+    return [out for _, out, _ in results]
+
+
+def test_import_without_torch():
+    code = COMMON.replace("import os", "import sys; sys.modules['torch'] = None\nimport os") + """
+comm = shoal.new_comm("shoal", "cpu")
+allreduce_ones(comm)
+comm.finalize()
+print("torch" in sys.modules and sys.modules["torch"] is not None)
+"""
+    assert ok(spawn(1, code)) == ["False\n"]
+
+
+@pytest.mark.parametrize("kind", ["tcp", "file"])
+def test_torch_store_bootstrap(kind, tmp_path):
+    pytest.importorskip("torch")
+    code = COMMON + f"""
+import torch.distributed as dist
+rank, size = int(os.environ["TORCHCOMM_RANK"]), int(os.environ["TORCHCOMM_SIZE"])
+if {kind!r} == "tcp":
+    store = dist.TCPStore("127.0.0.1", int(os.environ["TEST_STORE_PORT"]),
+                          size, rank == 0)
+else:
+    store = dist.FileStore({str(tmp_path / "store")!r}, size)
+# Two communicators with one name on one store get different keys.
+a = shoal.new_comm("shoal", "cpu", name="x", store=store,
+                   abort_process_on_timeout_or_error=False)
+b = shoal.new_comm("shoal", "cpu", name="x", store=store,
+                   abort_process_on_timeout_or_error=False)
+allreduce_ones(a)
+allreduce_ones(b)
+assert (a.get_rank(), a.get_size()) == (rank, size)
+a.finalize()
+b.finalize()
+print("done")
+"""
+    assert ok(spawn(3, code, store=False)) == ["done\n"] * 3
+
+
+def test_torchrun():
+    pytest.importorskip("torch")
+    code = COMMON + """
+comm = shoal.new_comm("shoal", "cpu", name="main")
+allreduce_ones(comm)
+print(comm.get_rank(), comm.get_size())
+comm.finalize()
+"""
+    env = dict(os.environ, TORCHCOMM_ABORT_ON_ERROR="0", OMP_NUM_THREADS="1")
+    for name in ("SHOAL_RANK", "SHOAL_SIZE", "SHOAL_STORE"):
+        env.pop(name, None)
+    port = free_port()
+    r = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+         "2", "--master-addr", "127.0.0.1", "--master-port", str(port),
+         "--no-python", sys.executable, "-c", code],
+        env=env, cwd=HERE, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(r.stdout.split("\n")[:-1]) == ["0 2", "1 2"], r.stdout
+
+
+def test_bundled_shoalrun():
+    code = COMMON + """
+comm = shoal.new_comm("shoal", "cpu")
+allreduce_ones(comm)
+print("rank", comm.get_rank(), "of", comm.get_size())
+comm.finalize()
+"""
+    env = dict(os.environ, TORCHCOMM_ABORT_ON_ERROR="0")
+    r = subprocess.run(
+        [sys.executable, "-m", "shoal.run", "-n", "3", sys.executable, "-c",
+         code], env=env, cwd=HERE, capture_output=True, text=True,
+        timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(r.stdout.split("\n")[:-1]) == [
+        f"rank {i} of 3" for i in range(3)], r.stdout
+    # The console scripts pip made next to the interpreter.
+    bindir = os.path.dirname(sys.executable)
+    for name in ("shoalrun", "shoal-perf"):
+        assert os.access(os.path.join(bindir, name), os.X_OK), name
+
+
+DEAD_PEER = COMMON + """
+comm = shoal.new_comm("shoal", "cpu", timeout=20)
+allreduce_ones(comm)
+if comm.get_rank() == 1:
+    os._exit(3)  # dies without a word
+t = np.ones(1 << 16, dtype=np.float32)
+try:
+    comm.all_reduce(t, shoal.ReduceOp.SUM)
+except shoal.PeerError as e:
+    print("PeerError", e)
+"""
+
+
+def test_dead_peer_raises():
+    results = spawn(2, DEAD_PEER, timeout=30)
+    rc, out, err = results[0]
+    assert rc == 0 and out.startswith("PeerError"), (rc, out, err)
+    assert results[1][0] == 3
+
+
+def test_abort_on_error_by_default():
+    # TORCHCOMM_ABORT_ON_ERROR unset: torchcomms' default is to abort.
+    results = spawn(2, DEAD_PEER, timeout=30,
+                    extra_env={"TORCHCOMM_ABORT_ON_ERROR": ""})
+    rc, out, err = results[0]
+    assert rc == -signal.SIGABRT, (rc, out, err)
+    assert "aborting the process" in err, err
