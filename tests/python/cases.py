@@ -623,3 +623,39 @@ def op_timeout(state):
             raise AssertionError("peer of a timed-out rank saw no error")
     drop(state)
     return text
+
+
+def gil_released(state):
+    """While rank 0 waits in a barrier for rank 1 (which sleeps first), a
+    Python thread of rank 0 keeps running: the wait does not hold the GIL.
+    An async barrier returns at once and overlaps Python work."""
+    import threading
+    comm = state.comm
+    rank = comm.get_rank()
+    if rank != 0:
+        time.sleep(0.5)
+        comm.barrier()
+        time.sleep(0.5)
+        comm.barrier()
+        return None
+    ticks, stop = [0], threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            ticks[0] += 1
+
+    th = threading.Thread(target=spin)
+    th.start()
+    comm.barrier()
+    stop.set()
+    th.join()
+    start = time.monotonic()
+    work = comm.barrier(async_op=True)
+    issued = time.monotonic() - start
+    busy = 0
+    while not work.is_completed():
+        busy += 1  # Python work while the barrier is in flight
+    work.wait()
+    assert issued < 0.2, issued
+    assert ticks[0] > 1000, ticks
+    return [ticks[0], busy]

@@ -54,3 +54,9 @@ def test_torch_tensor_kinds(pools, n):
 
 def test_timeouts_from_arguments_and_env(pools):
     pools.get(2).check("timeouts")
+
+
+@pytest.mark.parametrize("n", [2])
+def test_wait_releases_the_gil(pools, n):
+    ticks, busy = pools.get(n).check("gil_released")[0]
+    assert ticks > 1000 and busy > 0
