@@ -115,6 +115,8 @@ ops_end(ops_call *c, ext_buffer *a, ext_buffer *b)
     if (c->st < 0) {
         Py_XDECREF(a);
         Py_XDECREF(b);
+        // An operation refused because the communicator broke earlier.
+        ext_abort_if_asked(c->self, c->st, shoal_last_error());
         return ext_raise_status(c->st, c->self->comm);
     }
     keep = PyTuple_Pack(2, a != NULL ? (PyObject *) a : Py_None,

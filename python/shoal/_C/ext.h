@@ -82,6 +82,11 @@ extern PyTypeObject ext_work_type;
 // for it) and returns NULL with an exception set.
 PyObject *ext_work_new(ext_comm *comm, shoal_request *req, PyObject *keep);
 
+// torchcomms' abort_process_on_timeout_or_error: when `comm` asks for it
+// and `status` is a fault that broke the communicator, prints `text` and
+// ends the process with abort(), so no rank is left waiting on it.
+void ext_abort_if_asked(const ext_comm *comm, int status, const char *text);
+
 // Finishes every live work of `comm` (waits for it, frees its request) so
 // the communicator can be destroyed. Returns 0, or -1 with an exception.
 int ext_work_drain(ext_comm *comm);

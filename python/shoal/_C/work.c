@@ -37,20 +37,17 @@ work_unlink(ext_work *w)
     w->prev = w->next = NULL;
 }
 
-// torchcomms' abort_process_on_timeout_or_error: a fault that breaks the
-// communicator ends the process, so no rank is left waiting on it.
-static void
-work_abort_if_asked(ext_work *w)
+void
+ext_abort_if_asked(const ext_comm *comm, int status, const char *text)
 {
-    if (!w->comm->abort_on_error || !ext_is_outside_fault(w->status)) {
+    if (!comm->abort_on_error || !ext_is_outside_fault(status)) {
         return;
     }
     fprintf(stderr,
         "shoal: %s (%s); aborting the process because "
         "abort_process_on_timeout_or_error is set "
         "(TORCHCOMM_ABORT_ON_ERROR)\n",
-        w->error != NULL ? PyUnicode_AsUTF8(w->error) : "",
-        shoal_status_name(w->status));
+        text != NULL ? text : "", shoal_status_name(status));
     fflush(stderr);
     abort();
 }
@@ -79,7 +76,8 @@ work_finish(ext_work *w, int st)
     work_unlink(w);
     shoal_request_free(req); // complete: returns at once
     Py_CLEAR(w->keep);
-    work_abort_if_asked(w);
+    ext_abort_if_asked(
+        w->comm, st, w->error != NULL ? PyUnicode_AsUTF8(w->error) : NULL);
 }
 
 // Blocks in shoal_wait without the GIL, then finishes the work.
