@@ -137,11 +137,15 @@ shi_comm_abort(shoal_comm *comm, int status, const char *fmt, ...)
     }
 }
 
-// Spinning only pays when every rank has a core of its own. Then it lasts
-// up to 1 ms: a peer a little late (computing between collectives) is
-// met without a sleep, whose wake-up costs 10-20 us on a VM; an idle
-// communicator still sleeps after 1 ms. With more ranks than cores, waiting
-// ranks yield quickly so that the others can run.
+// Spinning only pays when every rank has a core of its own. Then a waiter
+// spins for 50 us, then yields the core in a loop up to 1 ms: a peer a
+// little late (computing between collectives) is met without a sleep,
+// whose wake-up costs 10-20 us on a VM, and yet a core shared with other
+// work (another job, data loaders) is handed over at once instead of being
+// burnt for a whole time slice (that made a loaded machine's 128 KiB
+// all-reduce take 2 ms). An idle communicator still sleeps after 1 ms. With
+// more ranks than cores, waiting ranks yield quickly so that the others
+// can run.
 static void
 choose_wait_policy(shoal_comm *comm)
 {
@@ -153,7 +157,8 @@ choose_wait_policy(shoal_comm *comm)
         cpus = CPU_COUNT(&set);
     }
     int oversubscribed = comm->size > cpus;
-    comm->spin_ns      = oversubscribed ? 2000 : 1000000;
+    comm->spin_ns      = oversubscribed ? 2000 : 50000;
+    comm->yield_ns     = oversubscribed ? 0 : 1000000;
     comm->yield_iter   = oversubscribed ? 50 : 20;
     if (shi_env_int("SHOAL_SPIN_US", -1, &spin_us) == SHOAL_OK
         && spin_us >= 0) {

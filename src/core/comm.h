@@ -63,7 +63,8 @@ struct shoal_comm {
     shm_segment      seg;
     struct shm_ctl  *my_ctl;
     int              spin_ns; // busy-wait budget before yielding
-    int              yield_iter; // sched_yield rounds before sleeping
+    int              yield_iter; // sched_yield rounds before sleeping ...
+    int64_t          yield_ns; // ... and at least this long since idle
 
     // Progress engine (engine.c), under `lock`.
     pthread_mutex_t lock;

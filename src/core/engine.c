@@ -243,6 +243,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
     // application thread no CPU time it could use.
     int64_t spin_ns    = app ? comm->spin_ns : 0;
     int     yield_iter = app ? comm->yield_iter : 2;
+    int64_t yield_ns   = app ? comm->yield_ns : 0;
 
     for (unsigned iter = 1;; iter++) {
         pthread_mutex_lock(&comm->lock);
@@ -277,7 +278,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
             yields     = 0;
         } else if (now - idle_since < spin_ns) {
             cpu_relax();
-        } else if (yields < yield_iter) {
+        } else if (yields < yield_iter || now - idle_since < yield_ns) {
             sched_yield();
             yields++;
         } else if (sleep_on_doorbell(comm, req, deadline) == 0) {
