@@ -140,7 +140,9 @@ run_all(perf_ctx *c)
     int              failed = 0;
     int              rc     = print_ranks(c);
 
-    if (rc == SHOAL_OK) {
+    // A barrier moves no bytes: it has no baseline to compare with (and
+    // its many iterations would copy the default sizes as many times).
+    if (rc == SHOAL_OK && (o->ops & ~PERF_OP_BARRIER) != 0) {
         rc = perf_memcpy_baseline(c);
     }
     if (rc != SHOAL_OK) {
