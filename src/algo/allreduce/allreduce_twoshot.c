@@ -2,15 +2,18 @@
 // memory, then all-gather.
 //
 // Steps, per chunk of one slab: (1) wait until the slab this chunk reuses
-// is free; copy the chunk into this rank's slab; (2) sync point; (3) rank
-// r reduces segment r of the chunk from all n slabs, in rank order, into
-// its own slab (in place: peers only read their own segments now); (4)
-// sync point; (5) every rank copies segment q of the chunk from rank q's
-// slab into recvbuf, for every q; marks the slab read.
-// Preconditions: none. Better than one-shot when n is large.
-// Cost per chunk of S bytes: 2 alpha + beta S (copy in) + gamma S (each
-// rank reduces S/n from n slabs) + beta S (copy out); memory traffic about
-// (3 + 2/n) S per rank, against (n + 2) S for one-shot.
+// is free; copy the chunk into this rank's slab, all but segment r (only
+// rank r reads segment r, and it reads its own from sendbuf); (2) sync
+// point; (3) rank r reduces segment r of the chunk, its own part from
+// sendbuf and the others from their slabs, in rank order, into its own
+// slab (peers only read their own segments now); (4) sync point; (5) every
+// rank copies segment q of the chunk from rank q's slab into recvbuf, for
+// every q; marks the slab read.
+// Preconditions: none. Better than one-shot when n is large, and on 2
+// ranks from a few tens of KiB (half the copying of one-shot).
+// Cost per chunk of S bytes: 2 alpha + beta S (n-1)/n (copy in) + gamma S
+// (each rank reduces S/n from n inputs) + beta S (copy out); memory
+// traffic about (3 + 1/n) S per rank, against (n + 2) S for one-shot.
 #include <string.h>
 
 #include "algo/common/algos.h"
@@ -18,14 +21,36 @@
 #include "algo/reduce/reduce.h"
 #include "core/engine.h"
 
+// Copies the chunk into this rank's slab at the same offsets, except this
+// rank's own segment: the two stretches before and after it.
 static void
-reduce_my_segment(shoal_comm *comm, shoal_request *req, size_t elems)
+stage_others_segments(
+    shoal_comm *comm, shoal_request *req, size_t first, size_t elems)
+{
+    size_t               es   = shi_req_esize(req), lo, hi;
+    unsigned char       *slab = shi_slab_of(comm, comm->rank, req->slab_use);
+    const unsigned char *src  = req->sendbuf + first * es;
+
+    shi_segment(elems, es, comm->size, comm->rank, &lo, &hi);
+    if (lo > 0) {
+        memcpy(slab, src, lo * es);
+    }
+    if (elems > hi) {
+        memcpy(slab + hi * es, src + hi * es, (elems - hi) * es);
+    }
+}
+
+static void
+reduce_my_segment(
+    shoal_comm *comm, shoal_request *req, size_t first, size_t elems)
 {
     size_t es = shi_req_esize(req), lo, hi;
 
     shi_segment(elems, es, comm->size, comm->rank, &lo, &hi);
     for (int q = 0; q < comm->size; q++) {
-        comm->inputs[q] = shi_slab_of(comm, q, req->slab_use) + lo * es;
+        comm->inputs[q] = q == comm->rank
+            ? req->sendbuf + (first + lo) * es
+            : shi_slab_of(comm, q, req->slab_use) + lo * es;
     }
     shi_reduce(req->dtype, req->op,
         shi_slab_of(comm, comm->rank, req->slab_use) + lo * es, comm->inputs,
@@ -65,10 +90,7 @@ shi_twoshot_step(shoal_comm *comm, shoal_request *req)
             if (!shi_slab_free(comm, req, req->slab_use)) {
                 return n;
             }
-            if (elems > 0) {
-                memcpy(shi_slab_of(comm, comm->rank, req->slab_use),
-                    req->sendbuf + first * es, elems * es);
-            }
+            stage_others_segments(comm, req, first, elems);
             req->state = 1;
             n++;
         }
@@ -76,7 +98,7 @@ shi_twoshot_step(shoal_comm *comm, shoal_request *req)
             if (!shi_sync_all(comm, req, k)) {
                 return n;
             }
-            reduce_my_segment(comm, req, elems);
+            reduce_my_segment(comm, req, first, elems);
             req->state = 2;
             n++;
         }
