@@ -24,7 +24,13 @@
 // move these; keep every threshold here.
 #define SEL_KIB       ((size_t) 1024)
 #define SEL_SMALL_MAX (32 * SEL_KIB) // one-shot below, bandwidth above
-#define SEL_OPEN      SIZE_MAX
+// Data movement: staging below (one flag round, no system call), single
+// copy above (staged copies then cost more than process_vm_readv's ~1 us:
+// a peer reads freshly written lines out of the writer's cache). From 1
+// byte: all_to_all_v selects with size 0 (its sizes differ by rank) and
+// must not be taken for small.
+#define SEL_MOVE_SMALL_MAX (4 * SEL_KIB)
+#define SEL_OPEN           SIZE_MAX
 
 // Longest token quoted in an error message.
 #define SEL_QUOTE_MAX 80
@@ -58,16 +64,22 @@ static const shi_select_rule select_defaults[] = {
     SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_DIRECT, SEL_SMALL_MAX, SEL_OPEN),
     SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_ONESHOT, SEL_SMALL_MAX, SEL_OPEN),
 
-    // Data movement without reduction: single copy whenever it works (one
-    // copy instead of two at every size), else chunked staging.
+    // Data movement without reduction: staging for a few KiB (latency),
+    // then single copy whenever it works (one copy instead of two), else
+    // chunked staging.
+    SEL_RULE(SHI_COLL_ALLGATHER, SHI_ALGO_STAGED, 1, SEL_MOVE_SMALL_MAX),
     SEL_RULE(SHI_COLL_ALLGATHER, SHI_ALGO_DIRECT, 0, SEL_OPEN),
     SEL_RULE(SHI_COLL_ALLGATHER, SHI_ALGO_STAGED, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_REDUCE_SCATTER, SHI_ALGO_STAGED, 1, SEL_MOVE_SMALL_MAX),
     SEL_RULE(SHI_COLL_REDUCE_SCATTER, SHI_ALGO_DIRECT, 0, SEL_OPEN),
     SEL_RULE(SHI_COLL_REDUCE_SCATTER, SHI_ALGO_STAGED, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_ALLTOALL, SHI_ALGO_STAGED, 1, SEL_MOVE_SMALL_MAX),
     SEL_RULE(SHI_COLL_ALLTOALL, SHI_ALGO_DIRECT, 0, SEL_OPEN),
     SEL_RULE(SHI_COLL_ALLTOALL, SHI_ALGO_STAGED, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_GATHER, SHI_ALGO_STAGED, 1, SEL_MOVE_SMALL_MAX),
     SEL_RULE(SHI_COLL_GATHER, SHI_ALGO_DIRECT, 0, SEL_OPEN),
     SEL_RULE(SHI_COLL_GATHER, SHI_ALGO_STAGED, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_SCATTER, SHI_ALGO_STAGED, 1, SEL_MOVE_SMALL_MAX),
     SEL_RULE(SHI_COLL_SCATTER, SHI_ALGO_DIRECT, 0, SEL_OPEN),
     SEL_RULE(SHI_COLL_SCATTER, SHI_ALGO_STAGED, 0, SEL_OPEN),
 
@@ -186,6 +198,15 @@ shi_select(const shi_select_table *t, shi_coll coll, size_t bytes, int nranks,
     }
     for (int i = 0; i < t->nrules; i++) {
         const shi_select_rule *r = &t->rules[i];
+        if (select_rule_matches(r, coll, bytes, nranks)
+            && select_usable(r->algo, usable)) {
+            return r->algo;
+        }
+    }
+    // No rule of the table fits: the defaults for this size, then any
+    // default algorithm of the collective, in the defaults' order.
+    for (int i = 0; i < SEL_NDEFAULTS; i++) {
+        const shi_select_rule *r = &select_defaults[i];
         if (select_rule_matches(r, coll, bytes, nranks)
             && select_usable(r->algo, usable)) {
             return r->algo;

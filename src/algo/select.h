@@ -72,8 +72,9 @@ void shi_select_defaults(shi_select_table *t);
 int shi_select_parse(shi_select_table *t, const char *spec);
 
 // The algorithm for a call: the first rule matching (coll, bytes, nranks)
-// whose algorithm is in `available`; if none matches, the first algorithm
-// of the defaults for `coll` that is available. Never SHI_ALGO_NONE for a
+// whose algorithm is in `available`; if none matches, the first available
+// algorithm of the defaults' rules matching the call, else of any default
+// rule for `coll`. Never SHI_ALGO_NONE for a
 // collective with at least one available algorithm.
 shi_algo shi_select(const shi_select_table *t, shi_coll coll, size_t bytes,
     int nranks, unsigned available);

@@ -103,9 +103,11 @@ TEST(select_defaults_by_size)
             CHECK(
                 shi_select(&t, SHI_COLL_ALLREDUCE, b, n, ALL_ALGOS) == small);
             CHECK(shi_select(&t, SHI_COLL_REDUCE, b, n, ALL_ALGOS) == small);
+            // Data movement: staging from 1 byte up to 4 KiB.
+            shi_algo move
+                = b >= 1 && b < 4 * K ? SHI_ALGO_STAGED : SHI_ALGO_DIRECT;
             for (int c = SHI_COLL_ALLGATHER; c <= SHI_COLL_SCATTER; c++) {
-                CHECK(shi_select(&t, (shi_coll) c, b, n, ALL_ALGOS)
-                    == SHI_ALGO_DIRECT);
+                CHECK(shi_select(&t, (shi_coll) c, b, n, ALL_ALGOS) == move);
             }
             CHECK(shi_select(&t, SHI_COLL_BROADCAST, b, n, ALL_ALGOS)
                 == SHI_ALGO_OUTBOX);
@@ -163,11 +165,12 @@ TEST(select_fallback_when_unavailable)
 TEST(select_fallback_without_rules)
 {
     // A table with no rule for the collective still picks an available
-    // algorithm, in the defaults' order.
+    // algorithm: the defaults' for the size, else the first default one.
     shi_select_table t;
 
     memset(&t, 0, sizeof(t));
-    CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * M) == SHI_ALGO_ONESHOT);
+    CHECK(pick(&t, SHI_COLL_ALLREDUCE, 8) == SHI_ALGO_ONESHOT);
+    CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * M) == SHI_ALGO_DIRECT);
     CHECK(shi_select(
               &t, SHI_COLL_ALLREDUCE, 64 * M, 4, all_but(SHI_ALGO_ONESHOT))
         == SHI_ALGO_DIRECT);
@@ -217,7 +220,7 @@ TEST(select_header_example)
     CHECK_OK(shi_select_parse(&t,
         "allreduce:oneshot@0-64K,twoshot@64K-1M,direct@1M-;allgather:staged@"
         "0-"));
-    CHECK(t.nrules == 4 + 18);
+    CHECK(t.nrules == 4 + 23);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K - 1) == SHI_ALGO_ONESHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K) == SHI_ALGO_TWOSHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, M - 1) == SHI_ALGO_TWOSHOT);
@@ -236,7 +239,7 @@ TEST(select_several_collectives)
         "gather:staged@-4K;scatter:staged,direct;broadcast:outbox;"
         "barrier:flags"));
     CHECK(pick(&t, SHI_COLL_REDUCE, 64 * M) == SHI_ALGO_ONESHOT);
-    CHECK(pick(&t, SHI_COLL_REDUCE_SCATTER, K - 1) == SHI_ALGO_DIRECT);
+    CHECK(pick(&t, SHI_COLL_REDUCE_SCATTER, K - 1) == SHI_ALGO_STAGED);
     CHECK(pick(&t, SHI_COLL_REDUCE_SCATTER, K) == SHI_ALGO_STAGED);
     CHECK(pick(&t, SHI_COLL_ALLTOALL, 8) == SHI_ALGO_STAGED);
     CHECK(pick(&t, SHI_COLL_GATHER, 4 * K - 1) == SHI_ALGO_STAGED);
@@ -450,13 +453,13 @@ TEST(select_rank_filters)
     CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 2 * M, 64, ALL_ALGOS)
         == SHI_ALGO_DIRECT);
 
-    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 8, 2, ALL_ALGOS)
+    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 64 * K, 2, ALL_ALGOS)
         == SHI_ALGO_DIRECT);
-    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 8, 3, ALL_ALGOS)
+    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 64 * K, 3, ALL_ALGOS)
         == SHI_ALGO_STAGED);
-    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 8, 4, ALL_ALGOS)
+    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 64 * K, 4, ALL_ALGOS)
         == SHI_ALGO_STAGED);
-    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 8, 5, ALL_ALGOS)
+    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 64 * K, 5, ALL_ALGOS)
         == SHI_ALGO_DIRECT);
 
     // "#-" has no bound on either side, like no filter; "#3-3" one count.
@@ -472,9 +475,12 @@ TEST(select_format_defaults)
     char             buf[1024];
     const char      *want = "allreduce:oneshot@0-32K,direct@32K-,twoshot@32K-;"
                             "reduce:oneshot@0-32K,direct@32K-,oneshot@32K-;"
-                            "allgather:direct,staged;reducescatter:direct,staged;"
-                            "alltoall:direct,staged;gather:direct,staged;"
-                            "scatter:direct,staged;broadcast:outbox;barrier:flags";
+                            "allgather:staged@1-4K,direct,staged;"
+                            "reducescatter:staged@1-4K,direct,staged;"
+                            "alltoall:staged@1-4K,direct,staged;"
+                            "gather:staged@1-4K,direct,staged;"
+                            "scatter:staged@1-4K,direct,staged;"
+                            "broadcast:outbox;barrier:flags";
 
     shi_select_defaults(&t);
     int n = shi_select_format(&t, buf, sizeof(buf));
