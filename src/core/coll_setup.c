@@ -41,7 +41,8 @@ store_take(shoal_comm *comm, const char *what, char **value, int64_t deadline)
         shi_comm_store(comm), key, (void **) value, &len, deadline);
 }
 
-// Reads peer p's probe word through process_vm_readv.
+// Reads peer p's probe word through process_vm_readv, then writes the same
+// value back with process_vm_writev (the single-copy all-reduce does both).
 static int
 can_read_peer(shoal_comm *comm, int p, int64_t deadline)
 {
@@ -59,9 +60,12 @@ can_read_peer(shoal_comm *comm, int p, int64_t deadline)
         = { .iov_base = (void *) (uintptr_t) addr, .iov_len = sizeof(got) };
     if (process_vm_readv(comm->peers[p].pid, &local, 1, &remote, 1, 0)
             != (ssize_t) sizeof(got)
-        || got != PROBE_MAGIC) {
-        SHI_INFO("rank %d cannot read rank %d's memory (%s): collectives "
-                 "copy through shared memory instead",
+        || got != PROBE_MAGIC
+        || process_vm_writev(comm->peers[p].pid, &local, 1, &remote, 1, 0)
+            != (ssize_t) sizeof(got)) {
+        SHI_INFO(
+            "rank %d cannot read or write rank %d's memory (%s): collectives "
+            "copy through shared memory instead",
             comm->rank, p, strerror(errno));
         return 0;
     }

@@ -25,7 +25,7 @@ shi_reduce_direct_step(shoal_comm *comm, shoal_request *req)
             return 0;
         }
         if (comm->rank == req->peer
-            && shi_direct_reduce_range(comm, req, 0, req->count, req->buf)
+            && shi_direct_reduce_range(comm, req, 0, req->count, req->buf, 0)
                 != SHOAL_OK) {
             return 1;
         }

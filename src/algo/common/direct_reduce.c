@@ -9,9 +9,25 @@
 // the output stay in L2 while they are combined.
 #define PIECE_BYTES (256u << 10)
 
+// Copies out[0, bytes) to byte `off` of every peer's receive buffer.
+static int
+push_to_peers(
+    shoal_comm *comm, size_t off, const unsigned char *out, size_t bytes)
+{
+    for (int q = 0; q < comm->size; q++) {
+        int st = q == comm->rank
+            ? SHOAL_OK
+            : shi_peer_write(comm, q, SHI_RECV, off, out, bytes);
+        if (st != SHOAL_OK) {
+            return st;
+        }
+    }
+    return SHOAL_OK;
+}
+
 int
 shi_direct_reduce_range(shoal_comm *comm, shoal_request *req, size_t first,
-    size_t elems, unsigned char *recv)
+    size_t elems, unsigned char *recv, int push)
 {
     size_t         es  = shi_req_esize(req);
     size_t         per = PIECE_BYTES / es;
@@ -34,6 +50,12 @@ shi_direct_reduce_range(shoal_comm *comm, shoal_request *req, size_t first,
         }
         shi_reduce(req->dtype, req->op, recv + done * es, comm->inputs,
             comm->size, n);
+        if (push
+            && push_to_peers(
+                   comm, (first + done) * es, recv + done * es, n * es)
+                != SHOAL_OK) {
+            return SHOAL_ESYS;
+        }
     }
     return SHOAL_OK;
 }

@@ -146,6 +146,42 @@ shi_peer_read(
     return SHOAL_OK;
 }
 
+int
+shi_peer_write(
+    shoal_comm *comm, int p, int side, size_t off, const void *src, size_t len)
+{
+    const struct shm_expose *e = &shm_ctl_of(&comm->seg, p)->expose;
+    const unsigned char     *view;
+
+    if (len == 0) {
+        return SHOAL_OK;
+    }
+    if ((view = shi_peer_view(comm, p, side, off)) != NULL) {
+        memcpy((void *) (uintptr_t) view, src, len);
+        return SHOAL_OK;
+    }
+    uint64_t addr = (side == SHI_SEND ? e->send_addr : e->recv_addr) + off;
+    while (len > 0) {
+        struct iovec local
+            = { .iov_base = (void *) (uintptr_t) src, .iov_len = len };
+        struct iovec remote
+            = { .iov_base = (void *) (uintptr_t) addr, .iov_len = len };
+        ssize_t n
+            = process_vm_writev(comm->peers[p].pid, &local, 1, &remote, 1, 0);
+        if (n <= 0) {
+            shi_comm_abort(comm, SHOAL_ESYS,
+                "rank %d could not write rank %d's buffer "
+                "(process_vm_writev: %s)",
+                comm->rank, p, n < 0 ? strerror(errno) : "EOF");
+            return SHOAL_ESYS;
+        }
+        src = (const unsigned char *) src + n;
+        addr += (uint64_t) n;
+        len -= (size_t) n;
+    }
+    return SHOAL_OK;
+}
+
 const unsigned char *
 shi_peer_bytes(shoal_comm *comm, int p, int side, size_t off, size_t len,
     unsigned char *scratch)

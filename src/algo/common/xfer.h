@@ -44,6 +44,13 @@ const unsigned char *shi_peer_view(
 int shi_peer_read(
     shoal_comm *comm, int p, int side, size_t off, void *dst, size_t len);
 
+// Copies len bytes from src to byte `off` of peer p's exposed buffer (p is
+// not this rank): through the shared heap when it lies there, else with
+// process_vm_writev. Aborts the comm and returns an error if the kernel
+// refuses.
+int shi_peer_write(shoal_comm *comm, int p, int side, size_t off,
+    const void *src, size_t len);
+
 // Returns a readable pointer to len bytes at `off` of p's buffer: in place
 // when possible, else copied into `scratch` (len bytes). NULL on error.
 const unsigned char *shi_peer_bytes(shoal_comm *comm, int p, int side,
