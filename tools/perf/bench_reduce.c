@@ -36,9 +36,11 @@ static void
 input_of(
     perf_ctx *c, perf_coll_arg *a, uint32_t base, int src, int index, int it)
 {
+    // Reduce-scatter checks block r at element r x count: cover them all.
     perf_pattern_make_reduce(&a->pat, c->o->dtype, c->o->redop, c->nranks,
-        perf_seed(what_of(a, base), (uint32_t) src, (uint32_t) index,
-            (uint32_t) it));
+        perf_seed(
+            what_of(a, base), (uint32_t) src, (uint32_t) index, (uint32_t) it),
+        a->count * (size_t) c->nranks);
 }
 
 // a->exp = the reduction of every rank's input.

@@ -113,6 +113,7 @@ perf_pattern_make(perf_pattern *p, shoal_dtype dtype, uint32_t seed)
 {
     p->dtype = dtype;
     p->esize = shoal_dtype_size(dtype);
+    p->len   = PERF_PATTERN_TILE;
     for (uint32_t i = 0; i < PERF_PATTERN_TILE; i++) {
         uint32_t r = mix32(seed ^ (i * 0x9e3779b9u));
         encode(dtype, r, mix32(r + seed), p->tile + (size_t) i * p->esize);

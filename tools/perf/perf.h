@@ -115,8 +115,13 @@ void perf_buffers_teardown(struct perf_ctx *c);
 // library's chunks are powers of two) never looks right.
 #define PERF_PATTERN_TILE 4099
 typedef struct perf_pattern {
-    shoal_dtype   dtype;
-    size_t        esize;
+    shoal_dtype dtype;
+    size_t      esize;
+    // Tile elements computed: a pattern used for fewer elements than the
+    // tile computes only those (the reduction references run every
+    // iteration, for every rank: at full length they would be the
+    // benchmark's main work for small messages).
+    size_t        len;
     unsigned char tile[PERF_PATTERN_TILE * 8];
 } perf_pattern;
 
@@ -141,10 +146,13 @@ size_t perf_pattern_check_at(
 // of nranks, so the mean is exact too); for the integer types, full
 // random bits (their arithmetic wraps, which is exact). Every rank can
 // thus compute the bitwise exact expected result of any reduction.
+// Only the first `count` elements (at most the tile) are computed: the
+// pattern serves buffers of at most `count` elements.
 void perf_pattern_make_reduce(perf_pattern *p, shoal_dtype dtype,
-    shoal_op_kind op, int nranks, uint32_t seed);
-// acc = acc op in, element by element over the tiles, as shoal.h defines
-// the ops (AVG accumulates the sum). The first input is copied: first = 1.
+    shoal_op_kind op, int nranks, uint32_t seed, size_t count);
+// acc = acc op in, element by element over the tiles (in's length), as
+// shoal.h defines the ops (AVG accumulates the sum). The first input is
+// copied: first = 1.
 void perf_pattern_combine(
     perf_pattern *acc, const perf_pattern *in, shoal_op_kind op, int first);
 // After combining k inputs: AVG divides the sum by k (integer types

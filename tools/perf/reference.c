@@ -250,11 +250,12 @@ float_input(shoal_dtype dt, shoal_op_kind op, int nranks, uint64_t rnd)
 
 void
 perf_pattern_make_reduce(perf_pattern *p, shoal_dtype dtype, shoal_op_kind op,
-    int nranks, uint32_t seed)
+    int nranks, uint32_t seed, size_t count)
 {
     p->dtype = dtype;
     p->esize = shoal_dtype_size(dtype);
-    for (uint32_t i = 0; i < PERF_PATTERN_TILE; i++) {
+    p->len   = count < PERF_PATTERN_TILE ? count : PERF_PATTERN_TILE;
+    for (uint32_t i = 0; i < p->len; i++) {
         uint32_t       r   = ref_mix32(seed ^ (i * 0x9e3779b9u));
         uint64_t       rnd = ((uint64_t) ref_mix32(r + seed) << 32) | r;
         unsigned char *dst = p->tile + (size_t) i * p->esize;
@@ -332,10 +333,13 @@ perf_pattern_combine(
     size_t esize = in->esize;
 
     if (first) {
-        *acc = *in;
+        acc->dtype = in->dtype;
+        acc->esize = esize;
+        acc->len   = in->len;
+        memcpy(acc->tile, in->tile, in->len * esize);
         return;
     }
-    for (size_t i = 0; i < PERF_PATTERN_TILE; i++) {
+    for (size_t i = 0; i < in->len; i++) {
         unsigned char       *a = acc->tile + i * esize;
         const unsigned char *b = in->tile + i * esize;
         if (in->dtype == SHOAL_BOOL) {
@@ -358,7 +362,7 @@ perf_pattern_finish(perf_pattern *acc, shoal_op_kind op, int k)
     if (op != SHOAL_AVG || k <= 0 || acc->dtype == SHOAL_BOOL) {
         return;
     }
-    for (size_t i = 0; i < PERF_PATTERN_TILE; i++) {
+    for (size_t i = 0; i < acc->len; i++) {
         unsigned char *a = acc->tile + i * esize;
         if (is_float(acc->dtype)) {
             store_float(acc->dtype, a, load_float(acc->dtype, a) / k);
