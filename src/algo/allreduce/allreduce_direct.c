@@ -40,7 +40,7 @@ shi_allreduce_direct_step(shoal_comm *comm, shoal_request *req)
         }
         shi_segment(req->count, es, comm->size, comm->rank, &lo, &hi);
         if (shi_direct_reduce_range(
-                comm, req, lo, hi - lo, req->buf + lo * es, 1)
+                comm, req, lo, hi - lo, req->buf + lo * es, SHI_PUSH_ALL)
             != SHOAL_OK) {
             return 1;
         }

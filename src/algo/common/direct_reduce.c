@@ -9,15 +9,17 @@
 // the output stay in L2 while they are combined.
 #define PIECE_BYTES (256u << 10)
 
-// Copies out[0, bytes) to byte `off` of every peer's receive buffer.
+// Copies out[0, bytes) to byte `off` of the receive buffers of the peers
+// `push` names.
 static int
-push_to_peers(
-    shoal_comm *comm, size_t off, const unsigned char *out, size_t bytes)
+push_to_peers(shoal_comm *comm, int push, size_t off, const unsigned char *out,
+    size_t bytes)
 {
     for (int q = 0; q < comm->size; q++) {
-        int st = q == comm->rank
-            ? SHOAL_OK
-            : shi_peer_write(comm, q, SHI_RECV, off, out, bytes);
+        int wanted = push == SHI_PUSH_ALL || push == q;
+        int st     = q == comm->rank || !wanted
+                ? SHOAL_OK
+                : shi_peer_write(comm, q, SHI_RECV, off, out, bytes);
         if (st != SHOAL_OK) {
             return st;
         }
@@ -29,10 +31,11 @@ int
 shi_direct_reduce_range(shoal_comm *comm, shoal_request *req, size_t first,
     size_t elems, unsigned char *recv, int push)
 {
-    size_t         es  = shi_req_esize(req);
-    size_t         per = PIECE_BYTES / es;
+    size_t         es     = shi_req_esize(req);
+    size_t         per    = PIECE_BYTES / es;
+    size_t         inputs = (size_t) comm->size * PIECE_BYTES;
     unsigned char *scratch
-        = shi_scratch(comm, (size_t) comm->size * PIECE_BYTES);
+        = shi_scratch(comm, inputs + (recv == NULL ? PIECE_BYTES : 0));
 
     if (scratch == NULL) {
         return SHOAL_ENOMEM;
@@ -48,11 +51,11 @@ shi_direct_reduce_range(shoal_comm *comm, shoal_request *req, size_t first,
             }
             comm->inputs[q] = p;
         }
-        shi_reduce(req->dtype, req->op, recv + done * es, comm->inputs,
-            comm->size, n);
-        if (push
-            && push_to_peers(
-                   comm, (first + done) * es, recv + done * es, n * es)
+        unsigned char *out
+            = recv != NULL ? recv + done * es : scratch + inputs;
+        shi_reduce(req->dtype, req->op, out, comm->inputs, comm->size, n);
+        if (push != SHI_PUSH_NONE
+            && push_to_peers(comm, push, (first + done) * es, out, n * es)
                 != SHOAL_OK) {
             return SHOAL_ESYS;
         }

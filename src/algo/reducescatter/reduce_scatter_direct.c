@@ -27,7 +27,7 @@ shi_reduce_scatter_direct_step(shoal_comm *comm, shoal_request *req)
         }
         if (shi_direct_reduce_range(comm, req,
                 shi_block_displ(req, comm->rank),
-                shi_block_count(req, comm->rank), req->buf, 0)
+                shi_block_count(req, comm->rank), req->buf, SHI_PUSH_NONE)
             != SHOAL_OK) {
             return 1;
         }
