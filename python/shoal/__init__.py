@@ -24,6 +24,8 @@ from ._C import (
 )
 from .bootstrap import new_comm
 from .comm import Comm
+from .memory import (empty, empty_like, is_shared, share_memory_, zeros,
+                     zeros_like)
 from .reduce_op import ReduceOp, RedOpType
 from .work import Work
 
@@ -34,6 +36,8 @@ __all__ = [
     "AbortedError", "Comm", "CommTimeoutError", "InvalidArgumentError",
     "MismatchError", "PeerError", "RedOpType", "ReduceOp", "ShoalError",
     "Work", "get_include", "get_library_dir", "new_comm",
+    "empty", "empty_like", "is_shared", "share_memory_", "zeros",
+    "zeros_like",
 ]
 
 

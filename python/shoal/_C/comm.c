@@ -44,6 +44,8 @@ comm_wrap(PyTypeObject *type, shoal_comm *comm, int64_t timeout_ms,
     self->timeout_ms     = timeout_ms;
     self->abort_on_error = abort_on_error;
     self->works          = NULL;
+    self->blocks         = 0;
+    self->retired        = NULL;
     return self;
 }
 
@@ -88,6 +90,9 @@ comm_close(ext_comm *self)
         return -1;
     }
     self->comm = NULL;
+    if (ext_block_defer_destroy(self, comm)) {
+        return 0; // arrays still use its shared heap (alloc.c)
+    }
     Py_BEGIN_ALLOW_THREADS shoal_comm_destroy(comm);
     Py_END_ALLOW_THREADS return 0;
 }

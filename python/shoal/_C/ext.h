@@ -52,6 +52,8 @@ typedef struct {
     int64_t                   timeout_ms; // default deadline of operations
     int                       abort_on_error; // abort() on outside faults
     struct ext_work          *works; // works whose request is still live
+    Py_ssize_t                blocks; // live Blocks in its heap (alloc.c)
+    shoal_comm *retired; // finalized while blocks lived (alloc.c)
 } ext_comm;
 
 extern PyTypeObject ext_comm_type;
@@ -90,6 +92,31 @@ void ext_abort_if_asked(const ext_comm *comm, int status, const char *text);
 // Finishes every live work of `comm` (waits for it, frees its request) so
 // the communicator can be destroyed. Returns 0, or -1 with an exception.
 int ext_work_drain(ext_comm *comm);
+
+// ---- Block (alloc.c) -----------------------------------------------------
+
+typedef struct ext_block {
+    PyObject_HEAD ext_comm *owner; // strong: the heap this block lies in
+    void                   *ptr;
+    size_t                  nbytes; // as asked for (the heap rounds up)
+    int               detached; // its communicator is gone (alloc_exit.c)
+    PyObject         *weakrefs; // shoal.memory finds blocks by address
+    struct ext_block *prev, *next; // ext_blocks
+} ext_block;
+
+extern PyTypeObject ext_block_type;
+extern ext_block   *ext_blocks; // every live block, newest first
+
+// Called by finalize with the communicator's handle (already detached from
+// `comm`): when Blocks of its heap are alive, keeps the handle in
+// comm->retired for the last Block to destroy, and returns 1; otherwise
+// returns 0 and the caller destroys it.
+int ext_block_defer_destroy(ext_comm *comm, shoal_comm *handle);
+
+// At interpreter exit (atexit): finalizes every communicator that blocks
+// keep alive and destroys it, keeping the blocks' pages mapped where they
+// are. Returns None, or NULL with an exception.
+PyObject *ext_block_release_at_exit(PyObject *cls, PyObject *unused);
 
 // ---- Errors (errors.c) ----------------------------------------------------
 

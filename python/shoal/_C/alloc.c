@@ -1,0 +1,361 @@
+// Block: memory from shoal_alloc (the communicator's shared heap, which
+// peers read in place) owned by a Python object, so that arrays made over
+// it (shoal.empty) free it when the last of them is collected.
+//
+// Arrays see a block through the buffer protocol (numpy.frombuffer) or a
+// DLPack capsule (torch.from_dlpack); either way they hold a reference to
+// the block, so the memory outlives every view of it.
+//
+// Lifetime against the communicator: a block holds a reference to its
+// Comm, so the communicator object lives as long as the block. An explicit
+// Comm.finalize() while blocks are alive ends the communicator for
+// operations at once but leaves its shared memory mapped: comm.c hands the
+// shoal_comm to ext_block_defer_destroy, and the last block to go destroys
+// it. Arrays over blocks therefore never dangle, and freeing them after
+// finalize is safe in any order. torch never frees tensors at interpreter
+// exit, so alloc_exit.c ends such communicators then.
+#include "ext.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlpack.h"
+
+ext_block *ext_blocks; // every live block
+
+// A "dltensor" capsule's payload: the managed tensor and its shape.
+typedef struct {
+    ext_dl_managed managed;
+    int64_t        shape[]; // ndim entries
+} block_export;
+
+int
+ext_block_defer_destroy(ext_comm *comm, shoal_comm *handle)
+{
+    if (comm->blocks == 0) {
+        return 0;
+    }
+    comm->retired = handle;
+    return 1;
+}
+
+static PyObject *
+block_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = { "comm", "nbytes", NULL };
+    PyObject    *comm_obj;
+    Py_ssize_t   nbytes;
+    ext_comm    *comm;
+    ext_block   *self;
+    shoal_comm  *handle;
+    void        *ptr;
+    int          st;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!n:Block", names,
+            &ext_comm_type, &comm_obj, &nbytes)) {
+        return NULL;
+    }
+    comm = (ext_comm *) comm_obj;
+    if (nbytes < 0) {
+        return ext_invalid("Block: nbytes must be >= 0, not %zd", nbytes);
+    }
+    if (ext_comm_check_open(comm) < 0) {
+        return NULL;
+    }
+    self = (ext_block *) type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    // Counted before the GIL is released, so that a finalize from another
+    // thread meanwhile defers the destruction of `handle`.
+    handle       = comm->comm;
+    self->owner  = (ext_comm *) Py_NewRef(comm);
+    self->nbytes = (size_t) nbytes;
+    self->next   = ext_blocks;
+    if (ext_blocks != NULL) {
+        ext_blocks->prev = self;
+    }
+    ext_blocks = self;
+    comm->blocks++;
+    // Local, but it faults the pages in (large blocks take a while).
+    Py_BEGIN_ALLOW_THREADS st = shoal_alloc(handle, (size_t) nbytes, &ptr);
+    Py_END_ALLOW_THREADS if (st != SHOAL_OK)
+    {
+        ext_raise_status(st, handle);
+        Py_DECREF(self); // may destroy a communicator finalized meanwhile
+        return NULL;
+    }
+    self->ptr = ptr;
+    return (PyObject *) self;
+}
+
+static void
+block_unlink(ext_block *self)
+{
+    if (self->prev != NULL) {
+        self->prev->next = self->next;
+    } else {
+        ext_blocks = self->next;
+    }
+    if (self->next != NULL) {
+        self->next->prev = self->prev;
+    }
+    self->prev = self->next = NULL;
+}
+
+// Frees the memory; the last block of a finalized communicator destroys
+// it (its pending work was drained by finalize, so this does not block).
+// A detached block's pages stay mapped: its communicator is gone.
+static void
+block_release(ext_block *self)
+{
+    ext_comm   *comm = self->owner;
+    shoal_comm *handle;
+
+    if (comm == NULL) {
+        return; // allocation failed before the block owned anything
+    }
+    block_unlink(self);
+    if (!self->detached) {
+        handle = comm->comm != NULL ? comm->comm : comm->retired;
+        shoal_free(handle, self->ptr);
+    }
+    self->ptr = NULL;
+    if (--comm->blocks == 0 && comm->retired != NULL) {
+        handle        = comm->retired;
+        comm->retired = NULL;
+        Py_BEGIN_ALLOW_THREADS shoal_comm_destroy(handle);
+        Py_END_ALLOW_THREADS
+    }
+    Py_CLEAR(self->owner);
+}
+
+static void
+block_dealloc(ext_block *self)
+{
+    if (self->weakrefs != NULL) {
+        PyObject_ClearWeakRefs((PyObject *) self);
+    }
+    block_release(self);
+    Py_TYPE(self)->tp_free((PyObject *) self);
+}
+
+static int
+block_getbuffer(ext_block *self, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *) self, self->ptr,
+        (Py_ssize_t) self->nbytes, 0, flags);
+}
+
+// The consumer (torch) calls this when its tensor's storage dies, from
+// whatever thread drops it last, with or without the GIL.
+static void
+block_export_deleter(ext_dl_managed *managed)
+{
+    PyGILState_STATE gil;
+
+    if (!Py_IsInitialized()) {
+        return; // the interpreter is gone; the process is ending
+    }
+    gil = PyGILState_Ensure();
+    Py_XDECREF((PyObject *) managed->manager_ctx);
+    PyMem_RawFree(managed);
+    PyGILState_Release(gil);
+}
+
+// A capsule nobody consumed still owns its tensor.
+static void
+block_capsule_destructor(PyObject *capsule)
+{
+    ext_dl_managed *managed;
+
+    if (!PyCapsule_IsValid(capsule, "dltensor")) {
+        return; // renamed "used_dltensor": the consumer owns it now
+    }
+    managed = PyCapsule_GetPointer(capsule, "dltensor");
+    if (managed != NULL && managed->deleter != NULL) {
+        managed->deleter(managed);
+    }
+}
+
+// Reads the shape tuple into `shape`; returns the element count or -1.
+static int64_t
+block_parse_shape(PyObject *seq, int ndim, int64_t *shape)
+{
+    int64_t count = 1;
+
+    for (int i = 0; i < ndim; i++) {
+        long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+
+        if (d == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (d < 0) {
+            ext_invalid("dlpack: shape[%d] = %lld is negative", i, d);
+            return -1;
+        }
+        shape[i] = d;
+        if (d != 0 && count > INT64_MAX / d) {
+            ext_invalid("dlpack: shape is too large");
+            return -1;
+        }
+        count *= d;
+    }
+    return count;
+}
+
+// dlpack(shape, code, bits, offset=0): a "dltensor" capsule over the
+// block, C-contiguous, starting `offset` bytes in.
+static PyObject *
+block_dlpack(ext_block *self, PyObject *args, PyObject *kwargs)
+{
+    static char  *names[] = { "shape", "code", "bits", "offset", NULL };
+    PyObject     *shape_obj, *seq, *capsule;
+    int           code, bits, ndim;
+    Py_ssize_t    offset = 0;
+    int64_t       count;
+    block_export *ex;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oii|n:dlpack", names,
+            &shape_obj, &code, &bits, &offset)) {
+        return NULL;
+    }
+    if (self->ptr == NULL) {
+        return ext_invalid("dlpack: the block was released");
+    }
+    if (bits <= 0 || bits % 8 != 0 || bits > 128 || code < 0 || code > 255) {
+        return ext_invalid("dlpack: bad dtype (code %d, %d bits)", code, bits);
+    }
+    seq = PySequence_Fast(shape_obj, "dlpack: shape must be a sequence");
+    if (seq == NULL) {
+        return NULL;
+    }
+    ndim = (int) PySequence_Fast_GET_SIZE(seq);
+    ex   = PyMem_RawCalloc(1, sizeof(*ex) + (size_t) ndim * sizeof(int64_t));
+    if (ex == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    count = block_parse_shape(seq, ndim, ex->shape);
+    Py_DECREF(seq);
+    if (count >= 0 && offset >= 0
+        && ((uint64_t) offset > self->nbytes
+            || (uint64_t) count > (self->nbytes - (uint64_t) offset)
+                    / (uint64_t) (bits / 8))) {
+        ext_invalid("dlpack: %lld elements of %d bits at offset %zd do not "
+                    "fit a block of %zu bytes",
+            (long long) count, bits, offset, self->nbytes);
+        count = -1;
+    }
+    if (count < 0 || offset < 0) {
+        if (!PyErr_Occurred()) {
+            ext_invalid("dlpack: offset must be >= 0");
+        }
+        PyMem_RawFree(ex);
+        return NULL;
+    }
+    ex->managed.dl_tensor = (ext_dl_tensor) {
+        .data   = (char *) self->ptr + offset,
+        .device = { .device_type = EXT_DL_CPU, .device_id = 0 },
+        .ndim   = ndim,
+        .dtype
+        = { .code = (uint8_t) code, .bits = (uint8_t) bits, .lanes = 1 },
+        .shape       = ex->shape,
+        .strides     = NULL,
+        .byte_offset = 0,
+    };
+    ex->managed.manager_ctx = Py_NewRef(self);
+    ex->managed.deleter     = block_export_deleter;
+    capsule
+        = PyCapsule_New(&ex->managed, "dltensor", block_capsule_destructor);
+    if (capsule == NULL) {
+        Py_DECREF(self);
+        PyMem_RawFree(ex);
+    }
+    return capsule;
+}
+
+static PyObject *
+block_get_nbytes(ext_block *self, void *closure)
+{
+    (void) closure;
+    return PyLong_FromSize_t(self->nbytes);
+}
+
+static PyObject *
+block_get_address(ext_block *self, void *closure)
+{
+    (void) closure;
+    return PyLong_FromVoidPtr(self->ptr);
+}
+
+static PyObject *
+block_get_comm(ext_block *self, void *closure)
+{
+    (void) closure;
+    return Py_NewRef(self->owner != NULL ? (PyObject *) self->owner : Py_None);
+}
+
+static PyObject *
+block_get_detached(ext_block *self, void *closure)
+{
+    (void) closure;
+    return PyBool_FromLong(self->detached);
+}
+
+static PyObject *
+block_live_on(PyObject *cls, PyObject *comm)
+{
+    (void) cls;
+    if (!PyObject_TypeCheck(comm, &ext_comm_type)) {
+        PyErr_SetString(PyExc_TypeError, "live_on: expected a shoal._C.Comm");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(((ext_comm *) comm)->blocks);
+}
+
+static PyBufferProcs block_as_buffer = {
+    .bf_getbuffer = (getbufferproc) block_getbuffer,
+};
+
+static PyMethodDef block_methods[] = {
+    { "dlpack", (PyCFunction) (void (*)(void)) block_dlpack,
+        METH_VARARGS | METH_KEYWORDS,
+        "dlpack(shape, code, bits, offset=0): a DLPack capsule "
+        "(\"dltensor\") viewing the block as a C-contiguous array of "
+        "DLPack type (code, bits); the array keeps the block alive." },
+    { "live_on", (PyCFunction) block_live_on, METH_O | METH_CLASS,
+        "live_on(comm): how many blocks of this Comm are alive." },
+    { "release_at_exit", (PyCFunction) ext_block_release_at_exit,
+        METH_NOARGS | METH_CLASS,
+        "For atexit: finalize and destroy the communicators that live "
+        "blocks keep alive, keeping the blocks' memory mapped." },
+    { NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef block_getset[] = {
+    { "nbytes", (getter) block_get_nbytes, NULL, "size in bytes", NULL },
+    { "address", (getter) block_get_address, NULL,
+        "address of the first byte (0 once released)", NULL },
+    { "comm", (getter) block_get_comm, NULL,
+        "the Comm whose shared heap holds the block", NULL },
+    { "detached", (getter) block_get_detached, NULL,
+        "its communicator was destroyed at exit; the memory stays", NULL },
+    { NULL, NULL, NULL, NULL, NULL },
+};
+
+PyTypeObject ext_block_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shoal._C.Block",
+    .tp_basicsize                          = sizeof(ext_block),
+    .tp_dealloc                            = (destructor) block_dealloc,
+    .tp_as_buffer                          = &block_as_buffer,
+    .tp_flags                              = Py_TPFLAGS_DEFAULT,
+    .tp_weaklistoffset                     = offsetof(ext_block, weakrefs),
+    .tp_doc     = "Block(comm, nbytes): memory from shoal_alloc on comm (read "
+                  "by peers in place), freed when the block is collected. A "
+                  "writable buffer; dlpack() views it as a typed array.",
+    .tp_new     = block_new,
+    .tp_methods = block_methods,
+    .tp_getset  = block_getset,
+};
