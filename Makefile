@@ -85,6 +85,17 @@ bench: build
 	@scripts/install-deps.sh --bench
 	tools/perf/compare.sh $(BUILD)
 
+# python -m shoal.bench: the same collectives through torch.distributed
+# (gloo, and backend "shoal") and the shoal API (ordinary and shoal.empty
+# tensors) on 2 local ranks, with the memcpy baseline and the targets of
+# the Python front end. BENCH_ARGS: e.g. --quick, --ranks 4.
+.PHONY: bench-python
+bench-python: | deps
+	@PYTHON=$(PYTHON) scripts/install-deps.sh --venv $(PYENV)
+	$(PYENV)/bin/python -m pip install --quiet --no-build-isolation --no-deps \
+	    -C build-dir=$(BUILD)/python-wheel .
+	$(PYENV)/bin/python -m shoal.bench $(BENCH_ARGS)
+
 SOURCES = $(shell git ls-files '*.c' '*.h')
 
 format:

@@ -1,0 +1,490 @@
+"""python -m shoal.bench: shoal against gloo, measured in one job.
+
+Starts its own ranks (2 by default) with the bundled shoalrun and runs the
+same collectives four ways: through torch.distributed over gloo, through
+torch.distributed over backend "shoal" (n/a when it is not registered),
+through the shoal API on ordinary tensors, and through the shoal API on
+shoal.empty tensors (the zero-copy path). Beside the large sizes it
+measures the memcpy baseline: every rank copying the same number of bytes
+at once (torch copy_), which is what bounds collectives on a machine whose
+memory bandwidth is shared by all ranks.
+
+Method (that of the C tool shoal-perf): per iteration a barrier, then every
+rank times the operation alone; per iteration the maximum over ranks; the
+median over iterations. Absolute times on a shared machine are noise; the
+ratios within one run are the figure. Then a "targets" block, MET or NOT
+MET with the numbers, for the targets of issue 4.
+
+    python -m shoal.bench             # 2 ranks, 4 B .. 64 MiB
+    python -m shoal.bench --quick     # small sizes, few iterations
+    python -m shoal.bench --ranks 4
+    python -m shoal.bench --ddp       # and a DDP training step
+"""
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+
+KiB, MiB = 1 << 10, 1 << 20
+
+# (collective, sizes in bytes) per mode. all_gather: size = the gathered
+# output; reduce_scatter: size = the input (nccl-tests' convention).
+FULL = [("all_reduce", [4, 64 * KiB, MiB, 64 * MiB]),
+        ("all_gather", [64 * MiB]), ("reduce_scatter", [64 * MiB])]
+QUICK = [("all_reduce", [4, 64 * KiB, MiB]), ("all_gather", [MiB]),
+         ("reduce_scatter", [MiB])]
+VARIANTS = ["gloo", "dist:shoal", "shoal", "shoal.empty"]
+MEMCPY_FROM = 64 * KiB  # smaller copies take nanoseconds: not shown
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(
+        prog="python -m shoal.bench", description=__doc__.split("\n")[0])
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--quick", action="store_true",
+                   help="sizes up to 1 MiB, few iterations (a smoke test)")
+    p.add_argument("--iters", type=int, default=None,
+                   help="iterations per size, at most (default 200; 20 "
+                        "with --quick); large sizes run fewer")
+    p.add_argument("--warmup", type=int, default=None)
+    p.add_argument("--ddp", action="store_true",
+                   help="also time a DDP training step: gloo, backend "
+                        "'shoal', and with shoal.ddp's shared buckets")
+    p.add_argument("--timeout", type=float, default=900,
+                   help="seconds before the job is stopped")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.iters is None:
+        args.iters = 20 if args.quick else 200
+    if args.warmup is None:
+        args.warmup = 2 if args.quick else 5
+    if args.worker:
+        return _worker(args)
+    return _launch(args)
+
+
+# ---- the launcher ----------------------------------------------------------
+
+
+def _launch(args):
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("shoal.bench needs torch (it compares with torch.distributed)",
+              file=sys.stderr)
+        return 2
+    from .run import tool_path
+
+    cmd = [tool_path("shoalrun"), "-n", str(args.ranks), sys.executable,
+           "-m", "shoal.bench", "--worker", "--port", str(_free_port()),
+           "--iters", str(args.iters), "--warmup", str(args.warmup)]
+    if args.quick:
+        cmd.append("--quick")
+    if args.ddp:
+        cmd.append("--ddp")
+    env = dict(os.environ)
+    # One thread per rank: torch's own thread pool would fight the ranks
+    # for the cores (torchrun sets the same).
+    env.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        return subprocess.run(cmd, env=env, timeout=args.timeout).returncode
+    except subprocess.TimeoutExpired:
+        print(f"shoal.bench: stopped after {args.timeout:.0f} s",
+              file=sys.stderr)
+        return 124
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---- one rank --------------------------------------------------------------
+
+
+class _Rank:
+    """This rank's communicators and the measuring loop."""
+
+    def __init__(self, args):
+        import torch
+        import torch.distributed as dist
+
+        import shoal
+
+        self.torch, self.dist, self.shoal = torch, dist, shoal
+        torch.set_num_threads(1)
+        self.comm = shoal.new_comm("shoal", "cpu", name="bench")
+        self.rank, self.size = self.comm.get_rank(), self.comm.get_size()
+        store = dist.TCPStore("127.0.0.1", args.port, self.size,
+                              self.rank == 0)
+        dist.init_process_group("gloo", store=store, rank=self.rank,
+                                world_size=self.size)
+        self.gloo = dist.group.WORLD
+        self.spg, self.spg_why = self._shoal_group()
+        self.args = args
+
+    def _shoal_group(self):
+        dist = self.dist
+        if "shoal" not in [b.lower() for b in dist.Backend.backend_list]:
+            return None, "backend 'shoal' is not registered"
+        try:
+            return dist.new_group(backend="shoal"), None
+        except Exception as e:  # report it, measure the rest
+            return None, f"new_group(backend='shoal') failed: {e}"
+
+    def iters_for(self, nbytes):
+        """Fewer iterations for large sizes: about 1 GiB per size (quick:
+        64 MiB), at least 10 (quick: 3)."""
+        budget, least = (64 * MiB, 3) if self.args.quick else (1 << 30, 10)
+        return max(least, min(self.args.iters, budget // max(nbytes, 1)))
+
+    def measure(self, fn, nbytes, reps=1):
+        """Median over iterations of the slowest rank's time of fn(), in
+        seconds (per call when fn makes `reps` calls)."""
+        torch = self.torch
+        iters = self.iters_for(nbytes)
+        times = []
+        for i in range(self.args.warmup + iters):
+            self.comm.barrier()
+            t0 = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - t0
+            if i >= self.args.warmup:
+                times.append(dt / reps)
+        mine = torch.tensor(times, dtype=torch.float64)
+        every = torch.empty(self.size * iters, dtype=torch.float64)
+        self.comm.all_gather_single(every, mine)
+        worst = every.view(self.size, iters).max(dim=0).values
+        return statistics.median(worst.tolist()), iters
+
+
+def _dist_fn(dist, name, old):
+    """torch 2.13 renamed the *_into_tensor / *_tensor collectives."""
+    return getattr(dist, name, None) or getattr(dist, old)
+
+
+class _Op:
+    """One collective at one size, its four variants and their checks."""
+
+    def __init__(self, r, kind, nbytes):
+        self.r, self.kind, self.nbytes = r, kind, nbytes
+        n = r.size
+        count = max(1, nbytes // 4)
+        if kind != "all_reduce":
+            count = max(n, count // n * n)  # whole blocks per rank
+        self.count = count
+        self.block = count // n
+
+    def buffers(self, shared, group=None):
+        """(input, output) float32 tensors; shoal.empty ones when shared
+        (on the communicator of `group`, else the API's)."""
+        torch, shoal = self.r.torch, self.r.shoal
+        c = self.r.comm if group is None else group
+
+        def make(k):
+            if shared:
+                return shoal.zeros(k, dtype=torch.float32, comm=c)
+            return torch.zeros(k, dtype=torch.float32)
+        if self.kind == "all_reduce":
+            t = make(self.count)
+            return t, t
+        if self.kind == "all_gather":
+            return make(self.block), make(self.count)
+        return make(self.count), make(self.block)  # reduce_scatter
+
+    def call(self, variant, inp, out):
+        """A function running the collective once through `variant`."""
+        r, dist, shoal = self.r, self.r.dist, self.r.shoal
+        SUM = shoal.ReduceOp.SUM
+        if variant in ("gloo", "dist:shoal"):
+            g = r.gloo if variant == "gloo" else r.spg
+            if self.kind == "all_reduce":
+                return lambda: dist.all_reduce(inp, group=g)
+            if self.kind == "all_gather":
+                f = _dist_fn(dist, "all_gather_single",
+                             "all_gather_into_tensor")
+                return lambda: f(out, inp, group=g)
+            f = _dist_fn(dist, "reduce_scatter_single",
+                         "reduce_scatter_tensor")
+            return lambda: f(out, inp, group=g)
+        c = r.comm
+        if self.kind == "all_reduce":
+            return lambda: c.all_reduce(inp, SUM)
+        if self.kind == "all_gather":
+            return lambda: c.all_gather_single(out, inp)
+        return lambda: c.reduce_scatter_single(out, inp, SUM)
+
+    def check(self, fn, inp, out):
+        """Runs fn once on rank-dependent data; True if the result is
+        right. Leaves the buffers zeroed."""
+        n, rank = self.r.size, self.r.rank
+        inp.fill_(rank + 1)
+        fn()
+        if self.kind == "all_gather":
+            want = self.r.torch.arange(1, n + 1, dtype=out.dtype)
+            ok = bool((out.view(n, -1) == want.view(n, 1)).all())
+        else:
+            ok = bool((out == n * (n + 1) / 2).all())
+        inp.zero_()
+        out.zero_()
+        return ok
+
+    def run(self, variant):
+        """(seconds, iterations, right) or None when n/a."""
+        r = self.r
+        if variant == "dist:shoal" and r.spg is None:
+            return None
+        inp, out = self.buffers(variant == "shoal.empty")
+        fn = self.call(variant, inp, out)
+        ok = self.check(fn, inp, out)
+        t, iters = r.measure(fn, self.nbytes)
+        return t, iters, ok
+
+    def memcpy(self):
+        """Every rank copying `nbytes` at once (None below MEMCPY_FROM)."""
+        if self.nbytes < MEMCPY_FROM:
+            return None
+        torch = self.r.torch
+        src = torch.zeros(self.nbytes // 4, dtype=torch.float32)
+        dst = torch.empty_like(src)
+        return self.r.measure(lambda: dst.copy_(src), self.nbytes)[0]
+
+
+# ---- report ----------------------------------------------------------------
+
+
+def _busbw(kind, nbytes, seconds, n):
+    """nccl-tests' bus bandwidth in GB/s."""
+    if not seconds:
+        return None
+    factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
+    return nbytes * factor / seconds / 1e9
+
+
+def _f(v, width, digits=2):
+    return f"{'n/a':>{width}}" if v is None else f"{v:>{width}.{digits}f}"
+
+
+def _size_name(nbytes):
+    for unit, div in (("MiB", MiB), ("KiB", KiB)):
+        if nbytes >= div and nbytes % div == 0:
+            return f"{nbytes // div} {unit}"
+    return f"{nbytes} B"
+
+
+def _print_table(kind, n, rows):
+    """rows: [(nbytes, iters, {variant: seconds|None}, memcpy|None, bad)]"""
+    title = {"all_reduce": "all_reduce float32 sum",
+             "all_gather": "all_gather float32 (size: the gathered output)",
+             "reduce_scatter":
+                 "reduce_scatter float32 sum (size: the input)"}[kind]
+    print(f"#\n# {title}, {n} ranks")
+    heads = ["gloo", "dist:shoal", "shoal", "shoal.empty"]
+    print("#" + f"{'size':>11} {'iters':>6} "
+          + " ".join(f"{h:>11}" for h in heads) + f" {'memcpy':>9} |"
+          + " ".join(f"{h:>11}" for h in heads[1:]))
+    print("#" + f"{'(B)':>11} {'':>6} "
+          + " ".join(f"{'(us)':>11}" for _ in heads) + f" {'(us)':>9} |"
+          + " ".join(f"{'/gloo':>11}" for _ in heads[1:]))
+    for nbytes, iters, t, mc, bad in rows:
+        g = t.get("gloo")
+        line = f"{nbytes:>12} {iters:>6} " + " ".join(
+            _f(None if t.get(h) is None else t[h] * 1e6, 11) for h in heads)
+        line += " " + (f"{'-':>9}" if mc is None else _f(mc * 1e6, 9)) + " |"
+        line += " ".join(_f(t[h] / g if t.get(h) and g else None, 11, 3)
+                         for h in heads[1:])
+        print(line)
+        for b in bad:
+            print(f"# ^ {b} delivered a wrong result")
+    big = [row for row in rows if row[0] >= MEMCPY_FROM]
+    if not big:
+        return
+    print("#" + f"{'':>11} {'busbw':>6} "
+          + " ".join(f"{h:>11}" for h in heads) + f" {'memcpy':>9} |"
+          + " ".join(f"{h:>11}" for h in heads[1:])
+          + f" {'shoal.empty':>11}")
+    print("#" + f"{'':>11} {'GB/s':>6} " + " ".join(
+        f"{'':>11}" for _ in heads) + f" {'GB/s':>9} |"
+          + " ".join(f"{'x gloo':>11}" for _ in heads[1:])
+          + f" {'/memcpy':>11}")
+    for nbytes, iters, t, mc, bad in big:
+        bw = {h: _busbw(kind, nbytes, t.get(h), n) for h in heads}
+        line = f"{nbytes:>12} {'':>6} " + " ".join(
+            _f(bw[h], 11) for h in heads)
+        mbw = nbytes / mc / 1e9 if mc else None
+        line += " " + _f(mbw, 9) + " |" + " ".join(
+            _f(bw[h] / bw["gloo"] if bw[h] and bw["gloo"] else None, 11)
+            for h in heads[1:])
+        line += " " + _f(bw["shoal.empty"] / mbw
+                         if bw["shoal.empty"] and mbw else None, 11, 3)
+        print(line)
+
+
+def _verdict(label, value, op, limit, detail):
+    if value is None:
+        state = "N/A    "
+    elif (op == "<=" and value <= limit) or (op == ">=" and value >= limit):
+        state = "MET    "
+    else:
+        state = "NOT MET"
+    print(f"# {state}  {label:<58} {detail}")
+
+
+def _targets(results, n, spg_why):
+    """The targets of issue 4, from {(kind, nbytes): {variant: s}}."""
+    def t(kind, nbytes, v):
+        return results.get((kind, nbytes), {}).get(v)
+
+    def ratio(a, b):
+        return a / b if a and b else None
+
+    print(f"#\n# targets ({n} ranks; the issue's are for 2)")
+    if spg_why:
+        print(f"# torch.distributed 'shoal': n/a ({spg_why})")
+    s4 = t("all_reduce", 4, "shoal")
+    _verdict("4 B all_reduce, shoal API: median <= 10 us",
+             None if s4 is None else s4 * 1e6, "<=", 10,
+             "n/a" if s4 is None else f"{s4 * 1e6:.2f} us")
+    for nbytes, limit in ((4, 0.2), (64 * KiB, 0.05)):
+        d, g = t("all_reduce", nbytes, "dist:shoal"), \
+            t("all_reduce", nbytes, "gloo")
+        r = ratio(d, g)
+        _verdict(f"{_size_name(nbytes)} all_reduce, torch.distributed shoal "
+                 f"<= {limit}x gloo", r, "<=", limit,
+                 "n/a" if r is None else
+                 f"{r:.3f}x ({d * 1e6:.1f} vs {g * 1e6:.1f} us)")
+    big = 64 * MiB
+    g = t("all_reduce", big, "gloo")
+    for label, v, limit in (
+            ("torch.distributed shoal, ordinary tensors", "dist:shoal", 3),
+            ("shoal API, ordinary tensors", "shoal", 3),
+            ("shoal API, shoal.empty tensors", "shoal.empty", 5)):
+        x = t("all_reduce", big, v)
+        r = ratio(g, x)  # bandwidth ratio = inverse time ratio
+        _verdict(f"64 MiB all_reduce, {label}: >= {limit}x gloo busbw", r,
+                 ">=", limit, "n/a" if r is None else
+                 f"{r:.2f}x ({x * 1e3:.2f} vs {g * 1e3:.2f} ms)")
+
+
+def _ddp_table(r):
+    """Median step time of one DDP model (about 34 MB of gradients) over
+    gloo, over backend "shoal", and with shoal.ddp's shared buckets."""
+    import shoal.ddp
+
+    torch, dist = r.torch, r.dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    steps = 5 if r.args.quick else 20
+    gen = torch.Generator().manual_seed(r.rank)
+    x, y = torch.randn(32, 1024, generator=gen), torch.randn(32, 1024,
+                                                             generator=gen)
+    variants = [("gloo", r.gloo, None),
+                ("gloo + shared buckets", r.gloo, r.comm),
+                ("dist:shoal", r.spg, None),
+                ("dist:shoal + shared buckets", r.spg, True)]
+    rows = []
+    for name, group, hook in variants:
+        if group is None:
+            rows.append((name, None))
+            continue
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(1024, 2048), torch.nn.ReLU(),
+            torch.nn.Linear(2048, 2048), torch.nn.ReLU(),
+            torch.nn.Linear(2048, 1024))
+        ddp = DDP(model, process_group=group)
+        if hook is not None:
+            shoal.ddp.register_shared_buckets(
+                ddp, comm=None if hook is True else hook)
+        opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+
+        def step():
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(ddp(x), y).backward()
+            opt.step()
+        for _ in range(3):  # DDP rebuilds its buckets after the first
+            step()
+        t, _ = _measure_steps(r, step, steps)
+        rows.append((name, t))
+        del ddp, model, opt
+    if r.rank == 0:
+        g = rows[0][1]
+        print(f"#\n# DDP training step ({r.size} ranks; a 3-layer MLP, 8.4 M "
+              "float32 parameters, batch 32; median of the slowest rank)")
+        print(f"#{'':>28} {'step (ms)':>10} {'/gloo':>8}")
+        for name, t in rows:
+            print(f"  {name:<28}"
+                  + (f" {'n/a':>10} {'':>8}" if t is None else
+                     f" {t * 1e3:>10.2f} {t / g:>8.3f}"))
+        sys.stdout.flush()
+
+
+def _measure_steps(r, step, steps):
+    saved = r.args.iters, r.args.warmup
+    r.args.iters, r.args.warmup = steps, 0
+    try:
+        return r.measure(step, 1)
+    finally:
+        r.args.iters, r.args.warmup = saved
+
+
+def _worker(args):
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    r = _Rank(args)
+    if r.rank == 0:
+        import platform
+
+        print(f"# shoal.bench: {r.size} ranks on {platform.node()} "
+              f"({os.cpu_count()} cpus), torch {r.torch.__version__}, shoal "
+              f"{r.shoal.__version__}; load average "
+              f"{os.getloadavg()[0]:.2f} at start")
+        print("# per iteration a barrier, then every rank times the "
+              "operation alone; max over ranks; median over iterations")
+        print("# gloo, dist:shoal: torch.distributed over gloo / backend "
+              "'shoal'; shoal: the shoal API on ordinary tensors;")
+        print("# shoal.empty: the shoal API on shoal.empty tensors; memcpy: "
+              "every rank copying the same bytes at once (torch copy_)")
+        if r.spg is None:
+            print(f"# dist:shoal: n/a ({r.spg_why})")
+        sys.stdout.flush()
+    results, wrong = {}, False
+    for kind, sizes in (QUICK if args.quick else FULL):
+        rows = []
+        for nbytes in sizes:
+            op = _Op(r, kind, nbytes)
+            times, bad, iters = {}, [], 0
+            for v in VARIANTS:
+                got = op.run(v)
+                if got is None:
+                    times[v] = None
+                    continue
+                times[v], iters, ok = got
+                if not ok:
+                    bad.append(v)
+            wrong |= bool(bad)
+            results[(kind, nbytes)] = times
+            rows.append((op.count * 4, iters, times, op.memcpy(), bad))
+        if r.rank == 0:
+            _print_table(kind, r.size, rows)
+            sys.stdout.flush()
+    if args.ddp:
+        _ddp_table(r)
+    if r.rank == 0:
+        _targets(results, r.size, r.spg_why)
+        print(f"# load average {os.getloadavg()[0]:.2f} at the end")
+        sys.stdout.flush()
+    r.comm.barrier()
+    r.dist.destroy_process_group()
+    r.comm.finalize()
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
