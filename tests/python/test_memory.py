@@ -63,3 +63,26 @@ def test_split_communicator_arrays():
 
 def test_share_memory_moves_a_storage():
     run(2, "share_memory")
+
+
+NO_TORCH = """
+import sys
+sys.modules["torch"] = None  # import torch fails: as if not installed
+import numpy as np
+import shoal
+c = shoal.new_comm("shoal", "cpu", abort_process_on_timeout_or_error=False)
+a = shoal.zeros(100000, comm=c)
+assert isinstance(a, np.ndarray) and a.dtype == np.float32, (type(a), a)
+a += c.get_rank() + 1
+c.all_reduce(a, shoal.ReduceOp.SUM)
+n = c.get_size()
+assert (a == n * (n + 1) // 2).all()
+assert shoal.is_shared(a, c)
+c.finalize()
+print("ok")
+"""
+
+
+def test_numpy_arrays_without_torch():
+    for r, (rc, out, err) in enumerate(spawn(2, NO_TORCH)):
+        assert rc == 0 and out.split() == ["ok"], f"rank {r}: {rc}\n{out}\n{err}"
