@@ -49,3 +49,8 @@ def get_include():
 def get_library_dir():
     """Directory holding libshoal.so."""
     return _os.path.join(_os.path.dirname(__file__), "lib")
+
+# torch.distributed backend "shoal": registered now or once torch loads.
+from . import _c10d_hook  # noqa: E402
+
+_c10d_hook.install()

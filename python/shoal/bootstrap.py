@@ -61,11 +61,17 @@ def _from_store(store, name):
     if not 0 <= rank < size:
         raise _C.InvalidArgumentError(
             f"new_comm: rank {rank} is outside 0..{size - 1}")
-    args = dict(rank=rank, size=size)
-    if size == 1:
-        return args
     counter = _store_keys.setdefault((id(store), name), itertools.count())
-    key = f"shoal/{name}/{next(counter)}"
+    return store_rendezvous(store, f"shoal/{name}/{next(counter)}", rank,
+                            size)
+
+
+def store_rendezvous(store, key, rank, size):
+    """_C.Comm's rank, size, store and secret arguments, agreed through
+    `store` under `key` (unique to one communicator)."""
+    args = dict(rank=rank, size=size)
+    if size == 1:  # nobody to meet; a secret keeps libshoal from warning
+        return dict(args, secret=secrets.token_hex(32))
     if rank == 0:
         store.set(key, f"127.0.0.1:{_free_port()} {secrets.token_hex(32)}")
     value = store.get(key)

@@ -1,0 +1,291 @@
+"""ProcessGroupShoal: torch.distributed's process group over a shoal.Comm.
+
+torch (2.x) lets a Python class derived from dist.ProcessGroup be a whole
+process group: torch.distributed's Python functions call its methods by
+name, and C++ callers (DDP's reducer, functional collectives) reach the
+ones torch's pybind trampoline forwards (allreduce, allgather, broadcast,
+barrier, reduce_scatter, the *_coalesced forms, all_to_all_single, send,
+recv). Each method here maps one torch call onto the torchcomms-style
+shoal.Comm, issued without blocking (contiguous tensors are used in place)
+and wrapped in a Work that torch waits on.
+
+Subgroups: torch hands new_group() to the default group when it has that
+method, on every rank of the job, so a subgroup is a split of the world
+communicator (non-members pass []).
+"""
+
+import collections
+import datetime
+import itertools
+
+import torch.distributed as dist
+
+from .. import _C, _env, bootstrap
+from ..comm import Comm
+from ..reduce_op import ReduceOp
+from .work import Completer, Work
+
+BACKEND = "shoal"
+
+# Communicators made here per name: with the name, a store key that the
+# ranks creating them agree on and never reuse.
+_created = collections.defaultdict(itertools.count)
+
+
+# torch's operation codes -> shoal's (PREMUL_SUM carries a factor).
+_OPS = {getattr(dist.ReduceOp.RedOpType, name): getattr(ReduceOp, name)
+        for name in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR",
+                     "BXOR")}
+
+
+def _reduce_op(op):
+    """shoal's ReduceOp for torch's (a dist.ReduceOp or its RedOpType)."""
+    kind = getattr(op, "op", op)
+    shoal_op = _OPS.get(kind)
+    if shoal_op is None:  # a float, or a 1-element tensor read once here
+        return ReduceOp.PREMUL_SUM(op.factor)
+    return shoal_op
+
+
+def _timeout(opts):
+    """An option's timeout as shoal wants it (None: the default)."""
+    t = getattr(opts, "timeout", None)
+    if isinstance(t, datetime.timedelta) and t.total_seconds() > 0:
+        return t
+    return None
+
+
+def _abort_on_error():
+    # Gloo raises on a failed collective; so does shoal's process group
+    # unless TORCHCOMM_ABORT_ON_ERROR asks for torchcomms' behaviour.
+    return _env.env_bool("TORCHCOMM_ABORT_ON_ERROR", False)
+
+
+def connect(store, rank, size, timeout, name):
+    """A shoal.Comm over `size` ranks, agreed through torch's store."""
+    key = f"shoal/pg/{name}/{next(_created[name])}"
+    args = bootstrap.store_rendezvous(store, key, rank, size)
+    abort = _abort_on_error()
+    c = _C.Comm(timeout_ms=_env.default_timeout_ms(timeout), name=name,
+                abort_on_error=abort, **args)
+    return Comm(c, name=name, abort_process_on_timeout_or_error=abort)
+
+
+def create_process_group(opts, backend_options=None):
+    """torch's creator for backend "shoal" (Backend.register_backend with
+    extended_api): opts is a _DistributedBackendOptions."""
+    name = ("world" if not opts.global_ranks_in_group
+            else f"group {opts.group_id}")
+    comm = connect(opts.store, opts.group_rank, opts.group_size,
+                   opts.timeout, name)
+    return ProcessGroupShoal(comm, opts.store)
+
+
+class ProcessGroupShoal(dist.ProcessGroup):
+    """A torch.distributed process group whose operations run in shoal."""
+
+    def __init__(self, comm, store=None):
+        super().__init__(comm.get_rank(), comm.get_size())
+        self._comm = comm
+        self._store = store
+        self._completer = Completer(comm.get_name())
+        self._group_name = self._group_desc = comm.get_name()
+
+    @property
+    def comm(self):
+        """The shoal.Comm underneath (its torchcomms-style API)."""
+        return self._comm
+
+    def getBackendName(self):
+        return BACKEND
+
+    # torch keeps a group's name and description in its C++ backends, which
+    # a Python group has none of: the trampoline asks these instead.
+    def getGroupName(self):
+        return self._group_name
+
+    def setGroupName(self, name):
+        self._group_name = name
+
+    def getGroupDesc(self):
+        return self._group_desc
+
+    def setGroupDesc(self, desc):
+        self._group_desc = desc
+
+    def __repr__(self):
+        return (f"<ProcessGroupShoal rank {self.rank()} of {self.size()}, "
+                f"{self._comm.get_name()!r}>")
+
+    def _work(self, opts, works, result):
+        """The Work of an operation just issued. torch waits at once for
+        a synchronous call (asyncOp False): do it here, more cheaply."""
+        if opts is not None and not opts.asyncOp:
+            for w in works:
+                w.wait()
+            return Work([], result)
+        return Work(works, result, self._completer)
+
+    # ---- life ---------------------------------------------------------------
+
+    def new_group(self, ranks, timeout=None, pg_options=None,
+                  group_name=None, group_desc=None):
+        """torch's new_group, called on every rank of the job with the
+        world ranks of the group: a split of this communicator. Returns
+        None on ranks outside it."""
+        ranks = [int(r) for r in ranks]
+        if self.rank() not in ranks:
+            self._comm.split([])  # the split is collective; returns None
+            return None
+        name = str(group_name)
+        if not name.isdigit():
+            # new_group(use_local_synchronization=True): only members call
+            # in, so the group meets through the store instead of a split.
+            comm = connect(self._store, ranks.index(self.rank()), len(ranks),
+                           timeout, name)
+        else:
+            comm = self._comm.split(ranks, name=name)
+            if timeout is not None:
+                comm.set_timeout(timeout)
+        pg = ProcessGroupShoal(comm, self._store)
+        pg._set_group_name(name)
+        pg._set_group_desc(group_desc or name)
+        return pg
+
+    def shutdown(self):
+        """Waits for pending work, then releases the communicator."""
+        self._completer.close()
+        self._comm.finalize()
+
+    # ---- collectives in place -----------------------------------------------
+
+    def allreduce(self, tensors, opts=None):
+        opts = opts or dist.AllreduceOptions()
+        op, t = _reduce_op(opts.reduceOp), _timeout(opts)
+        works = [self._comm.all_reduce(x, op, True, timeout=t)
+                 for x in tensors]
+        return self._work(opts, works, tensors)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        # One operation per tensor, each in place: shoal queues them.
+        return self.allreduce(tensors,
+                              opts or dist.AllreduceCoalescedOptions())
+
+    def broadcast(self, tensors, opts=None):
+        opts = opts or dist.BroadcastOptions()
+        root, t = opts.rootRank, _timeout(opts)
+        works = [self._comm.broadcast(x, root, True, timeout=t)
+                 for x in tensors]
+        return self._work(opts, works, tensors)
+
+    def reduce(self, tensors, opts=None):
+        opts = opts or dist.ReduceOptions()
+        op, root, t = _reduce_op(opts.reduceOp), opts.rootRank, _timeout(opts)
+        works = [self._comm.reduce(x, root, op, True, timeout=t)
+                 for x in tensors]
+        return self._work(opts, works, tensors)
+
+    def barrier(self, opts=None):
+        works = [self._comm.barrier(True, timeout=_timeout(opts))]
+        return self._work(opts, works, [])
+
+    # ---- gathers ------------------------------------------------------------
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        t = _timeout(opts)
+        works = [self._comm.all_gather(outs, x, True, timeout=t)
+                 for outs, x in zip(output_tensors, input_tensors)]
+        return self._work(opts, works, output_tensors)
+
+    def allgather_coalesced(self, output_lists, input_list, opts=None):
+        return self.allgather(output_lists, input_list, opts)
+
+    def all_gather_single(self, output, input, opts=None):
+        return self.all_gather_single_coalesced([output], [input], opts)
+
+    _allgather_base = all_gather_single
+
+    def all_gather_single_coalesced(self, outputs, inputs, opts=None):
+        t = _timeout(opts)
+        works = [self._comm.all_gather_single(o, x, True, timeout=t)
+                 for o, x in zip(outputs, inputs)]
+        return self._work(opts, works, outputs)
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced
+
+    def gather(self, output_tensors, input_tensors, opts=None):
+        opts = opts or dist.GatherOptions()
+        root, t = opts.rootRank, _timeout(opts)
+        outs = output_tensors[0] if self.rank() == root else None
+        works = [self._comm.gather(outs, input_tensors[0], root, True,
+                                   timeout=t)]
+        return self._work(opts, works, output_tensors)
+
+    # ---- scatters -----------------------------------------------------------
+
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        opts = opts or dist.ScatterOptions()
+        root, t = opts.rootRank, _timeout(opts)
+        ins = input_tensors[0] if self.rank() == root else None
+        works = [self._comm.scatter(output_tensors[0], ins, root, True,
+                                    timeout=t)]
+        return self._work(opts, works, output_tensors)
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        opts = opts or dist.ReduceScatterOptions()
+        op, t = _reduce_op(opts.reduceOp), _timeout(opts)
+        works = [self._comm.reduce_scatter(o, ins, op, True, timeout=t)
+                 for o, ins in zip(output_tensors, input_tensors)]
+        return self._work(opts, works, output_tensors)
+
+    def reduce_scatter_single(self, output, input, opts=None):
+        return self.reduce_scatter_single_coalesced([output], [input], opts)
+
+    _reduce_scatter_base = reduce_scatter_single
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        opts = opts or dist.ReduceScatterOptions()
+        op, t = _reduce_op(opts.reduceOp), _timeout(opts)
+        works = [self._comm.reduce_scatter_single(o, x, op, True, timeout=t)
+                 for o, x in zip(outputs, inputs)]
+        return self._work(opts, works, outputs)
+
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
+
+    # ---- all-to-all ---------------------------------------------------------
+
+    def all_to_all_single(self, output, input, output_split_sizes,
+                          input_split_sizes, opts=None):
+        t = _timeout(opts)
+        if (not output_split_sizes and not input_split_sizes
+                and input.dim() and input.shape[0] % self.size() == 0):
+            w = self._comm.all_to_all_single(output, input, True, timeout=t)
+        else:
+            # Split sizes count rows of the first dimension; empty lists
+            # mean equal splits.
+            w = self._comm.all_to_all_v_single(
+                output, input, list(output_split_sizes),
+                list(input_split_sizes), True, timeout=t)
+        return self._work(opts, [w], [output])
+
+    alltoall_base = all_to_all_single
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        works = [self._comm.all_to_all(output_tensors, input_tensors, True,
+                                       timeout=_timeout(opts))]
+        return self._work(opts, works, output_tensors)
+
+    # ---- point-to-point -----------------------------------------------------
+
+    def send(self, tensors, dst, tag=0):
+        return Work([self._comm.send(x, dst, True, tag=tag)
+                     for x in tensors], tensors)
+
+    def recv(self, tensors, src, tag=0):
+        return Work([self._comm.recv(x, src, True, tag=tag)
+                     for x in tensors], tensors)
+
+    def recv_anysource(self, tensors, tag=0):
+        raise _C.InvalidArgumentError(
+            "recv: shoal receives from a named rank only (it matches "
+            "messages by source and tag): pass src")

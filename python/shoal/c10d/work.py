@@ -1,0 +1,143 @@
+"""The Work objects the "shoal" process group hands to torch.
+
+A Work wraps the shoal.Work(s) of one torch call. wait() blocks on them
+(without the GIL); get_future() returns a torch Future that completes on
+its own, which DDP needs: its comm hooks chain callbacks on the future of
+each bucket's all-reduce and only wait at the end of backward. A thread
+that waits for the operation completes that future (see Completer).
+"""
+
+import datetime
+import queue
+import threading
+
+import torch
+import torch.distributed as dist
+
+
+def _seconds(timeout):
+    """torch's per-wait timeout (timedelta; zero: none) as seconds or None."""
+    if isinstance(timeout, datetime.timedelta):
+        timeout = timeout.total_seconds()
+    return timeout if timeout and timeout > 0 else None
+
+
+class Work(dist.Work):
+    """One process-group operation: shoal works and the tensors its future
+    yields (torch's convention: the output tensors)."""
+
+    def __init__(self, works, result, completer=None):
+        super().__init__()
+        self._works = works  # shoal.Work list; emptied once waited for
+        self._result = result
+        self._completer = completer  # completes futures; None: a thread
+        self._future = None
+        self._done = None  # an Event once a thread owns the waiting
+        self._error = None
+
+    def wait(self, timeout=None):
+        if self._done is not None:
+            self._done.wait()
+        elif self._works:
+            self._wait_works(_seconds(timeout))
+        if self._error is not None:
+            raise self._error
+        return True
+
+    def _wait_works(self, timeout):
+        try:
+            while self._works:
+                self._works[0].wait(timeout)
+                self._works.pop(0)
+        except BaseException as e:
+            self._works = []
+            self._error = e
+
+    def is_completed(self):
+        if self._done is not None:
+            return self._done.is_set()
+        try:
+            return all(w.is_completed() for w in self._works)
+        except BaseException as e:
+            self._works = []
+            self._error = e
+            return True
+
+    def is_success(self):
+        return self.is_completed() and self._error is None
+
+    def exception(self):
+        return self._error
+
+    def get_future(self):
+        with _future_lock:
+            if self._future is not None:
+                return self._future
+            fut = self._future = torch.futures.Future()
+            pending = self._works and self._done is None
+            if pending:
+                self._done = threading.Event()
+        if not pending:
+            self._settle()
+        elif self._completer is not None:
+            self._completer.put(self)
+        else:
+            threading.Thread(target=self._finish, daemon=True,
+                             name="shoal-p2p-future").start()
+        return fut
+
+    def _finish(self):
+        """In a waiting thread: wait, then complete the future."""
+        self._wait_works(None)
+        self._done.set()
+        self._settle()
+
+    def _settle(self):
+        if self._error is not None:
+            self._future.set_exception(self._error)
+        else:
+            self._future.set_result(self._result)
+
+
+_future_lock = threading.Lock()  # get_future may race with itself only
+
+
+class Completer:
+    """A thread that waits for a communicator's works in the order they
+    were issued and completes their futures.
+
+    One thread per communicator is enough for collectives: they complete
+    in issue order on every rank, so waiting for an earlier one never
+    delays a later one that could otherwise have completed. Point-to-point
+    works do not have that order and get a thread each.
+    """
+
+    def __init__(self, name):
+        self._name = name
+        self._queue = queue.SimpleQueue()
+        self._thread = None
+        self._lock = threading.Lock()
+
+    def put(self, work):
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, daemon=True,
+                    name=f"shoal-completer-{self._name}")
+                self._thread.start()
+        self._queue.put(work)
+
+    def _run(self):
+        while True:
+            work = self._queue.get()
+            if work is None:
+                return
+            work._finish()
+
+    def close(self):
+        """Lets queued works finish, then stops the thread."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            thread.join()
