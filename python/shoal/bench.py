@@ -378,8 +378,9 @@ def _ddp_table(r):
     gloo, over backend "shoal", and with shoal.ddp's shared buckets."""
     import shoal.ddp
 
-    torch, dist = r.torch, r.dist
     from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch = r.torch
 
     steps = 5 if r.args.quick else 20
     gen = torch.Generator().manual_seed(r.rank)
