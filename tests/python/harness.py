@@ -133,17 +133,20 @@ class RankPool:
 
 
 class Pools:
-    """One RankPool per world size, restarted when a case killed it."""
+    """One RankPool per world size, restarted when a case killed it.
+    `extra_env`, when given, makes each new pool's extra environment."""
 
-    def __init__(self):
+    def __init__(self, extra_env=None):
         self.pools = {}
+        self.extra_env = extra_env
 
     def get(self, size):
         pool = self.pools.get(size)
         if pool is None or not pool.alive():
             if pool is not None:
                 pool.close(kill=True)
-            pool = self.pools[size] = RankPool(size)
+            env = self.extra_env() if self.extra_env else None
+            pool = self.pools[size] = RankPool(size, env)
         return pool
 
     def close(self):

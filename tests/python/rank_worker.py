@@ -4,6 +4,7 @@ Replies go to a private copy of stdout; fd 1 itself is pointed at stderr
 so that anything a case or a library prints cannot corrupt the protocol.
 """
 
+import importlib
 import json
 import os
 import sys
@@ -13,7 +14,9 @@ reply = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)
 sys.stdout = sys.stderr
 
-import cases  # noqa: E402  (after the redirection)
+# (after the redirection) The pool's cases module: cases.py unless the pool
+# names another (c10d_cases.py for the torch.distributed backend).
+cases = importlib.import_module(os.environ.get("SHOAL_TEST_CASES", "cases"))
 
 
 def main():
