@@ -1,0 +1,249 @@
+"""torch.distributed backend "shoal" in whole jobs: the ways to start a
+group, new_group semantics, a rank killed mid-collective, and the examples
+under examples/python (DDP and FSDP against gloo included).
+
+Ranks get what torchrun gives them (RANK, WORLD_SIZE, MASTER_ADDR, ...);
+one test starts them through torchrun itself.
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness import HERE, free_port, rank_env
+
+torch = pytest.importorskip("torch")
+
+EXAMPLES = os.path.join(HERE, "..", "..", "examples", "python")
+
+
+def job(size, argv, timeout=90, extra_env=None):
+    """Runs argv (a Python program and its arguments) on `size` ranks with
+    torchrun's variables; returns [(returncode, stdout, stderr)]."""
+    port = free_port()
+    procs = []
+    for r in range(size):
+        env = rank_env(r, size, f"127.0.0.1:{free_port()}", "x" * 32,
+                       extra_env)
+        for name in ("SHOAL_RANK", "SHOAL_SIZE", "SHOAL_STORE",
+                     "SHOAL_SECRET"):
+            env.pop(name)
+        env.update(RANK=str(r), WORLD_SIZE=str(size), LOCAL_RANK=str(r),
+                   LOCAL_WORLD_SIZE=str(size), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port), PYTHONWARNINGS="ignore")
+        procs.append(subprocess.Popen(
+            [sys.executable] + argv, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=env, cwd=HERE, text=True))
+    out = []
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        try:
+            o, e = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            o, e = p.communicate()
+            e += "\n[killed: timeout]"
+        out.append((p.returncode, o, e))
+    return out
+
+
+def ok(results):
+    for r, (rc, o, e) in enumerate(results):
+        assert rc == 0, f"rank {r} exited {rc}\n{o}\n{e[-4000:]}"
+    return [o for _, o, _ in results]
+
+
+def code(text):
+    return ["-c", text]
+
+
+INIT_METHODS = """
+import os, tempfile, torch, torch.distributed as dist
+import shoal
+from shoal.c10d import ProcessGroupShoal
+
+rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+ports = os.environ["TEST_PORTS"].split(",")
+
+def use(**kwargs):
+    dist.init_process_group(**kwargs)
+    assert isinstance(dist.group.WORLD, ProcessGroupShoal)
+    assert "shoal" in dist.get_backend(), dist.get_backend()
+    t = torch.ones(3) * (rank + 1)
+    dist.all_reduce(t)
+    assert t.tolist() == [n * (n + 1) / 2] * 3, t
+    dist.destroy_process_group()
+
+use(backend="shoal")                                  # env://
+for name in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
+    del os.environ[name]
+use(backend="shoal", init_method=f"tcp://127.0.0.1:{ports[0]}", rank=rank,
+    world_size=n)
+use(backend="cpu:shoal", init_method="file://" + os.environ["TEST_FILE"],
+    rank=rank, world_size=n)
+store = dist.TCPStore("127.0.0.1", int(ports[1]), n, rank == 0)
+use(backend="shoal", store=store, rank=rank, world_size=n)
+use(backend="shoal", store=store, rank=rank, world_size=n)  # again
+print("ok")
+"""
+
+
+def test_init_methods(tmp_path):
+    env = {"TEST_PORTS": f"{free_port()},{free_port()}",
+           "TEST_FILE": str(tmp_path / "init")}
+    assert ok(job(2, code(INIT_METHODS), extra_env=env)) == ["ok\n"] * 2
+
+
+IMPORT_ORDER = """
+import sys
+import shoal
+assert "torch" not in sys.modules
+import torch
+import torch.distributed as dist
+assert "shoal" in dist.Backend.backend_list
+dist.init_process_group("shoal", store=dist.HashStore(), rank=0,
+                        world_size=1)
+t = torch.ones(2)
+dist.all_reduce(t)
+dist.destroy_process_group()
+print("ok")
+"""
+
+
+def test_import_before_torch_registers():
+    assert ok(job(1, code(IMPORT_ORDER))) == ["ok\n"]
+
+
+NEW_GROUP = """
+import datetime, torch, torch.distributed as dist
+import shoal
+from shoal.c10d import ProcessGroupShoal
+
+dist.init_process_group("shoal")
+r, n = dist.get_rank(), dist.get_world_size()
+NOT = dist.GroupMember.NON_GROUP_MEMBER
+
+g02 = dist.new_group([2, 0])
+g123 = dist.new_group([1, 2, 3])
+if r in (0, 2):
+    assert isinstance(g02, ProcessGroupShoal) and g02.size() == 2
+    assert dist.get_rank(g02) == [0, 2].index(r)
+    t = torch.tensor([float(r)])
+    dist.all_reduce(t, group=g02)
+    assert t.item() == 2.0, t
+    b = torch.tensor([r])
+    dist.broadcast(b, src=2, group=g02)   # src: a world rank
+    assert b.item() == 2
+else:
+    assert g02 is NOT
+    dist.all_reduce(torch.ones(1), group=g02)  # not a member: no-op
+if r != 0:
+    outs = [torch.zeros(1, dtype=torch.int64) for _ in range(3)]
+    dist.all_gather(outs, torch.tensor([r * 10]), group=g123)
+    assert [o.item() for o in outs] == [10, 20, 30], outs
+t = torch.ones(1)
+dist.all_reduce(t)  # the world, between subgroup calls
+assert t.item() == n
+
+sub, _ = dist.new_subgroups(2)  # [0, 1], [2, 3]
+t = torch.tensor([float(r)])
+dist.all_reduce(t, group=sub)
+assert t.item() == (1.0 if r < 2 else 5.0), t
+
+if r in (1, 3):  # only the members call in
+    g13 = dist.new_group([1, 3], use_local_synchronization=True)
+    t = torch.tensor([float(r)])
+    dist.all_reduce(t, group=g13)
+    assert t.item() == 4.0, t
+
+g01 = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=1))
+if r == 0:  # rank 1 never joins: the deadline passes
+    try:
+        dist.all_reduce(torch.ones(1), group=g01)
+    except shoal.CommTimeoutError as e:
+        print("timeout", type(e).__name__)
+    else:
+        raise AssertionError("no timeout")
+t = torch.ones(1)
+dist.all_reduce(t)  # the world is unaffected
+assert t.item() == n
+dist.destroy_process_group()
+print("ok")
+"""
+
+
+def test_new_group_splits():
+    outs = ok(job(4, code(NEW_GROUP)))
+    assert outs == ["timeout CommTimeoutError\nok\n"] + ["ok\n"] * 3, outs
+
+
+KILLED = """
+import os, signal, threading, time, torch, torch.distributed as dist
+import shoal
+
+dist.init_process_group("shoal")
+r = dist.get_rank()
+t = torch.ones(1 << 22)
+dist.all_reduce(t)
+if r == 2:  # dies in the middle of the next all-reduces
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGKILL)).start()
+t0 = time.monotonic()
+try:
+    for _ in range(100000):
+        dist.all_reduce(t, async_op=True).wait()
+except shoal.ShoalError as e:
+    print(f"{type(e).__name__} after {time.monotonic() - t0:.1f} s: {e}")
+"""
+
+
+def test_killed_rank_makes_the_others_raise():
+    results = job(3, code(KILLED), timeout=60,
+                  extra_env={"TORCHCOMM_TIMEOUT_SECONDS": "600"})
+    assert results[2][0] == -9, results[2]
+    for rc, out, err in results[:2]:
+        # PeerError ("rank 2 died"); a transfer into the dead rank's memory
+        # may fail first, as a ShoalError naming the system call.
+        assert rc == 0 and " after " in out, (out, err)
+        assert float(out.split()[2]) < 10, out  # well before any deadline
+
+
+# ---- the examples ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["basic_usage", "async_usage"])
+def test_torchcomms_examples(name, tmp_path):
+    outs = ok(job(2, [os.path.join(EXAMPLES, f"{name}.py"),
+                      str(tmp_path / "store")]))
+    assert "Rank 1" in "".join(outs)
+    assert os.listdir(tmp_path) == []  # the FileStore cleaned up
+
+
+def test_ddp_example_matches_gloo_under_torchrun():
+    """As `make run` does: the real launcher, 4 ranks, both backends."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore",
+               TORCHCOMM_ABORT_ON_ERROR="0")
+    p = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+         "4", "--master-port", str(free_port()),
+         os.path.join(EXAMPLES, "ddp_train.py"), "--compare", "--steps",
+         "6", "--warmup", "1", "--width", "512"],
+        capture_output=True, text=True, timeout=150, env=env, cwd=HERE)
+    assert p.returncode == 0, p.stdout + p.stderr[-4000:]
+    assert "(same)" in p.stdout and "gloo" in p.stdout, p.stdout
+
+
+def test_ddp_example_on_the_default_group():
+    outs = ok(job(2, [os.path.join(EXAMPLES, "ddp_train.py"), "--steps",
+                      "4", "--warmup", "1", "--width", "256"]))
+    assert outs[0].startswith("shoal: 2 ranks"), outs
+
+
+@pytest.mark.parametrize("n, args", [(4, ["--compare"]), (2, [])])
+def test_fsdp_example(n, args):
+    outs = ok(job(n, [os.path.join(EXAMPLES, "fsdp_train.py"), "--steps",
+                      "3"] + args))
+    assert ("(same)" if args else "shoal: FSDP2") in outs[0], outs
