@@ -5,8 +5,8 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build run test test-full test-unit test-python test-asan test-tsan \
-        test-valgrind bench format check-format clean
+.PHONY: all deps build run test test-full test-unit test-python python-env test-asan \
+        test-tsan test-valgrind bench format check-format clean
 
 all: build
 
@@ -19,9 +19,12 @@ $(BUILD)/build.ninja: | deps
 build: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The demo: a small program on 4 local ranks.
-run: build
+# The demo: a small C program on 4 local ranks, then DDP training on 4
+# local ranks (torchrun) over gloo and over shoal, step times side by side.
+run: build python-env
 	$(BUILD)/tools/shoalrun -n 4 --tag-output $(BUILD)/examples/shoal-example-hello
+	OMP_NUM_THREADS=1 PYTHONWARNINGS=ignore $(PYENV)/bin/python -m torch.distributed.run \
+	    --standalone --nproc-per-node 4 examples/python/ddp_train.py --compare
 
 # Every test: unit, multi-process and failure tests, the install check,
 # then the Python tests.
@@ -36,16 +39,20 @@ test: build
 # wheel build is kept in $(BUILD)/python-wheel, so rebuilds are incremental.
 PYTHON ?= python3
 PYENV   = $(BUILD)/pyenv
-test-python: | deps
+python-env: | deps
 	@PYTHON=$(PYTHON) scripts/install-deps.sh --venv $(PYENV)
 	$(PYENV)/bin/python -m pip install --quiet --no-build-isolation --no-deps \
 	    -C build-dir=$(BUILD)/python-wheel .
+
+test-python: python-env
 	cd tests/python && $(abspath $(PYENV))/bin/python -m pytest -q $(PYTEST_ARGS)
 
-# The whole collective matrix (every dtype x op x count x world size),
-# instead of the sample `make test` runs. Takes much longer.
+# The whole collective matrix (every dtype x op x count x world size), in C
+# and through torch.distributed, instead of the sample `make test` runs.
+# Takes much longer.
 test-full: build
 	SHOAL_COLL_FULL=1 $(BUILD)/tests/shoal_tests mp_coll
+	SHOAL_PY_FULL=1 $(MAKE) --no-print-directory test-python PYTEST_ARGS=test_c10d_ops.py
 
 test-unit: build
 	$(BUILD)/tests/shoal_tests $(FILTER)
