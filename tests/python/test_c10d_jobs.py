@@ -62,17 +62,19 @@ def code(text):
 
 
 INIT_METHODS = """
-import os, tempfile, torch, torch.distributed as dist
+import datetime, os, torch, torch.distributed as dist
 import shoal
 from shoal.c10d import ProcessGroupShoal
 
 rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 ports = os.environ["TEST_PORTS"].split(",")
 
-def use(**kwargs):
+def use(deadline=30.0, **kwargs):
     dist.init_process_group(**kwargs)
     assert isinstance(dist.group.WORLD, ProcessGroupShoal)
     assert "shoal" in dist.get_backend(), dist.get_backend()
+    # torch's default timeout gives way to TORCHCOMM_TIMEOUT_SECONDS (30)
+    assert dist.group.WORLD.comm.get_timeout() == deadline
     t = torch.ones(3) * (rank + 1)
     dist.all_reduce(t)
     assert t.tolist() == [n * (n + 1) / 2] * 3, t
@@ -87,7 +89,8 @@ use(backend="cpu:shoal", init_method="file://" + os.environ["TEST_FILE"],
     rank=rank, world_size=n)
 store = dist.TCPStore("127.0.0.1", int(ports[1]), n, rank == 0)
 use(backend="shoal", store=store, rank=rank, world_size=n)
-use(backend="shoal", store=store, rank=rank, world_size=n)  # again
+use(backend="shoal", store=store, rank=rank, world_size=n,  # again
+    timeout=datetime.timedelta(seconds=12), deadline=12.0)
 print("ok")
 """
 

@@ -17,6 +17,7 @@ communicator (non-members pass []).
 import collections
 import datetime
 import itertools
+import os
 
 import torch.distributed as dist
 
@@ -61,12 +62,23 @@ def _abort_on_error():
     return _env.env_bool("TORCHCOMM_ABORT_ON_ERROR", False)
 
 
+def _timeout_ms(timeout):
+    """The communicator's default deadline. torch always passes one; when
+    it is torch's own default, TORCHCOMM_TIMEOUT_SECONDS or
+    SHOAL_TIMEOUT_SECONDS may set it instead."""
+    if timeout == dist.default_pg_timeout and (
+            os.environ.get("TORCHCOMM_TIMEOUT_SECONDS")
+            or os.environ.get("SHOAL_TIMEOUT_SECONDS")):
+        timeout = None
+    return _env.default_timeout_ms(timeout)
+
+
 def connect(store, rank, size, timeout, name):
     """A shoal.Comm over `size` ranks, agreed through torch's store."""
     key = f"shoal/pg/{name}/{next(_created[name])}"
     args = bootstrap.store_rendezvous(store, key, rank, size)
     abort = _abort_on_error()
-    c = _C.Comm(timeout_ms=_env.default_timeout_ms(timeout), name=name,
+    c = _C.Comm(timeout_ms=_timeout_ms(timeout), name=name,
                 abort_on_error=abort, **args)
     return Comm(c, name=name, abort_process_on_timeout_or_error=abort)
 
