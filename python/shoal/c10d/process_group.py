@@ -291,11 +291,11 @@ class ProcessGroupShoal(dist.ProcessGroup):
 
     def send(self, tensors, dst, tag=0):
         return Work([self._comm.send(x, dst, True, tag=tag)
-                     for x in tensors], tensors)
+                     for x in tensors], tensors, self._completer, False)
 
     def recv(self, tensors, src, tag=0):
         return Work([self._comm.recv(x, src, True, tag=tag)
-                     for x in tensors], tensors)
+                     for x in tensors], tensors, self._completer, False)
 
     def recv_anysource(self, tensors, tag=0):
         raise _C.InvalidArgumentError(

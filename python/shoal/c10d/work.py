@@ -26,11 +26,12 @@ class Work(dist.Work):
     """One process-group operation: shoal works and the tensors its future
     yields (torch's convention: the output tensors)."""
 
-    def __init__(self, works, result, completer=None):
+    def __init__(self, works, result, completer=None, ordered=True):
         super().__init__()
         self._works = works  # shoal.Work list; emptied once waited for
         self._result = result
-        self._completer = completer  # completes futures; None: a thread
+        self._completer = completer  # completes futures (None: done ones)
+        self._ordered = ordered  # collectives; False for point-to-point
         self._future = None
         self._done = None  # an Event once a thread owns the waiting
         self._error = None
@@ -77,13 +78,10 @@ class Work(dist.Work):
             pending = self._works and self._done is None
             if pending:
                 self._done = threading.Event()
-        if not pending:
-            self._settle()
-        elif self._completer is not None:
-            self._completer.put(self)
+        if pending:
+            self._completer.put(self, self._ordered)
         else:
-            threading.Thread(target=self._finish, daemon=True,
-                             name="shoal-p2p-future").start()
+            self._settle()
         return fut
 
     def _finish(self):
@@ -103,23 +101,31 @@ _future_lock = threading.Lock()  # get_future may race with itself only
 
 
 class Completer:
-    """A thread that waits for a communicator's works in the order they
-    were issued and completes their futures.
+    """Threads that wait for a communicator's works and complete their
+    futures.
 
-    One thread per communicator is enough for collectives: they complete
-    in issue order on every rank, so waiting for an earlier one never
-    delays a later one that could otherwise have completed. Point-to-point
-    works do not have that order and get a thread each.
+    One thread, waiting in issue order, serves the collectives: they
+    complete in issue order on every rank, so waiting for an earlier one
+    never delays a later one that could otherwise have completed.
+    Point-to-point works have no such order and get a thread each.
     """
 
     def __init__(self, name):
         self._name = name
         self._queue = queue.SimpleQueue()
         self._thread = None
+        self._others = set()  # point-to-point threads still running
         self._lock = threading.Lock()
 
-    def put(self, work):
+    def put(self, work, ordered=True):
         with self._lock:
+            if not ordered:
+                t = threading.Thread(target=self._run_one, args=(work,),
+                                     daemon=True,
+                                     name=f"shoal-p2p-{self._name}")
+                self._others.add(t)
+                t.start()
+                return
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, daemon=True,
@@ -134,10 +140,18 @@ class Completer:
                 return
             work._finish()
 
+    def _run_one(self, work):
+        work._finish()
+        with self._lock:
+            self._others.discard(threading.current_thread())
+
     def close(self):
-        """Lets queued works finish, then stops the thread."""
+        """Lets pending works finish, then stops the threads."""
         with self._lock:
             thread, self._thread = self._thread, None
+            others, self._others = list(self._others), set()
         if thread is not None:
             self._queue.put(None)
             thread.join()
+        for t in others:
+            t.join()
