@@ -71,6 +71,7 @@ print(comm.get_rank(), comm.get_size())
 comm.finalize()
 """
     env = dict(os.environ, TORCHCOMM_ABORT_ON_ERROR="0", OMP_NUM_THREADS="1")
+    env.pop("PYTHONUNBUFFERED", None)  # one write per line: ranks share a pipe
     for name in ("SHOAL_RANK", "SHOAL_SIZE", "SHOAL_STORE"):
         env.pop(name, None)
     port = free_port()
@@ -91,6 +92,7 @@ print("rank", comm.get_rank(), "of", comm.get_size())
 comm.finalize()
 """
     env = dict(os.environ, TORCHCOMM_ABORT_ON_ERROR="0")
+    env.pop("PYTHONUNBUFFERED", None)  # one write per line: ranks share a pipe
     r = subprocess.run(
         [sys.executable, "-m", "shoal.run", "-n", "3", sys.executable, "-c",
          code], env=env, cwd=HERE, capture_output=True, text=True,
