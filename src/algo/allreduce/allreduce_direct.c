@@ -28,7 +28,8 @@
 int
 shi_allreduce_direct_step(shoal_comm *comm, shoal_request *req)
 {
-    size_t es = shi_req_esize(req), lo, hi;
+    int    moved = 0; // 1 once this call did work (waiting is not progress)
+    size_t es    = shi_req_esize(req), lo, hi;
 
     if (req->state == 0) {
         shi_expose(comm, req->sendbuf, req->buf);
@@ -45,9 +46,10 @@ shi_allreduce_direct_step(shoal_comm *comm, shoal_request *req)
             return 1;
         }
         req->state = 2;
+        moved      = 1;
     }
     if (!shi_sync_all(comm, req, 2)) {
-        return 1;
+        return moved;
     }
     shi_sync_finish(comm, req, 2);
     shi_engine_complete(comm, req, SHOAL_OK);

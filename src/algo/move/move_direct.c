@@ -43,6 +43,7 @@ copy_from_peers(shoal_comm *comm, shoal_request *req)
 int
 shi_move_direct_step(shoal_comm *comm, shoal_request *req)
 {
+    int moved = 0; // 1 once this call did work (waiting is not progress)
     if (req->state == 0) {
         shi_expose(comm, req->sendbuf, req->buf);
         shi_move_publish(comm, req);
@@ -57,9 +58,10 @@ shi_move_direct_step(shoal_comm *comm, shoal_request *req)
             return 1;
         }
         req->state = 2;
+        moved      = 1;
     }
     if (!shi_sync_all(comm, req, 2)) {
-        return 1;
+        return moved;
     }
     shi_sync_finish(comm, req, 2);
     shi_engine_complete(comm, req, SHOAL_OK);
