@@ -105,6 +105,27 @@ shi_peer_view(shoal_comm *comm, int p, int side, size_t off)
     return shm_heap_of(&comm->seg, p) + (heap - 1) + off;
 }
 
+// Aborts the comm after a failed process_vm_readv/writev on peer p. ESRCH
+// means the peer's process is gone: that is the peer dying (EPEER, as the
+// watcher would report it a moment later), not a system fault.
+static int
+peer_copy_failed(
+    shoal_comm *comm, int p, const char *what, const char *call, ssize_t n)
+{
+    int err = n < 0 ? errno : 0;
+
+    if (err == ESRCH) {
+        shi_comm_abort(comm, SHOAL_EPEER,
+            "rank %d (pid %d) died while rank %d was copying its buffer", p,
+            (int) comm->peers[p].pid, comm->rank);
+        return SHOAL_EPEER;
+    }
+    shi_comm_abort(comm, SHOAL_ESYS,
+        "rank %d could not %s rank %d's buffer (%s: %s)", comm->rank, what, p,
+        call, err != 0 ? strerror(err) : "EOF");
+    return SHOAL_ESYS;
+}
+
 int
 shi_peer_read(
     shoal_comm *comm, int p, int side, size_t off, void *dst, size_t len)
@@ -133,11 +154,7 @@ shi_peer_read(
         ssize_t n
             = process_vm_readv(comm->peers[p].pid, &local, 1, &remote, 1, 0);
         if (n <= 0) {
-            shi_comm_abort(comm, SHOAL_ESYS,
-                "rank %d could not read rank %d's buffer "
-                "(process_vm_readv: %s)",
-                comm->rank, p, n < 0 ? strerror(errno) : "EOF");
-            return SHOAL_ESYS;
+            return peer_copy_failed(comm, p, "read", "process_vm_readv", n);
         }
         dst = (unsigned char *) dst + n;
         addr += (uint64_t) n;
@@ -169,11 +186,7 @@ shi_peer_write(
         ssize_t n
             = process_vm_writev(comm->peers[p].pid, &local, 1, &remote, 1, 0);
         if (n <= 0) {
-            shi_comm_abort(comm, SHOAL_ESYS,
-                "rank %d could not write rank %d's buffer "
-                "(process_vm_writev: %s)",
-                comm->rank, p, n < 0 ? strerror(errno) : "EOF");
-            return SHOAL_ESYS;
+            return peer_copy_failed(comm, p, "write", "process_vm_writev", n);
         }
         src = (const unsigned char *) src + n;
         addr += (uint64_t) n;
