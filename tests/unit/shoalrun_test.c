@@ -155,8 +155,9 @@ srtest_within(double seconds)
     "echo \"rank=$SHOAL_RANK size=$SHOAL_SIZE"                                \
     " local=$SHOAL_LOCAL_RANK/$SHOAL_LOCAL_SIZE"                              \
     " launcher=$SHOAL_LAUNCHER store=$SHOAL_STORE secret=$SHOAL_SECRET"       \
-    " others=[${RANK-}${WORLD_SIZE-}${OMPI_COMM_WORLD_RANK-}${SLURM_PROCID-}" \
-    "]"                                                                       \
+    " others=[${OMPI_COMM_WORLD_RANK-}${SLURM_PROCID-}]"                      \
+    " torch=${RANK-}/${WORLD_SIZE-}/${LOCAL_RANK-}/${LOCAL_WORLD_SIZE-}"      \
+    "@${MASTER_ADDR-}:${MASTER_PORT-}"                                        \
     "\""
 
 TEST(shoalrun_gives_each_rank_its_environment)
@@ -192,11 +193,18 @@ TEST(shoalrun_gives_each_rank_its_environment)
             == 0);
         CHECK(strcmp(srtest_field(out, line, "secret=", v, sizeof(v)), secret0)
             == 0);
-        // Other launchers' variables are removed.
+        // Other launchers' variables are removed; torch's env:// ones are
+        // set afresh (a program may call init_process_group).
         CHECK_MSG(
             strcmp(srtest_field(out, line, "others=", v, sizeof(v)), "[]")
                 == 0,
             "rank %d sees other launchers' variables: %s", r, v);
+        char want[64];
+        snprintf(want, sizeof(want), "%d/3/%d/3@127.0.0.1:", r, r);
+        srtest_field(out, line, "torch=", v, sizeof(v));
+        CHECK_MSG(
+            strncmp(v, want, strlen(want)) == 0 && atoi(v + strlen(want)) > 0,
+            "rank %d: torch's variables '%s', want '%sPORT'", r, v, want);
     }
     free(out);
 }

@@ -89,6 +89,7 @@ main_start_store(struct sr_job *job, shi_store_server **srv)
     snprintf(job->store_addr, sizeof(job->store_addr), "127.0.0.1:%d",
         shi_store_server_port(*srv));
     SHI_INFO("shoalrun: store at %s", job->store_addr);
+    job->torch_port = sr_free_port();
     return 0;
 }
 

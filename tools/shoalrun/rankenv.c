@@ -2,6 +2,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "core/auth.h"
 #include "core/error.h"
@@ -110,8 +115,29 @@ sr_free_env(char **env)
     free(env);
 }
 
+// Appends MASTER_ADDR and MASTER_PORT unless the launcher's environment
+// sets them (a user's choice wins). Returns the new count, or 0 when out
+// of memory.
+static size_t
+rankenv_torch_master(char **env, size_t n, int torch_port)
+{
+    char port_s[16];
+
+    if (getenv("MASTER_ADDR") == NULL
+        && (env[n++] = rankenv_format("MASTER_ADDR", "127.0.0.1")) == NULL) {
+        return 0;
+    }
+    snprintf(port_s, sizeof(port_s), "%d", torch_port);
+    if (getenv("MASTER_PORT") == NULL && torch_port > 0
+        && (env[n++] = rankenv_format("MASTER_PORT", port_s)) == NULL) {
+        return 0;
+    }
+    return n;
+}
+
 char **
-sr_rank_env(int rank, int size, const char *store_addr, const char *secret)
+sr_rank_env(int rank, int size, const char *store_addr, const char *secret,
+    int torch_port)
 {
     char   rank_s[16], size_s[16];
     size_t n = 0, count = 0;
@@ -120,7 +146,7 @@ sr_rank_env(int rank, int size, const char *store_addr, const char *secret)
     while (environ != NULL && environ[count] != NULL) {
         count++;
     }
-    env = calloc(count + 8, sizeof(*env));
+    env = calloc(count + 14, sizeof(*env));
     if (env == NULL) {
         return NULL;
     }
@@ -139,11 +165,37 @@ sr_rank_env(int rank, int size, const char *store_addr, const char *secret)
         || (env[n++] = rankenv_format("SHOAL_LOCAL_SIZE", size_s)) == NULL
         || (env[n++] = rankenv_format("SHOAL_STORE", store_addr)) == NULL
         || (env[n++] = rankenv_format("SHOAL_SECRET", secret)) == NULL
-        || (env[n++] = rankenv_format("SHOAL_LAUNCHER", "shoalrun")) == NULL) {
+        || (env[n++] = rankenv_format("SHOAL_LAUNCHER", "shoalrun")) == NULL
+        // torch's env:// (shoal's own detection reads SHOAL_* first).
+        || (env[n++] = rankenv_format("RANK", rank_s)) == NULL
+        || (env[n++] = rankenv_format("WORLD_SIZE", size_s)) == NULL
+        || (env[n++] = rankenv_format("LOCAL_RANK", rank_s)) == NULL
+        || (env[n++] = rankenv_format("LOCAL_WORLD_SIZE", size_s)) == NULL
+        || (n = rankenv_torch_master(env, n, torch_port)) == 0) {
         goto fail;
     }
     return env;
 fail:
     sr_free_env(env);
     return NULL;
+}
+
+int
+sr_free_port(void)
+{
+    struct sockaddr_in addr
+        = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len  = sizeof(addr);
+    int       port = 0;
+    int       fd   = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0) {
+        return 0;
+    }
+    if (bind(fd, (struct sockaddr *) &addr, sizeof(addr)) == 0
+        && getsockname(fd, (struct sockaddr *) &addr, &len) == 0) {
+        port = ntohs(addr.sin_port);
+    }
+    close(fd);
+    return port;
 }

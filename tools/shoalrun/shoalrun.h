@@ -43,10 +43,18 @@ void sr_usage(FILE *f);
 int sr_job_secret(char *out, size_t len);
 
 // The environment of rank `rank` of `size`: the launcher's own, less the
-// variables of other launchers, plus SHOAL_*. A malloc'd NULL-terminated
-// array of malloc'd strings (sr_free_env frees it), or NULL (out of memory).
-char **sr_rank_env(
-    int rank, int size, const char *store_addr, const char *secret);
+// variables of other launchers, plus SHOAL_* and torch's env:// variables
+// (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, and MASTER_ADDR and
+// MASTER_PORT = torch_port unless already set), so that a program calling
+// torch.distributed.init_process_group runs under shoalrun as under
+// torchrun. A malloc'd NULL-terminated array of malloc'd strings
+// (sr_free_env frees it), or NULL (out of memory).
+char **sr_rank_env(int rank, int size, const char *store_addr,
+    const char *secret, int torch_port);
+
+// A TCP port on 127.0.0.1 free right now (for torch's store: rank 0 of the
+// program listens on it), or 0 if none could be found.
+int  sr_free_port(void);
 void sr_free_env(char **env);
 
 // Finds `name` like execvp would (a name with '/' is used as is, else PATH
@@ -86,6 +94,7 @@ struct sr_job {
     const char       *program; // resolved path of opt.argv[0]
     char              store_addr[64];
     char              secret[128];
+    int               torch_port; // MASTER_PORT for torch's env://
     pid_t             pgid; // process group of every rank (0: none yet)
     struct sr_rank   *ranks; // opt.nranks of them
     int               nlive; // ranks not yet reaped

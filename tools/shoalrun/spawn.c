@@ -177,7 +177,8 @@ spawn_rank(struct sr_job *job, int r, int devnull_stdin)
     ssize_t           got;
     pid_t             pid;
 
-    plan.env = sr_rank_env(r, job->opt.nranks, job->store_addr, job->secret);
+    plan.env = sr_rank_env(
+        r, job->opt.nranks, job->store_addr, job->secret, job->torch_port);
     if (plan.env == NULL) {
         fprintf(stderr, "shoalrun: out of memory\n");
         return SR_EXIT_FAILURE;
