@@ -384,7 +384,7 @@ def _ddp_table(r):
 
     steps = 5 if r.args.quick else 20
     gen = torch.Generator().manual_seed(r.rank)
-    x, y = torch.randn(32, 1024, generator=gen), torch.randn(32, 1024,
+    x, y = torch.randn(8, 1024, generator=gen), torch.randn(8, 1024,
                                                              generator=gen)
     variants = [("gloo", r.gloo, None),
                 ("gloo + shared buckets", r.gloo, r.comm),
@@ -418,7 +418,7 @@ def _ddp_table(r):
     if r.rank == 0:
         g = rows[0][1]
         print(f"#\n# DDP training step ({r.size} ranks; a 3-layer MLP, 8.4 M "
-              "float32 parameters, batch 32; median of the slowest rank)")
+              "float32 parameters, batch 8; median of the slowest rank)")
         print(f"#{'':>28} {'step (ms)':>10} {'/gloo':>8}")
         for name, t in rows:
             print(f"  {name:<28}"
