@@ -97,10 +97,7 @@ bench: build
 # tensors) on 2 local ranks, with the memcpy baseline and the targets of
 # the Python front end. BENCH_ARGS: e.g. --quick, --ranks 4.
 .PHONY: bench-python
-bench-python: | deps
-	@PYTHON=$(PYTHON) scripts/install-deps.sh --venv $(PYENV)
-	$(PYENV)/bin/python -m pip install --quiet --no-build-isolation --no-deps \
-	    -C build-dir=$(BUILD)/python-wheel .
+bench-python: python-env
 	$(PYENV)/bin/python -m shoal.bench $(BENCH_ARGS)
 
 SOURCES = $(shell git ls-files '*.c' '*.h')

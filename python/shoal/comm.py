@@ -31,7 +31,7 @@ class _Stage:
     def read(self, x, what):
         """A Buffer the operation reads from x."""
         x = _arrays.normalize(x, f"{self.op}: {what}")
-        return _C.Buffer(_arrays.contiguous(x))
+        return _arrays.buffer(_arrays.contiguous(x))
 
     def write(self, x, what):
         """A Buffer the operation writes (and may read); strided x gets a
@@ -40,25 +40,25 @@ class _Stage:
         c = _arrays.contiguous(x)
         if c is not x:
             self.after.append(lambda: _arrays.copy_into(x, c))
-        return _C.Buffer(c, True)
+        return _arrays.buffer(c, True)
 
     def meta(self, items, what):
         """Normalized arrays of a list and a Buffer describing each."""
         arrays = [_arrays.normalize(x, f"{self.op}: {what}[{i}]")
                   for i, x in enumerate(items)]
-        return arrays, [_C.Buffer(x) for x in arrays]
+        return arrays, [_arrays.buffer(x) for x in arrays]
 
     def packed(self, like, arrays, total):
         """A temporary holding `arrays` back to back (for inputs)."""
         tmp = _arrays.empty(like, total)
         _arrays.pack(arrays, tmp)
-        return _C.Buffer(tmp)
+        return _arrays.buffer(tmp)
 
     def unpacked(self, like, arrays, total):
         """A temporary whose pieces are copied into `arrays` after."""
         tmp = _arrays.empty(like, total)
         self.after.append(lambda: _arrays.unpack(tmp, arrays))
-        return _C.Buffer(tmp, True)
+        return _arrays.buffer(tmp, True)
 
     def finish(self):
         after = self.after

@@ -198,19 +198,13 @@ buffer_call_dlpack(PyObject *obj)
     return cap;
 }
 
+// Describes a DLPack capsule's tensor into `b` (which releases it).
 static int
-buffer_from_dlpack(ext_buffer *b)
+buffer_from_capsule(ext_buffer *b, PyObject *cap)
 {
-    PyObject      *cap = buffer_call_dlpack(b->obj);
     ext_dl_tensor *t;
-    int            rc;
 
-    if (cap == NULL) {
-        return -1;
-    }
-    rc = buffer_take_capsule(b, cap, &t);
-    Py_DECREF(cap);
-    if (rc < 0) {
+    if (buffer_take_capsule(b, cap, &t) < 0) {
         return -1;
     }
     if (t->device.device_type != EXT_DL_CPU
@@ -230,6 +224,20 @@ buffer_from_dlpack(ext_buffer *b)
     b->itemsize = shoal_dtype_size(b->dtype);
     b->data     = (char *) t->data + t->byte_offset;
     return buffer_set_layout(b, t->ndim, t->shape, t->strides);
+}
+
+static int
+buffer_from_dlpack(ext_buffer *b)
+{
+    PyObject *cap = buffer_call_dlpack(b->obj);
+    int       rc;
+
+    if (cap == NULL) {
+        return -1;
+    }
+    rc = buffer_from_capsule(b, cap);
+    Py_DECREF(cap);
+    return rc;
 }
 
 // Asks for a read-only view even for writes, so that read-only memory gets
@@ -271,6 +279,12 @@ buffer_from_protocol(ext_buffer *b)
 ext_buffer *
 ext_buffer_from(PyObject *obj, int writable)
 {
+    return ext_buffer_with(obj, writable, NULL);
+}
+
+ext_buffer *
+ext_buffer_with(PyObject *obj, int writable, PyObject *capsule)
+{
     ext_buffer *b = PyObject_New(ext_buffer, &ext_buffer_type);
     int         rc;
 
@@ -279,7 +293,11 @@ ext_buffer_from(PyObject *obj, int writable)
     }
     memset((char *) b + sizeof(PyObject), 0, sizeof(*b) - sizeof(PyObject));
     b->obj = Py_NewRef(obj);
-    if (PyObject_HasAttrString(obj, "__dlpack__")) {
+    // A capsule of obj made by the caller: torch.utils.dlpack.to_dlpack is
+    // a C call, torch's __dlpack__ method costs microseconds of Python.
+    if (capsule != NULL && capsule != Py_None) {
+        rc = buffer_from_capsule(b, capsule);
+    } else if (PyObject_HasAttrString(obj, "__dlpack__")) {
         rc = buffer_from_dlpack(b);
     } else if (PyObject_CheckBuffer(obj)) {
         rc = buffer_from_protocol(b);
@@ -330,16 +348,16 @@ buffer_dealloc(ext_buffer *b)
 static PyObject *
 buffer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *names[] = { "obj", "writable", NULL };
-    PyObject    *obj;
+    static char *names[] = { "obj", "writable", "capsule", NULL };
+    PyObject    *obj, *capsule = NULL;
     int          writable = 0;
 
     (void) type;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "O|p:Buffer", names, &obj, &writable)) {
+            args, kwargs, "O|pO:Buffer", names, &obj, &writable, &capsule)) {
         return NULL;
     }
-    return (PyObject *) ext_buffer_from(obj, writable);
+    return (PyObject *) ext_buffer_with(obj, writable, capsule);
 }
 
 static PyObject *
@@ -429,8 +447,9 @@ PyTypeObject ext_buffer_type = {
     .tp_basicsize                          = sizeof(ext_buffer),
     .tp_dealloc                            = (destructor) buffer_dealloc,
     .tp_flags                              = Py_TPFLAGS_DEFAULT,
-    .tp_doc     = "Buffer(obj, writable=False): a view of an array's memory "
-                  "through DLPack or the buffer protocol.",
+    .tp_doc
+    = "Buffer(obj, writable=False, capsule=None): a view of an array's memory "
+      "through DLPack or the buffer protocol.",
     .tp_new     = buffer_new,
     .tp_getset  = buffer_getset,
     .tp_members = buffer_members,

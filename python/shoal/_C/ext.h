@@ -39,6 +39,9 @@ extern PyTypeObject ext_buffer_type;
 // `writable`, read-only memory is refused. Returns a new reference or NULL
 // with an exception set.
 ext_buffer *ext_buffer_from(PyObject *obj, int writable);
+// The same with a DLPack capsule of obj already made (NULL or None: ask
+// obj for one).
+ext_buffer *ext_buffer_with(PyObject *obj, int writable, PyObject *capsule);
 
 // Readies the type and the constants it uses. Returns 0 or -1.
 int ext_buffer_init(void);
