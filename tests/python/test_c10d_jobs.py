@@ -239,6 +239,21 @@ def test_ddp_example_matches_gloo_under_torchrun():
     assert "(same)" in p.stdout and "gloo" in p.stdout, p.stdout
 
 
+def test_ddp_example_under_shoalrun():
+    """shoalrun gives ranks torch's env:// variables too, so a script that
+    calls init_process_group("shoal") runs under it as under torchrun."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+    for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    p = subprocess.run(
+        [sys.executable, "-m", "shoal.run", "-n", "2", sys.executable,
+         os.path.join(EXAMPLES, "ddp_train.py"), "--steps", "4", "--warmup",
+         "1", "--width", "256"],
+        capture_output=True, text=True, timeout=120, env=env, cwd=HERE)
+    assert p.returncode == 0, p.stdout + p.stderr[-4000:]
+    assert "shoal: 2 ranks" in p.stdout, p.stdout
+
+
 def test_ddp_example_on_the_default_group():
     outs = ok(job(2, [os.path.join(EXAMPLES, "ddp_train.py"), "--steps",
                       "4", "--warmup", "1", "--width", "256"]))
