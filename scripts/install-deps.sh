@@ -2,7 +2,9 @@
 # Installs what building and testing shoal needs and a fresh Debian machine
 # may lack: a C compiler, CMake, Ninja, pkg-config, OpenSSL's libcrypto
 # headers; with --ci also clang-format and valgrind, with --bench Open MPI
-# (the peer the benchmarks compare against); with --venv DIR what building
+# (the peer the benchmarks compare against), with --net iproute2 and
+# iputils-ping (ip, tc and ping: the network-namespace hosts of tests/net
+# and make bench-net); with --venv DIR what building
 # and testing the Python package needs: Python with its headers and venv
 # module (Debian packages), a virtual environment at DIR created from
 # $PYTHON (python3) that also sees the system's packages, and in it
@@ -13,14 +15,16 @@ set -euo pipefail
 
 ci=0
 bench=0
+net=0
 venv=
 python=${PYTHON:-python3}
 while [ $# -gt 0 ]; do
     case "$1" in
         --ci) ci=1 ;;
         --bench) bench=1 ;;
+        --net) net=1 ;;
         --venv) venv=${2:?--venv needs a directory}; shift ;;
-        *) echo "usage: install-deps.sh [--ci] [--bench] [--venv DIR]" >&2; exit 2 ;;
+        *) echo "usage: install-deps.sh [--ci] [--bench] [--net] [--venv DIR]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -40,6 +44,11 @@ fi
 if [ "$bench" = 1 ]; then
     need mpicc libopenmpi-dev
     need mpirun openmpi-bin
+fi
+if [ "$net" = 1 ]; then
+    # ip and tc both come from iproute2.
+    { command -v ip && command -v tc; } >/dev/null 2>&1 || missing+=(iproute2)
+    need ping iputils-ping
 fi
 
 if [ -n "$venv" ] && [ ! -x "$venv/bin/python" ]; then
