@@ -32,6 +32,17 @@ test: build
 	$(BUILD)/tests/shoal_tests
 	scripts/check-install.sh $(BUILD)
 	$(MAKE) --no-print-directory test-python
+	$(MAKE) --no-print-directory test-net
+
+# Hosts as network namespaces (tests/net, about 2 s): skipped, not failed,
+# where namespaces are not permitted (not root, or a container without
+# CAP_SYS_ADMIN). ip, tc and ping are installed when missing if we are root;
+# where that fails, the tests that need them skip.
+.PHONY: test-net
+test-net:
+	@[ "$$(id -u)" != 0 ] || scripts/install-deps.sh --net || \
+	    echo "test-net: ip, tc or ping missing; tests needing them skip"
+	tests/net/run.sh
 
 # The Python package: `pip install .` into a virtual environment under
 # $(BUILD) (it sees the system's packages, so an installed torch is used),
