@@ -103,6 +103,15 @@ bench: build
 	@scripts/install-deps.sh --bench
 	tools/perf/compare.sh $(BUILD)
 
+# Two hosts as network namespaces, one process each, on one link: raw TCP
+# (tools/perf/tcp_bench: 1 and N streams, round trip), gloo's all_reduce
+# through torch.distributed, and issue 5's targets for shoal's TCP rows
+# (n/a until the transport exists). Needs root; skips (77) without.
+.PHONY: bench-net
+bench-net: build python-env
+	@[ "$$(id -u)" != 0 ] || scripts/install-deps.sh --net
+	tools/perf/bench_net.sh $(BUILD) $(abspath $(PYENV))/bin/python
+
 # python -m shoal.bench: the same collectives through torch.distributed
 # (gloo, and backend "shoal") and the shoal API (ordinary and shoal.empty
 # tensors) on 2 local ranks, with the memcpy baseline and the targets of
