@@ -85,7 +85,12 @@ need_netns() {
     local probe="shoal-probe-$$"
     ip netns add "$probe" 2>/dev/null ||
         skip "'ip netns add' is not permitted here (a container without CAP_SYS_ADMIN?)"
+    # A kernel without bridge or veth support is a skip too, not a failure.
+    local ok=1
+    ip -n "$probe" link add b0 type bridge 2>/dev/null &&
+        ip -n "$probe" link add v0 type veth peer name v1 2>/dev/null || ok=0
     ip netns del "$probe" 2>/dev/null
+    [ $ok = 1 ] || skip "this kernel cannot make bridges or veth pairs"
 }
 
 # Kills every process inside namespace $1: TERM, then KILL after ~2 s.
