@@ -197,7 +197,8 @@ run_algorithm(shoal_comm *comm, shoal_request *req)
         case SHI_ALGO_TWOSHOT:
             return shi_twoshot_step(comm, req);
         case SHI_ALGO_STAGED:
-            return shi_staged_step(comm, req);
+            return shi_inline_fits(req) ? shi_inline_step(comm, req)
+                                        : shi_staged_step(comm, req);
         case SHI_ALGO_DIRECT:
             break;
         default:

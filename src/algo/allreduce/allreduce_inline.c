@@ -1,18 +1,22 @@
-// Tiny all-reduce: the data rides in the same cache line as its flag.
+// Tiny all-reduce and all-gather: the data rides in the same cache line as
+// its flag.
 //
 // Steps: (1) rank r writes its input (at most 48 bytes) and the hash of
 // its call into its inline line for this use (two lines, used
 // alternately), then publishes the use number in that line; (2) it waits
 // until every peer's line shows the same use, checks that the hashes agree
 // (a mismatch falls back to the full descriptor comparison), and reduces
-// the n lines in rank order into recvbuf.
+// the n lines in rank order into recvbuf (all-reduce) or copies line q to
+// block q of recvbuf (all-gather).
 // Reuse: rank r rewrites a line two uses later; by then it has read every
 // peer's line of the use in between, which each peer wrote only after
 // finishing the use before, so nobody still reads the old contents. This
-// holds because every rank reads every line (all-reduce only).
-// Preconditions: message at most SHM_INLINE_BYTES.
-// Cost: alpha (one line moved from each peer) + gamma n S; no staging copy,
-// no separate flag, no closing sync.
+// holds because every rank reads every line (all-reduce and all-gather
+// only).
+// Preconditions: each rank's input at most SHM_INLINE_BYTES.
+// Cost: alpha (one line moved from each peer) + gamma n S (all-reduce) or
+// beta n S (all-gather); no staging copy, no separate flag, no closing
+// sync.
 #include <string.h>
 
 #include "algo/common/algos.h"
@@ -23,7 +27,7 @@
 int
 shi_inline_fits(const shoal_request *req)
 {
-    return req->kind == SHI_OP_ALLREDUCE
+    return (req->kind == SHI_OP_ALLREDUCE || req->kind == SHI_OP_ALLGATHER)
         && req->count * shi_req_esize(req) <= SHM_INLINE_BYTES;
 }
 
@@ -85,13 +89,20 @@ shi_inline_step(shoal_comm *comm, shoal_request *req)
     }
     if (!agree) {
         shi_comm_abort(comm, SHOAL_EMISMATCH,
-            "all_reduce #%llu does not match across ranks (the "
-            "ranks' calls differ in count, dtype or op)",
-            (unsigned long long) req->seq);
+            "%s #%llu does not match across ranks (the ranks' calls differ "
+            "in count, dtype or op)",
+            shi_op_kind_name(req->kind), (unsigned long long) req->seq);
         return 1;
     }
-    shi_reduce(
-        req->dtype, req->op, req->buf, comm->inputs, comm->size, req->count);
+    if (req->kind == SHI_OP_ALLGATHER) {
+        size_t bytes = req->count * shi_req_esize(req);
+        for (int q = 0; q < comm->size && bytes > 0; q++) {
+            memcpy(req->buf + (size_t) q * bytes, comm->inputs[q], bytes);
+        }
+    } else {
+        shi_reduce(req->dtype, req->op, req->buf, comm->inputs, comm->size,
+            req->count);
+    }
     shi_engine_complete(comm, req, SHOAL_OK);
     return 1;
 }
