@@ -45,6 +45,13 @@ void shi_reduce(int dtype, shoal_reduce_op op, void *out,
 void shi_reduce_scalar(int dtype, shoal_reduce_op op, void *out,
     const void *const *in, int k, size_t n);
 
+// AVG's last step on its own: buf[i] /= k in place for i < n, as the AVG
+// of shi_reduce divides a sum (floating types in the accumulator type,
+// float16/bfloat16 widened to float32 and rounded once to nearest even,
+// NaN results canonical; integers divided rounding toward zero). For
+// reductions made of several SUM steps (across hosts). k >= 1; not bool.
+void shi_reduce_divide(int dtype, void *buf, size_t n, int k);
+
 // The SIMD level in use: "avx512", "avx2" or "scalar".
 const char *shi_reduce_simd_level(void);
 

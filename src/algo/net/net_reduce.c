@@ -1,0 +1,588 @@
+// Schedules of the reducing collectives across hosts: all-reduce (ring,
+// recursive doubling), reduce (flat, ring), reduce-scatter and its
+// v-form (flat, ring). S is the message in bytes, B = S / n a block, P
+// the pieces of a block (piece_bytes each); alpha is a message's latency,
+// beta the time per byte on a link, gamma per reduced byte.
+//
+// Common rules. PREMUL_SUM: every rank first scales its own input once
+// (into its receive buffer where that holds the whole input, else into
+// scratch) and everything after combines with SUM. AVG: combines with SUM
+// and divides each final block once, before it is passed on. Partials are
+// combined in a fixed order, received partial first, so results do not
+// depend on timing; every rank of an all-reduce gets the same bits.
+// Receives are posted at once where their buffer is free.
+//
+// Ring reduce-scatter (ring_rs below): blocks b_0 .. b_{n-1}; at step s
+// (0 .. n-2) rank r sends block r + shift - s to r + 1 (its own input at
+// s = 0, else the partial it made at step s - 1) and receives block
+// r + shift - s - 1 from r - 1, combining it with its own input; after
+// n - 1 steps it holds block r + shift + 1 reduced over all ranks. Every
+// block is cut into pieces, each its own message and reduction, and piece
+// j of a step waits only for piece j of the previous step, so transfers
+// and reductions overlap. Where partials live:
+//   direct: in the receive buffer at the block's place (all-reduce out of
+//     place, the reduce root): receive there, reduce in place with the
+//     input from sendbuf;
+//   pool: the input is in the receive buffer (in place, premultiplied):
+//     receive into NET_POOL_SLOTS piece-sized scratch slots, reduce into
+//     the receive buffer; a slot is reused once its reduction ran, so no
+//     receive ever waits for a send (scratch: 8 pieces);
+//   step2: no receive buffer of that size (reduce-scatter, reduce
+//     non-roots): two block-sized scratch buffers, step s receiving into
+//     buffer s % 2 once the send of step s - 1 out of it finished
+//     (scratch: 2 B); the last reduction may go to the receive buffer.
+//
+// all_reduce ring: ring reduce-scatter, then ring all-gather of the
+// reduced blocks straight into recvbuf (a receive waits for the last
+// send out of that place). Cost: 2 (n-1) alpha + 2 (n-1)/n S beta +
+// (n-1)/n S gamma, plus (P - 1) piece times to fill the pipeline.
+// Preconditions: none; bandwidth-optimal, for large messages.
+//
+// all_reduce rhd (recursive doubling on whole buffers): with p2 the
+// largest power of two <= n, rank r >= p2 sends its input to r - p2 and
+// gets the result back from it; ranks below p2 first fold that input in,
+// then for each bit k exchange their whole partial with r ^ 2^k and
+// reduce (lower rank's partial first on both sides, so partners agree
+// bitwise). Cost: (log2 p2 + 2 [n not a power of two]) (alpha + S beta)
+// + log2 p2 S gamma. Scratch 2 S. For small messages (latency-bound).
+//
+// reduce flat: every rank sends its input to the root, which receives
+// them all at once into scratch and combines them in rank order. Cost:
+// alpha + (n-1) S beta (the root's link) + (n-1) S gamma; scratch
+// (n-1) S on the root. For small messages.
+//
+// reduce ring: the ring reduce-scatter, then every rank sends its reduced
+// block to the root, which receives them into recvbuf. Cost: n alpha +
+// 2 (n-1)/n S beta + (n-1)/n S gamma. For large messages.
+//
+// reduce_scatter(_v) flat: rank r sends block p of its input to p for
+// every p and combines the n - 1 blocks it receives with its own, in rank
+// order. Cost: alpha + (n-1) B beta + (n-1) B gamma; scratch (n-1) B.
+//
+// reduce_scatter(_v) ring: the ring reduce-scatter arranged so that rank
+// r ends with block r, its last reduction writing recvbuf. Cost: (n-1)
+// (alpha + B beta + B gamma); scratch 2 B (+ S for PREMUL_SUM).
+#include <assert.h>
+#include <stdint.h>
+
+#include "algo/net/net_gen.h"
+#include "core/error.h"
+
+// ---------------------------------------------------------------------------
+// Shared pieces
+// ---------------------------------------------------------------------------
+
+// Result of one rank alone: its input, scaled for PREMUL_SUM.
+static int
+net_reduce_alone(net_gen *g, net_loc dst, net_loc src, uint64_t bytes)
+{
+    if (net_is_premul(g)) {
+        net_premul(g, dst, src, bytes, SHI_SOP_NODEP, SHI_SOP_NODEP);
+    } else {
+        net_copy(g, dst, src, bytes, SHI_SOP_NODEP, SHI_SOP_NODEP);
+    }
+    return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+}
+
+// Combines x_0 op x_1 op ... op x_{n-1} (x_p at xloc[p], ready after
+// xdep[p]) into `out`, in rank order, then divides for AVG. x_me is this
+// rank's own input; if it lies in RECV it is `out` itself, and the
+// partials before it are gathered in x_0's scratch slot so that it is not
+// overwritten before its turn. Returns the last operation.
+static int
+net_fold(net_gen *g, int me, const net_loc *xloc, const int *xdep, net_loc out,
+    uint64_t bytes)
+{
+    int     own_in_recv = xloc[me].buf == SHI_SBUF_RECV;
+    net_loc acc         = xloc[0];
+    int     dep         = xdep[0];
+
+    assert(!own_in_recv || xloc[me].off == out.off);
+    for (int i = 1; i < g->n; i++) {
+        net_loc dst = own_in_recv && i < me ? xloc[0] : out;
+        dep         = net_reduce(g, dst, acc, xloc[i], bytes, dep, xdep[i]);
+        acc         = dst;
+    }
+    if (net_is_avg(g)) {
+        dep = net_avg(g, out, bytes, dep);
+    }
+    return dep;
+}
+
+// ---------------------------------------------------------------------------
+// The ring reduce-scatter
+// ---------------------------------------------------------------------------
+
+enum ring_mode { RING_DIRECT, RING_POOL, RING_STEP2 };
+
+typedef struct ring_rs {
+    // In.
+    const net_blocks *b;
+    const size_t     *base; // net_piece_base(b)
+    const net_inputs *in;
+    int               shift;
+    int               mode; // ring_mode
+    int               fin_to_recv; // step2: last reduction into RECV + 0
+    // Out.
+    int    *fin; // per piece of the reduced block: the operation making it
+    net_loc fin_loc; // where that block starts
+    int    *touch; // direct, pool: per block piece, last operation on RECV
+} ring_rs;
+
+static int
+ring_rs_run(net_gen *g, ring_rs *rs)
+{
+    const net_blocks *b  = rs->b;
+    const net_inputs *in = rs->in;
+    int               n = g->n, r = g->r, right = net_mod(r + 1, n);
+    int               left = net_mod(r - 1, n);
+    size_t            es = g->es, pe = g->pe;
+    size_t            pmax = net_npieces(g, b->max);
+    uint64_t          blk = b->max * es, slot_bytes = 0, scr = 0;
+    size_t            nslots = 0, q = 0;
+    int              *part     = net_tmp_deps(g, pmax); // partial pieces
+    int              *busy     = net_tmp_deps(g, 2 * pmax); // step2 slots
+    int              *pool     = net_tmp_deps(g, NET_POOL_SLOTS);
+    net_loc           part_loc = net_at(SHI_SBUF_RECV, 0);
+
+    rs->fin   = net_tmp_deps(g, pmax);
+    rs->touch = net_tmp_deps(g, rs->base[n]);
+    if (part == NULL || busy == NULL || pool == NULL || rs->fin == NULL
+        || rs->touch == NULL) {
+        return SHOAL_ENOMEM;
+    }
+    if (rs->mode == RING_POOL) {
+        // Every block but the first one sent is received once.
+        size_t total
+            = rs->base[n] - net_npieces(g, b->cnt[net_mod(r + rs->shift, n)]);
+        nslots     = total < NET_POOL_SLOTS ? total : NET_POOL_SLOTS;
+        slot_bytes = (pe < b->max ? pe : b->max) * es;
+        scr        = net_scratch(g, nslots * slot_bytes);
+    } else if (rs->mode == RING_STEP2) {
+        scr = net_scratch(g, (n > 2 ? 2 : 1) * blk);
+    }
+
+    for (int s = 0; s < n - 1; s++) {
+        int cs   = net_mod(r + rs->shift - s, n);
+        int cr   = net_mod(r + rs->shift - s - 1, n);
+        int last = s == n - 2;
+
+        for (size_t j = 0; j < net_npieces(g, b->cnt[cs]); j++) {
+            uint64_t bytes = net_piece_cnt(g, b->cnt[cs], j) * es;
+            net_loc  src
+                = net_plus(s == 0 ? in->loc[cs] : part_loc, j * pe * es);
+            int dep = s == 0 ? in->dep[cs] : part[j];
+            int snd = net_send(g, right, src, bytes, dep, SHI_SOP_NODEP);
+            if (rs->mode != RING_STEP2 && src.buf == SHI_SBUF_RECV) {
+                rs->touch[rs->base[cs] + j] = snd;
+            }
+            if (rs->mode == RING_STEP2 && s > 0) {
+                busy[(size_t) ((s - 1) % 2) * pmax + j] = snd;
+            }
+        }
+
+        net_loc acc = net_at(SHI_SBUF_RECV, b->off[cr] * es);
+        if (rs->mode == RING_STEP2) {
+            acc = last && rs->fin_to_recv
+                ? net_at(SHI_SBUF_RECV, 0)
+                : net_at(SHI_SBUF_SCRATCH, scr + (uint64_t) (s % 2) * blk);
+        }
+        for (size_t j = 0; j < net_npieces(g, b->cnt[cr]); j++) {
+            uint64_t o     = j * pe * es;
+            uint64_t bytes = net_piece_cnt(g, b->cnt[cr], j) * es;
+            net_loc  mine  = net_plus(in->loc[cr], o);
+            net_loc  dst   = net_plus(acc, o);
+            int      rcv, red;
+
+            if (rs->mode == RING_DIRECT) {
+                // Straight into place, then reduce in place with sendbuf.
+                rcv = net_recv(
+                    g, left, dst, bytes, SHI_SOP_NODEP, SHI_SOP_NODEP);
+                red = net_reduce(g, dst, dst, mine, bytes, rcv, in->dep[cr]);
+            } else if (rs->mode == RING_POOL) {
+                size_t  k  = q++ % nslots;
+                net_loc sl = net_at(SHI_SBUF_SCRATCH, scr + k * slot_bytes);
+                rcv = net_recv(g, left, sl, bytes, pool[k], SHI_SOP_NODEP);
+                red = net_reduce(g, dst, sl, mine, bytes, rcv, in->dep[cr]);
+                pool[k] = red;
+            } else {
+                size_t  k  = (size_t) (s % 2) * pmax + j;
+                net_loc sl = net_at(
+                    SHI_SBUF_SCRATCH, scr + (uint64_t) (s % 2) * blk + o);
+                rcv = net_recv(g, left, sl, bytes, busy[k], SHI_SOP_NODEP);
+                red = net_reduce(g, dst, sl, mine, bytes, rcv, in->dep[cr]);
+                busy[k] = red;
+            }
+            if (last && net_is_avg(g)) {
+                red = net_avg(g, dst, bytes, red);
+            }
+            if (rs->mode != RING_STEP2) {
+                rs->touch[rs->base[cr] + j] = red;
+            }
+            part[j] = red;
+        }
+        part_loc = acc;
+    }
+    for (size_t j = 0; j < pmax; j++) {
+        rs->fin[j] = part[j];
+    }
+    rs->fin_loc = part_loc;
+    return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+}
+
+// ---------------------------------------------------------------------------
+// all_reduce
+// ---------------------------------------------------------------------------
+
+// Where this rank's input is: sendbuf, or recvbuf in place.
+static net_loc
+net_input_at(int in_place, uint64_t off)
+{
+    return net_at(in_place ? SHI_SBUF_RECV : SHI_SBUF_SEND, off);
+}
+
+int
+net_allreduce_ring(net_gen *g)
+{
+    uint64_t   bytes = g->c->count * g->es;
+    net_blocks b;
+    net_inputs in;
+
+    if (bytes == 0) {
+        return SHOAL_OK;
+    }
+    if (g->n == 1) {
+        return net_reduce_alone(g, net_at(SHI_SBUF_RECV, 0),
+            net_input_at(g->c->in_place, 0), bytes);
+    }
+    int st = net_blocks_split(g, &b, g->c->count);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    net_set_piece(g, b.max);
+    size_t  *base = net_piece_base(g, &b);
+    net_loc *orig = net_tmp(g, (size_t) g->n, sizeof(net_loc));
+    if (base == NULL || orig == NULL) {
+        return SHOAL_ENOMEM;
+    }
+    for (int c = 0; c < g->n; c++) {
+        orig[c] = net_input_at(g->c->in_place, b.off[c] * g->es);
+    }
+    st = net_inputs_make(g, &in, &b, orig, 1);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    ring_rs rs = { .b = &b,
+        .base         = base,
+        .in           = &in,
+        .shift        = 0,
+        .mode         = in.in_recv ? RING_POOL : RING_DIRECT };
+    st         = ring_rs_run(g, &rs);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    return net_ring_allgather(g, &b, 1, rs.fin_loc, rs.fin, rs.touch, base);
+}
+
+int
+net_allreduce_rhd(net_gen *g)
+{
+    uint64_t   bytes = g->c->count * g->es;
+    int        n = g->n, r = g->r, p2 = 1;
+    net_blocks b;
+    net_inputs in;
+    net_loc    recv = net_at(SHI_SBUF_RECV, 0);
+
+    if (bytes == 0) {
+        return SHOAL_OK;
+    }
+    if (n == 1) {
+        return net_reduce_alone(
+            g, recv, net_input_at(g->c->in_place, 0), bytes);
+    }
+    while (p2 * 2 <= n) {
+        p2 *= 2;
+    }
+    int st = net_blocks_one(g, &b, g->c->count);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    net_loc orig = net_input_at(g->c->in_place, 0);
+    st           = net_inputs_make(g, &in, &b, &orig, 1);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    net_loc acc = in.loc[0];
+    int     dep = in.dep[0];
+
+    if (r >= p2) {
+        // An extra rank: its partner does its share.
+        int snd = net_send(g, r - p2, acc, bytes, dep, SHI_SOP_NODEP);
+        net_recv(g, r - p2, recv, bytes,
+            acc.buf == SHI_SBUF_RECV ? snd : SHI_SOP_NODEP, SHI_SOP_NODEP);
+        return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+    }
+
+    // Two scratch slots: round i receives into slot i % 2 once round
+    // i - 2's reduction has read it.
+    uint64_t scr    = net_scratch(g, 2 * bytes);
+    int      red[2] = { SHI_SOP_NODEP, SHI_SOP_NODEP };
+    int      round  = 0;
+    if (r + p2 < n) {
+        net_loc sl = net_at(SHI_SBUF_SCRATCH, scr);
+        int rcv = net_recv(g, r + p2, sl, bytes, SHI_SOP_NODEP, SHI_SOP_NODEP);
+        dep     = net_reduce(g, recv, acc, sl, bytes, dep, rcv);
+        acc     = recv;
+        red[0]  = dep;
+        round   = 1;
+    }
+    for (int mask = 1; mask < p2; mask <<= 1, round++) {
+        int     q = r ^ mask;
+        net_loc sl
+            = net_at(SHI_SBUF_SCRATCH, scr + (uint64_t) (round % 2) * bytes);
+        int snd = net_send(g, q, acc, bytes, dep, SHI_SOP_NODEP);
+        int rcv = net_recv(g, q, sl, bytes, red[round % 2], SHI_SOP_NODEP);
+        // Lower rank's partial first on both partners: bitwise equal.
+        dep            = r < q ? net_reduce(g, recv, acc, sl, bytes, snd, rcv)
+                               : net_reduce(g, recv, sl, acc, bytes, snd, rcv);
+        acc            = recv;
+        red[round % 2] = dep;
+    }
+    if (net_is_avg(g)) {
+        dep = net_avg(g, recv, bytes, dep);
+    }
+    if (r + p2 < n) {
+        net_send(g, r + p2, recv, bytes, dep, SHI_SOP_NODEP);
+    }
+    return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+}
+
+// ---------------------------------------------------------------------------
+// reduce
+// ---------------------------------------------------------------------------
+
+// The single-block inputs of reduce: sendbuf, or recvbuf on an in-place
+// root; premultiplied into recvbuf on the root.
+static int
+net_reduce_inputs(net_gen *g, net_inputs *in, net_blocks *b)
+{
+    int root = g->r == g->c->root;
+
+    net_loc *orig = net_tmp(g, (size_t) b->n, sizeof(net_loc));
+    if (orig == NULL) {
+        return SHOAL_ENOMEM;
+    }
+    for (int c = 0; c < b->n; c++) {
+        orig[c] = net_input_at(root && g->c->in_place, b->off[c] * g->es);
+    }
+    return net_inputs_make(g, in, b, orig, root);
+}
+
+int
+net_reduce_flat(net_gen *g)
+{
+    uint64_t   bytes = g->c->count * g->es;
+    int        n = g->n, r = g->r, root = g->c->root;
+    net_blocks b;
+    net_inputs in;
+
+    if (bytes == 0) {
+        return SHOAL_OK;
+    }
+    if (n == 1) {
+        return net_reduce_alone(g, net_at(SHI_SBUF_RECV, 0),
+            net_input_at(g->c->in_place, 0), bytes);
+    }
+    int st = net_blocks_one(g, &b, g->c->count);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    st = net_reduce_inputs(g, &in, &b);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    if (r != root) {
+        net_send(g, root, in.loc[0], bytes, in.dep[0], SHI_SOP_NODEP);
+        return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+    }
+
+    net_loc *xloc = net_tmp(g, (size_t) n, sizeof(net_loc));
+    int     *xdep = net_tmp_deps(g, (size_t) n);
+    if (xloc == NULL || xdep == NULL) {
+        return SHOAL_ENOMEM;
+    }
+    uint64_t scr = net_scratch(g, (uint64_t) (n - 1) * bytes);
+    for (int i = 1; i < n; i++) {
+        int p   = net_mod(root + i, n);
+        xloc[p] = net_at(SHI_SBUF_SCRATCH, scr + (uint64_t) (i - 1) * bytes);
+        xdep[p] = net_recv(g, p, xloc[p], bytes, SHI_SOP_NODEP, SHI_SOP_NODEP);
+    }
+    xloc[root] = in.loc[0];
+    xdep[root] = in.dep[0];
+    net_fold(g, root, xloc, xdep, net_at(SHI_SBUF_RECV, 0), bytes);
+    return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+}
+
+int
+net_reduce_ring(net_gen *g)
+{
+    uint64_t   bytes = g->c->count * g->es;
+    int        n = g->n, r = g->r, root = g->c->root;
+    size_t     es = g->es;
+    net_blocks b;
+    net_inputs in;
+
+    if (bytes == 0) {
+        return SHOAL_OK;
+    }
+    if (n == 1) {
+        return net_reduce_alone(g, net_at(SHI_SBUF_RECV, 0),
+            net_input_at(g->c->in_place, 0), bytes);
+    }
+    int st = net_blocks_split(g, &b, g->c->count);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    net_set_piece(g, b.max);
+    size_t *base = net_piece_base(g, &b);
+    if (base == NULL) {
+        return SHOAL_ENOMEM;
+    }
+    st = net_reduce_inputs(g, &in, &b);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    // Only the root has a receive buffer: the others keep partials in
+    // scratch.
+    ring_rs rs = { .b = &b,
+        .base         = base,
+        .in           = &in,
+        .shift        = 0,
+        .mode         = r != root ? RING_STEP2
+                    : in.in_recv  ? RING_POOL
+                                  : RING_DIRECT };
+    st         = ring_rs_run(g, &rs);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    if (r != root) {
+        int c = net_mod(r + 1, n); // the block this rank reduced
+        for (size_t j = 0; j < net_npieces(g, b.cnt[c]); j++) {
+            net_send(g, root, net_plus(rs.fin_loc, j * g->pe * es),
+                net_piece_cnt(g, b.cnt[c], j) * es, rs.fin[j], SHI_SOP_NODEP);
+        }
+        return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+    }
+    // Rank p reduced block p + 1; the root's own is already in place.
+    for (int i = 1; i < n; i++) {
+        int p = net_mod(root + i, n), c = net_mod(p + 1, n);
+        for (size_t j = 0; j < net_npieces(g, b.cnt[c]); j++) {
+            net_recv(g, p, net_at(SHI_SBUF_RECV, (b.off[c] + j * g->pe) * es),
+                net_piece_cnt(g, b.cnt[c], j) * es, rs.touch[base[c] + j],
+                SHI_SOP_NODEP);
+        }
+    }
+    return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+}
+
+// ---------------------------------------------------------------------------
+// reduce_scatter, reduce_scatter_v
+// ---------------------------------------------------------------------------
+
+// Blocks of sendbuf per rank, this rank's inputs (its own block in recvbuf
+// when in place), premultiplied into scratch.
+static int
+net_rs_inputs(net_gen *g, net_inputs *in, net_blocks *b)
+{
+    int st = net_blocks_per_rank(g, b, g->c->counts);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    net_loc *orig = net_tmp(g, (size_t) b->n, sizeof(net_loc));
+    if (orig == NULL) {
+        return SHOAL_ENOMEM;
+    }
+    for (int c = 0; c < b->n; c++) {
+        orig[c] = c == g->r && g->c->in_place
+            ? net_at(SHI_SBUF_RECV, 0)
+            : net_at(SHI_SBUF_SEND, b->off[c] * g->es);
+    }
+    return net_inputs_make(g, in, b, orig, 0);
+}
+
+// One rank: its own block is the result (recvbuf is sendbuf in place).
+static int
+net_rs_alone(net_gen *g)
+{
+    size_t count = g->c->counts != NULL ? g->c->counts[0] : g->c->count;
+
+    return net_reduce_alone(g, net_at(SHI_SBUF_RECV, 0),
+        net_input_at(g->c->in_place, 0), count * g->es);
+}
+
+int
+net_reduce_scatter_flat(net_gen *g)
+{
+    int        n = g->n, r = g->r;
+    net_blocks b;
+    net_inputs in;
+
+    if (n == 1) {
+        return net_rs_alone(g);
+    }
+    int st = net_rs_inputs(g, &in, &b);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    uint64_t bytes = b.cnt[r] * g->es;
+    net_loc  recv  = net_at(SHI_SBUF_RECV, 0);
+    net_loc *xloc  = net_tmp(g, (size_t) n, sizeof(net_loc));
+    int     *xdep  = net_tmp_deps(g, (size_t) n);
+    if (xloc == NULL || xdep == NULL) {
+        return SHOAL_ENOMEM;
+    }
+    uint64_t scr = bytes > 0 ? net_scratch(g, (uint64_t) (n - 1) * bytes) : 0;
+    for (int i = 1; i < n; i++) {
+        int p   = net_mod(r - i, n);
+        xloc[p] = net_at(SHI_SBUF_SCRATCH, scr + (uint64_t) (i - 1) * bytes);
+        xdep[p] = net_recv_data(
+            g, p, xloc[p], bytes, SHI_SOP_NODEP, SHI_SOP_NODEP);
+    }
+    for (int i = 1; i < n; i++) {
+        int p = net_mod(r + i, n);
+        net_send_data(
+            g, p, in.loc[p], b.cnt[p] * g->es, in.dep[p], SHI_SOP_NODEP);
+    }
+    xloc[r] = in.loc[r];
+    xdep[r] = in.dep[r];
+    net_fold(g, r, xloc, xdep, recv, bytes);
+    return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+}
+
+int
+net_reduce_scatter_ring(net_gen *g)
+{
+    net_blocks b;
+    net_inputs in;
+
+    if (g->n == 1) {
+        return net_rs_alone(g);
+    }
+    int st = net_rs_inputs(g, &in, &b);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    net_set_piece(g, b.max);
+    size_t *base = net_piece_base(g, &b);
+    if (base == NULL) {
+        return SHOAL_ENOMEM;
+    }
+    // shift -1: rank r ends with block r, reduced straight into recvbuf.
+    ring_rs rs = { .b = &b,
+        .base         = base,
+        .in           = &in,
+        .shift        = -1,
+        .mode         = RING_STEP2,
+        .fin_to_recv  = 1 };
+    return ring_rs_run(g, &rs);
+}
