@@ -39,10 +39,10 @@ test: build
 # CAP_SYS_ADMIN). ip, tc and ping are installed when missing if we are root;
 # where that fails, the tests that need them skip.
 .PHONY: test-net
-test-net:
+test-net: build
 	@[ "$$(id -u)" != 0 ] || scripts/install-deps.sh --net || \
 	    echo "test-net: ip, tc or ping missing; tests needing them skip"
-	tests/net/run.sh
+	SHOAL_BUILD_DIR=$(abspath $(BUILD)) tests/net/run.sh
 
 # The Python package: `pip install .` into a virtual environment under
 # $(BUILD) (it sees the system's packages, so an installed torch is used),
@@ -63,6 +63,7 @@ test-python: python-env
 # Takes much longer.
 test-full: build
 	SHOAL_COLL_FULL=1 $(BUILD)/tests/shoal_tests mp_coll
+	SHOAL_NET_FULL=1 $(MAKE) --no-print-directory test-net
 	SHOAL_PY_FULL=1 $(MAKE) --no-print-directory test-python PYTEST_ARGS=test_c10d_ops.py
 
 test-unit: build

@@ -31,6 +31,8 @@
 // must not be taken for small.
 #define SEL_MOVE_SMALL_MAX (4 * SEL_KIB)
 #define SEL_OPEN           SIZE_MAX
+// Across hosts: latency-bound algorithms below, the ring above.
+#define SEL_NET_SMALL_MAX (64 * SEL_KIB)
 
 // Longest token quoted in an error message.
 #define SEL_QUOTE_MAX 80
@@ -86,6 +88,26 @@ static const shi_select_rule select_defaults[] = {
     // One algorithm each.
     SEL_RULE(SHI_COLL_BROADCAST, SHI_ALGO_OUTBOX, 0, SEL_OPEN),
     SEL_RULE(SHI_COLL_BARRIER, SHI_ALGO_FLAGS, 0, SEL_OPEN),
+
+    // Across hosts (only these are available there). Small messages pay a
+    // network round trip per step: the fewest steps win (recursive
+    // doubling: log2 n; flat: one round of n - 1 messages). Large ones are
+    // bandwidth-bound: the ring moves 2 (n - 1) / n of the data per rank,
+    // the least possible, in pipelined pieces.
+    SEL_RULE(SHI_COLL_ALLREDUCE, SHI_ALGO_RHD, 0, SEL_NET_SMALL_MAX),
+    SEL_RULE(SHI_COLL_ALLREDUCE, SHI_ALGO_RING, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_FLAT, 0, SEL_NET_SMALL_MAX),
+    SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_RING, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_ALLGATHER, SHI_ALGO_FLAT, 1, SEL_NET_SMALL_MAX),
+    SEL_RULE(SHI_COLL_ALLGATHER, SHI_ALGO_RING, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_REDUCE_SCATTER, SHI_ALGO_FLAT, 1, SEL_NET_SMALL_MAX),
+    SEL_RULE(SHI_COLL_REDUCE_SCATTER, SHI_ALGO_RING, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_ALLTOALL, SHI_ALGO_FLAT, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_GATHER, SHI_ALGO_FLAT, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_SCATTER, SHI_ALGO_FLAT, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_BROADCAST, SHI_ALGO_FLAT, 0, SEL_NET_SMALL_MAX),
+    SEL_RULE(SHI_COLL_BROADCAST, SHI_ALGO_RING, 0, SEL_OPEN),
+    SEL_RULE(SHI_COLL_BARRIER, SHI_ALGO_RHD, 0, SEL_OPEN),
 };
 
 #define SEL_NDEFAULTS                                                         \
@@ -114,23 +136,31 @@ static const char *const select_algo_names[SHI_ALGO_COUNT] = {
     [SHI_ALGO_STAGED]  = "staged",
     [SHI_ALGO_OUTBOX]  = "outbox",
     [SHI_ALGO_FLAGS]   = "flags",
+    [SHI_ALGO_RING]    = "ring",
+    [SHI_ALGO_RHD]     = "rhd",
+    [SHI_ALGO_FLAT]    = "flat",
 };
 
 #define SEL_MOVE_ALGOS                                                        \
     (SHI_ALGO_BIT(SHI_ALGO_STAGED) | SHI_ALGO_BIT(SHI_ALGO_DIRECT))
 
+#define SEL_NET_ALGOS                                                         \
+    (SHI_ALGO_BIT(SHI_ALGO_RING) | SHI_ALGO_BIT(SHI_ALGO_FLAT))
+
 static const unsigned select_coll_algos[SHI_COLL_COUNT] = {
     [SHI_COLL_ALLREDUCE] = SHI_ALGO_BIT(SHI_ALGO_ONESHOT)
-        | SHI_ALGO_BIT(SHI_ALGO_TWOSHOT) | SHI_ALGO_BIT(SHI_ALGO_DIRECT),
-    [SHI_COLL_REDUCE]
-    = SHI_ALGO_BIT(SHI_ALGO_ONESHOT) | SHI_ALGO_BIT(SHI_ALGO_DIRECT),
-    [SHI_COLL_ALLGATHER]      = SEL_MOVE_ALGOS,
-    [SHI_COLL_REDUCE_SCATTER] = SEL_MOVE_ALGOS,
-    [SHI_COLL_ALLTOALL]       = SEL_MOVE_ALGOS,
-    [SHI_COLL_GATHER]         = SEL_MOVE_ALGOS,
-    [SHI_COLL_SCATTER]        = SEL_MOVE_ALGOS,
-    [SHI_COLL_BROADCAST]      = SHI_ALGO_BIT(SHI_ALGO_OUTBOX),
-    [SHI_COLL_BARRIER]        = SHI_ALGO_BIT(SHI_ALGO_FLAGS),
+        | SHI_ALGO_BIT(SHI_ALGO_TWOSHOT) | SHI_ALGO_BIT(SHI_ALGO_DIRECT)
+        | SHI_ALGO_BIT(SHI_ALGO_RING) | SHI_ALGO_BIT(SHI_ALGO_RHD),
+    [SHI_COLL_REDUCE] = SHI_ALGO_BIT(SHI_ALGO_ONESHOT)
+        | SHI_ALGO_BIT(SHI_ALGO_DIRECT) | SEL_NET_ALGOS,
+    [SHI_COLL_ALLGATHER]      = SEL_MOVE_ALGOS | SEL_NET_ALGOS,
+    [SHI_COLL_REDUCE_SCATTER] = SEL_MOVE_ALGOS | SEL_NET_ALGOS,
+    [SHI_COLL_ALLTOALL]       = SEL_MOVE_ALGOS | SHI_ALGO_BIT(SHI_ALGO_FLAT),
+    [SHI_COLL_GATHER]         = SEL_MOVE_ALGOS | SHI_ALGO_BIT(SHI_ALGO_FLAT),
+    [SHI_COLL_SCATTER]        = SEL_MOVE_ALGOS | SHI_ALGO_BIT(SHI_ALGO_FLAT),
+    [SHI_COLL_BROADCAST]      = SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | SEL_NET_ALGOS,
+    [SHI_COLL_BARRIER]
+    = SHI_ALGO_BIT(SHI_ALGO_FLAGS) | SHI_ALGO_BIT(SHI_ALGO_RHD),
 };
 
 const char *

@@ -35,6 +35,10 @@ typedef enum shi_algo {
     SHI_ALGO_STAGED, // data movement through staging slabs, chunked
     SHI_ALGO_OUTBOX, // broadcast through the root's outbox
     SHI_ALGO_FLAGS, // barrier on counters
+    // Across hosts (message schedules over TCP, src/algo/net):
+    SHI_ALGO_RING, // ring: reduce-scatter/all-gather, pipelined chain
+    SHI_ALGO_RHD, // recursive halving/doubling, dissemination barrier
+    SHI_ALGO_FLAT, // every rank talks to every rank (or the root) directly
     SHI_ALGO_COUNT
 } shi_algo;
 

@@ -1,13 +1,16 @@
-// Communicator bootstrap: find the peers through the store, connect a
-// mesh of authenticated unix sockets between them, share the segment.
+// Communicator bootstrap: find the peers through the store, then connect
+// them over shared memory (every rank on one host) or TCP.
 //
 // Steps: (1) every rank listens on a fresh abstract unix socket and
-// publishes "<host identity>\n<pid>\n<socket name>"; (2) it reads every
-// peer's entry (ranks on other hosts need the TCP transport: not yet);
-// (3) it connects to every lower rank and accepts every higher one, each
-// connection proving the job secret both ways and coming from our own
-// user; (4) rank 0 creates the segment and sends its descriptor to every
-// peer. The sockets stay open: their closing tells a peer's death.
+// publishes "<host identity>\n<pid>\n<socket name>\n<transport>"; (2) it
+// reads every peer's entry. If every rank is on this host and none asked
+// for TCP (SHOAL_TRANSPORT=tcp), (3) it connects to every lower rank and
+// accepts every higher one, each connection proving the job secret both
+// ways and coming from our own user; (4) rank 0 creates the segment and
+// sends its descriptor to every peer. The sockets stay open: their closing
+// tells a peer's death. Otherwise (3') every rank listens on TCP, publishes
+// its address and joins the TCP mesh (transport/tcp), and keeps a private
+// segment for its own control words and shoal_alloc's heap.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,8 @@
 #include "platform/net.h"
 #include "platform/unix_sock.h"
 #include "store/store.h"
+#include "transport/tcp/tcp_addr.h"
+#include "transport/tcp/tcp_net.h"
 
 #define ENTRY_MAX (SHI_HOSTID_MAX + SHI_UNIX_NAME_MAX + 64)
 
@@ -28,17 +33,42 @@ struct peer_entry {
     char host_id[SHI_HOSTID_MAX];
     char sock[SHI_UNIX_NAME_MAX];
     int  pid;
+    int  wants_tcp;
 };
+
+// SHOAL_TRANSPORT: "tcp" forces TCP even on one host; "shm" refuses to
+// run across hosts; unset or "auto" chooses by host.
+static int
+transport_wanted(const char **out)
+{
+    const char *t = getenv("SHOAL_TRANSPORT");
+
+    *out = "auto";
+    if (t == NULL || t[0] == '\0' || strcmp(t, "auto") == 0) {
+        return SHOAL_OK;
+    }
+    if (strcmp(t, "tcp") != 0 && strcmp(t, "shm") != 0) {
+        return shi_error(
+            SHOAL_EENV, "SHOAL_TRANSPORT=\"%s\": use tcp, shm or auto", t);
+    }
+    *out = t;
+    return SHOAL_OK;
+}
 
 static int
 publish_self(shoal_comm *comm, const char *sock, int64_t deadline)
 {
-    char key[512], value[ENTRY_MAX], host_id[SHI_HOSTID_MAX];
+    char        key[512], value[ENTRY_MAX], host_id[SHI_HOSTID_MAX];
+    const char *transport;
+    int         st;
 
+    if ((st = transport_wanted(&transport)) != SHOAL_OK) {
+        return st;
+    }
     shi_host_identity(host_id);
     snprintf(key, sizeof(key), "%speer/%d", comm->prefix, comm->rank);
-    int n = snprintf(
-        value, sizeof(value), "%s\n%d\n%s", host_id, (int) getpid(), sock);
+    int n = snprintf(value, sizeof(value), "%s\n%d\n%s\n%s", host_id,
+        (int) getpid(), sock, transport);
     return shi_store_set(
         shi_comm_store(comm), key, value, (size_t) n, deadline);
 }
@@ -48,15 +78,18 @@ parse_entry(const char *text, struct peer_entry *e)
 {
     const char *nl1 = strchr(text, '\n');
     const char *nl2 = nl1 ? strchr(nl1 + 1, '\n') : NULL;
+    const char *nl3 = nl2 ? strchr(nl2 + 1, '\n') : NULL;
 
-    if (nl2 == NULL || (size_t) (nl1 - text) >= sizeof(e->host_id)
-        || strlen(nl2 + 1) >= sizeof(e->sock)) {
+    if (nl3 == NULL || (size_t) (nl1 - text) >= sizeof(e->host_id)
+        || (size_t) (nl3 - nl2 - 1) >= sizeof(e->sock)) {
         return shi_error(SHOAL_EPROTO, "malformed peer entry in the store");
     }
     memcpy(e->host_id, text, (size_t) (nl1 - text));
     e->host_id[nl1 - text] = '\0';
     e->pid                 = atoi(nl1 + 1);
-    strcpy(e->sock, nl2 + 1);
+    memcpy(e->sock, nl2 + 1, (size_t) (nl3 - nl2 - 1));
+    e->sock[nl3 - nl2 - 1] = '\0';
+    e->wants_tcp           = strcmp(nl3 + 1, "tcp") == 0;
     return SHOAL_OK;
 }
 
@@ -79,14 +112,18 @@ read_peer(shoal_comm *comm, int r, struct peer_entry *e, int64_t deadline)
     return st;
 }
 
-// Reads every peer's entry; refuses peers on other hosts (for now).
+// Reads every peer's entry. *one_host: every rank is on this host;
+// *use_tcp: the ranks talk over TCP (other hosts, or a rank asked for it).
 static int
-gather_peers(shoal_comm *comm, struct peer_entry *entries, int64_t deadline)
+gather_peers(shoal_comm *comm, struct peer_entry *entries, int *one_host,
+    int *use_tcp, int64_t deadline)
 {
-    char me[SHI_HOSTID_MAX], h1[64], h2[64];
-    int  st;
+    char        me[SHI_HOSTID_MAX], h1[64], h2[64];
+    const char *transport;
+    int         st, other = -1;
 
     shi_host_identity(me);
+    *use_tcp = 0;
     for (int r = 0; r < comm->size; r++) {
         if ((st = read_peer(comm, r, &entries[r], deadline)) != SHOAL_OK) {
             return st;
@@ -94,18 +131,64 @@ gather_peers(shoal_comm *comm, struct peer_entry *entries, int64_t deadline)
         comm->peers[r].pid = entries[r].pid;
         shi_host_name_of(entries[r].host_id, comm->peers[r].host,
             sizeof(comm->peers[r].host));
-        if (strcmp(entries[r].host_id, me) != 0) {
-            shi_host_name_of(me, h1, sizeof(h1));
-            shi_host_name_of(entries[r].host_id, h2, sizeof(h2));
-            return shi_error(SHOAL_ENOTSUP,
-                "rank %d runs on host %s and rank %d on host %s "
-                "(or another container): ranks on different "
-                "hosts need the TCP transport, not available "
-                "in this version",
-                comm->rank, h1, r, h2);
+        *use_tcp |= entries[r].wants_tcp;
+        if (other < 0 && strcmp(entries[r].host_id, me) != 0) {
+            other = r;
         }
     }
+    *one_host = other < 0;
+    *use_tcp |= other >= 0;
+    if (other >= 0 && transport_wanted(&transport) == SHOAL_OK
+        && strcmp(transport, "shm") == 0) {
+        shi_host_name_of(me, h1, sizeof(h1));
+        shi_host_name_of(entries[other].host_id, h2, sizeof(h2));
+        return shi_error(SHOAL_ENOTSUP,
+            "SHOAL_TRANSPORT=shm, but rank %d runs on host %s and rank %d "
+            "on host %s (or another container or network namespace): "
+            "ranks on different hosts need TCP (unset SHOAL_TRANSPORT)",
+            comm->rank, h1, other, h2);
+    }
     return SHOAL_OK;
+}
+
+// Listens on TCP, trades addresses through the store, joins the mesh.
+static int
+join_tcp_mesh(shoal_comm *comm, int one_host, int64_t deadline)
+{
+    char   ip[64], key[512], (*addrs)[64];
+    int    lfd = -1, port, st;
+    void  *value;
+    size_t len;
+
+    if ((st = shi_tcp_pick_ip(comm, one_host, ip, sizeof(ip))) != SHOAL_OK) {
+        return st;
+    }
+    if ((addrs = calloc((size_t) comm->size, sizeof(*addrs))) == NULL) {
+        return shi_error(SHOAL_ENOMEM, "out of memory");
+    }
+    st = shi_tcp_listen(ip, 0, comm->size * 16, &lfd, &port);
+    if (st == SHOAL_OK) {
+        shi_tcp_format_addr(ip, port, addrs[comm->rank], sizeof(*addrs));
+        snprintf(key, sizeof(key), "%stcp/%d", comm->prefix, comm->rank);
+        st = shi_store_set(shi_comm_store(comm), key, addrs[comm->rank],
+            strlen(addrs[comm->rank]), deadline);
+    }
+    for (int r = 0; st == SHOAL_OK && r < comm->size; r++) {
+        snprintf(key, sizeof(key), "%stcp/%d", comm->prefix, r);
+        st = shi_store_get(shi_comm_store(comm), key, &value, &len, deadline);
+        if (st == SHOAL_OK) {
+            snprintf(addrs[r], sizeof(*addrs), "%s", (char *) value);
+            free(value);
+        }
+    }
+    if (st == SHOAL_OK) {
+        st = shi_tcp_mesh(comm, lfd, addrs, deadline);
+    }
+    if (lfd >= 0) {
+        close(lfd); // strangers knocking later find nothing listening
+    }
+    free(addrs);
+    return st;
 }
 
 static int
@@ -221,7 +304,7 @@ connect_mesh(shoal_comm *comm, int64_t deadline)
 {
     struct peer_entry *entries = calloc((size_t) comm->size, sizeof(*entries));
     char               sock[SHI_UNIX_NAME_MAX];
-    int                lfd = -1, st;
+    int                lfd = -1, st, one_host = 1, use_tcp = 0;
 
     if (entries == NULL) {
         return shi_error(SHOAL_ENOMEM, "out of memory");
@@ -231,13 +314,26 @@ connect_mesh(shoal_comm *comm, int64_t deadline)
         st = publish_self(comm, sock, deadline);
     }
     if (st == SHOAL_OK) {
-        st = gather_peers(comm, entries, deadline);
+        st = gather_peers(comm, entries, &one_host, &use_tcp, deadline);
     }
-    if (st == SHOAL_OK) {
+    if (st == SHOAL_OK && use_tcp) {
+        if (lfd >= 0) {
+            close(lfd);
+            lfd = -1;
+        }
+        // Every read of the store comes before the mesh: rank 0 (which
+        // may serve the store) completes its mesh only once every rank
+        // connected to it, so it cannot finish its work and exit, taking
+        // the store along, while a slower rank still reads it.
+        st = shi_coll_agree_table(comm, deadline);
+        if (st == SHOAL_OK) {
+            st = join_tcp_mesh(comm, one_host, deadline);
+        }
+    } else if (st == SHOAL_OK) {
         st = connect_lower(comm, entries, deadline);
-    }
-    if (st == SHOAL_OK) {
-        st = accept_higher(comm, lfd, deadline);
+        if (st == SHOAL_OK) {
+            st = accept_higher(comm, lfd, deadline);
+        }
     }
     if (lfd >= 0) {
         close(lfd);
@@ -258,7 +354,13 @@ shi_comm_bootstrap(shoal_comm *comm, int64_t deadline)
         }
     } else {
         st = connect_mesh(comm, deadline);
-        if (st == SHOAL_OK) {
+        if (st == SHOAL_OK && comm->net != NULL) {
+            // Our own control words and heap; nobody else maps it.
+            st = shm_segment_create(&comm->seg, comm->size, &fd);
+            if (st == SHOAL_OK) {
+                close(fd);
+            }
+        } else if (st == SHOAL_OK) {
             st = share_segment(comm, deadline);
         }
     }
@@ -273,7 +375,9 @@ shi_comm_bootstrap(shoal_comm *comm, int64_t deadline)
     SHI_TRACE("communicator '%s': mesh of %d ranks connected, %zu bytes of "
               "shared memory mapped",
         comm->name, comm->size, comm->seg.bytes);
-    if (comm->size > 1 && (st = shi_watch_start(comm)) != SHOAL_OK) {
+    // Over TCP the engine itself sees a peer's connection close.
+    if (comm->size > 1 && comm->net == NULL
+        && (st = shi_watch_start(comm)) != SHOAL_OK) {
         return st;
     }
     return shi_engine_start(comm);

@@ -115,13 +115,16 @@ agree_on_cma(shoal_comm *comm, int64_t deadline)
 }
 
 // Rank 0's SHOAL_ALGO applies on every rank.
-static int
-agree_on_table(shoal_comm *comm, int64_t deadline)
+int
+shi_coll_agree_table(shoal_comm *comm, int64_t deadline)
 {
     const char *env  = getenv("SHOAL_ALGO");
     char       *spec = NULL;
     int         st;
 
+    if (comm->table_agreed) {
+        return SHOAL_OK;
+    }
     shi_select_defaults(&comm->select);
     if (comm->size > 1 && comm->rank == 0
         && (st = store_put(comm, "algo", env ? env : "", deadline))
@@ -139,6 +142,7 @@ agree_on_table(shoal_comm *comm, int64_t deadline)
     }
     st = shi_select_parse(&comm->select, use);
     free(spec);
+    comm->table_agreed = st == SHOAL_OK;
     return st;
 }
 
@@ -156,22 +160,29 @@ shi_coll_setup(shoal_comm *comm, int64_t deadline)
     if ((st = shi_heap_init(comm)) != SHOAL_OK) {
         return st;
     }
-    comm->cma_ok = 1;
-    if (comm->size > 1 && (st = agree_on_cma(comm, deadline)) != SHOAL_OK) {
+    // Across hosts nobody reads another rank's memory.
+    comm->cma_ok = comm->net == NULL;
+    if (comm->size > 1 && comm->net == NULL
+        && (st = agree_on_cma(comm, deadline)) != SHOAL_OK) {
         return shi_error_wrap(st, "checking single-copy support");
     }
-    if ((st = agree_on_table(comm, deadline)) != SHOAL_OK) {
+    if ((st = shi_coll_agree_table(comm, deadline)) != SHOAL_OK) {
         return st;
     }
-    comm->algos_available = SHI_ALGO_BIT(SHI_ALGO_ONESHOT)
-        | SHI_ALGO_BIT(SHI_ALGO_TWOSHOT) | SHI_ALGO_BIT(SHI_ALGO_STAGED)
-        | SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | SHI_ALGO_BIT(SHI_ALGO_FLAGS)
-        | (comm->cma_ok ? SHI_ALGO_BIT(SHI_ALGO_DIRECT) : 0);
+    comm->algos_available = comm->net != NULL ? SHI_ALGO_BIT(SHI_ALGO_RING)
+            | SHI_ALGO_BIT(SHI_ALGO_RHD) | SHI_ALGO_BIT(SHI_ALGO_FLAT)
+                                              : SHI_ALGO_BIT(SHI_ALGO_ONESHOT)
+            | SHI_ALGO_BIT(SHI_ALGO_TWOSHOT) | SHI_ALGO_BIT(SHI_ALGO_STAGED)
+            | SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | SHI_ALGO_BIT(SHI_ALGO_FLAGS)
+            | (comm->cma_ok ? SHI_ALGO_BIT(SHI_ALGO_DIRECT) : 0);
     if (shi_log_enabled(SHI_LOG_INFO) && comm->rank == 0) {
         char table[2048];
         shi_select_format(&comm->select, table, sizeof(table));
-        SHI_INFO("communicator '%s': single copy %s; algorithms %s",
-            comm->name, comm->cma_ok ? "on" : "off", table);
+        SHI_INFO("communicator '%s': %s; algorithms %s", comm->name,
+            comm->net != NULL  ? "TCP"
+                : comm->cma_ok ? "shared memory, single copy on"
+                               : "shared memory, single copy off",
+            table);
     }
     return SHOAL_OK;
 }

@@ -16,6 +16,7 @@
 #include "platform/futex.h"
 #include "platform/net.h"
 #include "store/store.h"
+#include "transport/tcp/tcp_net.h"
 
 #define DEFAULT_TIMEOUT_MS (600 * 1000LL)
 
@@ -68,6 +69,14 @@ shi_ring(shoal_comm *comm, int rank, int force)
 {
     struct shm_ctl *ctl = shm_ctl_of(&comm->seg, rank);
 
+    if (comm->net != NULL) {
+        // Over TCP, only our own threads sleep on our doorbell, in epoll:
+        // peers are woken by the data they receive.
+        if (rank == comm->rank) {
+            shi_tcp_wake(comm->net);
+        }
+        return;
+    }
     if (!force) {
         // Pairs with the sleeper's increment of `sleepers` before its last
         // look at the data (see engine.c): one of the two sees the other.
@@ -83,6 +92,9 @@ shi_ring(shoal_comm *comm, int rank, int force)
 void
 shi_ring_peers(shoal_comm *comm)
 {
+    if (comm->net != NULL) {
+        return; // peers sleep in epoll and wake on data
+    }
     // One fence covers every peer (see shi_ring); then ring only sleepers.
     atomic_thread_fence(memory_order_seq_cst);
     for (int p = 0; p < comm->size; p++) {
@@ -128,6 +140,12 @@ shi_comm_abort(shoal_comm *comm, int status, const char *fmt, ...)
     pthread_mutex_unlock(&comm->err_lock);
     shi_log(SHI_LOG_WARN, "communicator '%s' aborted (%s): %s", comm->name,
         shoal_status_name(status), text);
+    if (comm->net != NULL) {
+        // The engine sends the text to every peer at its next step (the
+        // sockets belong to whoever holds the lock); wake it.
+        shi_tcp_wake(comm->net);
+        return;
+    }
     if (comm->seg.base == NULL) {
         return;
     }
@@ -204,6 +222,8 @@ shi_comm_free(shoal_comm *comm)
 {
     shi_watch_stop(comm);
     shi_engine_stop(comm);
+    shi_net_free(comm->net);
+    comm->net = NULL;
     for (int i = 0; i < comm->size; i++) {
         if (comm->peers[i].fd >= 0) {
             close(comm->peers[i].fd);
@@ -352,6 +372,12 @@ shoal_comm_destroy(shoal_comm *comm)
     }
     st = atomic_load(&comm->failed) ? SHOAL_OK : shoal_comm_sync(comm);
     // Say goodbye, so peers tell a clean exit from a crash.
+    if (comm->net != NULL) {
+        pthread_mutex_lock(&comm->lock);
+        shi_net_flush_abort(comm);
+        shi_tcp_goodbye(comm->net, shi_deadline_in_ms(1000));
+        pthread_mutex_unlock(&comm->lock);
+    }
     for (int i = 0; i < comm->size; i++) {
         if (comm->peers[i].fd >= 0
             && send(comm->peers[i].fd, "B", 1, MSG_NOSIGNAL | MSG_DONTWAIT)

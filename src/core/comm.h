@@ -14,6 +14,7 @@
 #include "shoal.h"
 #include "transport/shm/shm_segment.h"
 
+struct shi_net;
 struct shi_store_ref; // shared by a communicator and the ones split from it
 
 enum shi_peer_state {
@@ -60,6 +61,7 @@ struct shoal_comm {
     int                   nsplits; // splits made from this comm
 
     struct shi_peer *peers;
+    struct shi_net  *net; // ranks talk over TCP (NULL: shared memory)
     shm_segment      seg;
     struct shm_ctl  *my_ctl;
     int              spin_ns; // busy-wait budget before yielding
@@ -89,6 +91,7 @@ struct shoal_comm {
     int              cma_ok;
     unsigned         algos_available;
     shi_select_table select;
+    int              table_agreed; // `select` is rank 0's table
     unsigned char   *scratch;
     size_t           scratch_bytes;
     const void     **inputs; // nranks pointers for the reduction kernels
@@ -145,7 +148,10 @@ void shi_heap_destroy(shoal_comm *comm);
 
 // Collectives' setup at the end of bootstrap (coll_setup.c): agree on
 // single-copy support and on the algorithm table, allocate scratch.
-int  shi_coll_setup(shoal_comm *comm, int64_t deadline);
+int shi_coll_setup(shoal_comm *comm, int64_t deadline);
+// Its first part alone (bootstrap calls it early over TCP; then setup
+// skips it): rank 0's algorithm table, through the store.
+int  shi_coll_agree_table(shoal_comm *comm, int64_t deadline);
 void shi_coll_teardown(shoal_comm *comm);
 
 // Store references (comm.c).

@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "platform/futex.h"
+#include "transport/tcp/tcp_net.h"
 
 // How often the driver looks at deadlines and departed peers while it
 // sleeps: a dead peer is also announced by the watcher, so this only bounds
@@ -116,15 +117,21 @@ step_locked(shoal_comm *comm)
 {
     int n = 0;
 
-    if (comm->seg.base != NULL && !atomic_load(&comm->failed)) {
+    if (comm->net == NULL && comm->seg.base != NULL
+        && !atomic_load(&comm->failed)) {
         adopt_remote_abort(comm);
     }
     if (atomic_load(&comm->failed)) {
+        shi_net_flush_abort(comm);
         fail_all_locked(comm);
         return 1;
     }
     if (comm->active.head == NULL) {
         return 0;
+    }
+    if (comm->net != NULL) {
+        n += shi_tcp_progress(comm->net);
+        return n + shi_net_coll_step(comm);
     }
     // Messages nobody waits for stay in their rings (up to a ring's worth
     // of sends complete without a receiver), so collectives skip the scan.
@@ -150,6 +157,35 @@ waits_for_departed(shoal_comm *comm)
     return NULL;
 }
 
+// Over TCP, a request past its deadline is often waiting for a rank that
+// is itself waiting for an unreachable one. A rank that sees a peer not
+// acknowledging its data names that peer at once (SHOAL_EPEER); the
+// others wait a little longer for that diagnosis to reach them before
+// reporting their own time-out. Returns 1 when the caller should report
+// the time-out now.
+static int
+net_deadline_passed(shoal_comm *comm, shoal_request *r, int64_t now)
+{
+    char    desc[256], why[160];
+    int     p;
+    int64_t grace = comm->timeout_ms * 1000000 / 4;
+
+    if (shi_tcp_unreachable(comm->net, &p, why, sizeof(why))) {
+        shi_req_describe(r, desc, sizeof(desc));
+        shi_comm_abort(comm, SHOAL_EPEER,
+            "rank %d (pid %d on host %s, %s) is unreachable: %s; %s gave up "
+            "after %.2f s on rank %d",
+            p, comm->peers[p].pid, comm->peers[p].host,
+            comm->net->peers[p].addr, why, desc,
+            (double) (now - r->start_ns) / 1e9, comm->rank);
+        return 0;
+    }
+    if (grace > 1000000000LL) {
+        grace = 1000000000LL;
+    }
+    return now > r->deadline + grace;
+}
+
 // Aborts with a time-out or a departed peer if an active request calls for
 // it. Under the lock.
 static void
@@ -159,9 +195,18 @@ housekeeping_locked(shoal_comm *comm, int64_t now)
     shoal_request *r;
 
     for (r = comm->active.head; r != NULL; r = r->anext) {
+        if (now > r->deadline && comm->net != NULL
+            && !net_deadline_passed(comm, r, now)) {
+            return;
+        }
         if (now > r->deadline) {
-            char waiting[48] = "";
-            if (r->blocked_on >= 0) {
+            char waiting[192] = "";
+            if (r->blocked_on >= 0 && comm->net != NULL) {
+                snprintf(waiting, sizeof(waiting),
+                    ", waiting for rank %d (host %s, %s)", r->blocked_on,
+                    comm->peers[r->blocked_on].host,
+                    comm->net->peers[r->blocked_on].addr);
+            } else if (r->blocked_on >= 0) {
                 snprintf(waiting, sizeof(waiting), ", waiting for rank %d",
                     r->blocked_on);
             }
@@ -221,7 +266,10 @@ sleep_on_doorbell(shoal_comm *comm, shoal_request *req, int64_t deadline)
         if (wait_ns > ENGINE_HOUSEKEEPING_NS) {
             wait_ns = ENGINE_HOUSEKEEPING_NS;
         }
-        if (wait_ns > 0) {
+        if (wait_ns > 0 && comm->net != NULL) {
+            // Data, a closed connection or our own wake-up ends the sleep.
+            shi_tcp_sleep(comm->net, wait_ns);
+        } else if (wait_ns > 0) {
             shi_futex_wait(&me->doorbell, bell, wait_ns);
         }
     }
@@ -354,7 +402,10 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
     }
     req->in_engine = 1;
     queue_push_active(&comm->active, req);
-    if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
+    if ((req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV)
+        && comm->net != NULL) {
+        shi_net_p2p_post(comm, req);
+    } else if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
         shi_p2p_post(comm, req);
     } else {
         req->seq = ++comm->coll_seq;

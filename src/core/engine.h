@@ -42,6 +42,13 @@ int shi_p2p_post(shoal_comm *comm, shoal_request *req);
 int shi_p2p_step(shoal_comm *comm);
 int shi_coll_step(shoal_comm *comm);
 
+// The same over TCP (transport/tcp/tcp_p2p.c, algo/net/net_exec.c).
+int shi_net_p2p_post(shoal_comm *comm, shoal_request *req);
+int shi_net_coll_step(shoal_comm *comm);
+
+// Over TCP: sends the abort's text to every peer once (under the lock).
+void shi_net_flush_abort(shoal_comm *comm);
+
 // Frees buffered messages nobody received (at destroy).
 void shi_p2p_discard(shoal_comm *comm);
 

@@ -67,6 +67,7 @@ struct shoal_request {
     uint64_t             sync_base; // comm's sync counter when started
     size_t               pos; // algorithm's progress (bytes, chunk)
     uint64_t             slab_use; // staging use of the current chunk
+    void                *xfer; // over TCP: the message carrying a p2p op
     // Links: `anext` on comm->active, `qnext` on one per-kind queue.
     shoal_request *anext, *aprev;
     shoal_request *qnext;

@@ -47,6 +47,21 @@ shi_store_open(shi_store **out, const char *addr, const shi_secret *secret,
     return SHOAL_OK;
 }
 
+int
+shi_store_local_ip(shi_store *st, char *buf, size_t len)
+{
+    int rc;
+
+    if (st->ops->local_ip == NULL) {
+        return shi_error(
+            SHOAL_ENOTSUP, "%s has no network address", st->where);
+    }
+    pthread_mutex_lock(&st->lock);
+    rc = st->ops->local_ip(st, buf, len);
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
 void
 shi_store_close(shi_store *st)
 {

@@ -56,6 +56,11 @@ int shi_store_add(shi_store *st, const char *key, int64_t delta,
 int shi_store_wait(
     shi_store *st, const char *const *keys, size_t nkeys, int64_t deadline);
 
+// Writes this end's IP address of the store connection into buf ("10.0.0.2",
+// "::1"): the address that reaches the store, where ranks on other hosts
+// are likely to reach us too. SHOAL_ENOTSUP for a file store.
+int shi_store_local_ip(shi_store *st, char *buf, size_t len);
+
 // Closes the handle (NULL accepted). Keys stay in the store.
 void shi_store_close(shi_store *st);
 

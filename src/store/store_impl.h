@@ -22,6 +22,8 @@ typedef struct shi_store_ops {
     int (*wait)(shi_store *st, const char *const *keys, size_t nkeys,
         int64_t deadline);
     void (*close)(shi_store *st);
+    // Optional: this end's IP address of the connection to the store.
+    int (*local_ip)(shi_store *st, char *buf, size_t len);
 } shi_store_ops;
 
 // The head of every backend's handle.

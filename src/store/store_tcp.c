@@ -5,9 +5,13 @@
 // next call opens and authenticates a new one, so a late reply to an
 // abandoned request can never be taken for the answer to a later one.
 // Requests are never retried by themselves: an ADD may have been applied.
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -227,12 +231,33 @@ tcp_close(shi_store *st)
     free(t);
 }
 
+static int
+tcp_local_ip(shi_store *st, char *buf, size_t len)
+{
+    store_tcp              *t = (store_tcp *) st;
+    struct sockaddr_storage ss;
+    socklen_t               sl = sizeof(ss);
+    const void             *a;
+
+    if (t->fd < 0 || getsockname(t->fd, (struct sockaddr *) &ss, &sl) != 0) {
+        return shi_error(SHOAL_ESYS, "no local address for the %s", t->peer);
+    }
+    a = ss.ss_family == AF_INET6
+        ? (const void *) &((struct sockaddr_in6 *) &ss)->sin6_addr
+        : (const void *) &((struct sockaddr_in *) &ss)->sin_addr;
+    if (inet_ntop(ss.ss_family, a, buf, (socklen_t) len) == NULL) {
+        return shi_error(SHOAL_ESYS, "inet_ntop: %s", strerror(errno));
+    }
+    return SHOAL_OK;
+}
+
 static const shi_store_ops tcp_ops = {
-    .set   = tcp_set,
-    .get   = tcp_get,
-    .add   = tcp_add,
-    .wait  = tcp_wait,
-    .close = tcp_close,
+    .set      = tcp_set,
+    .get      = tcp_get,
+    .add      = tcp_add,
+    .wait     = tcp_wait,
+    .close    = tcp_close,
+    .local_ip = tcp_local_ip,
 };
 
 int

@@ -39,6 +39,7 @@ static const struct {
     { "coll_ref", mp_case_coll_ref },
     { "coll_reuse", mp_case_coll_reuse },
     { "coll_destroy", mp_case_coll_destroy },
+    { "net_loop", mp_case_net_loop },
 };
 
 void

@@ -113,6 +113,10 @@ void ref_reduce(shoal_dtype dt, shoal_reduce_op op, ref_class cls, int n,
     const uint64_t *keys, size_t idx, ref_expect *out);
 
 // 1 if an element with bit pattern `got` satisfies e.
+// True when the ranks talk over TCP (SHOAL_TRANSPORT=tcp, or
+// SHOAL_TEST_NET=1 from tests/net): float16/bfloat16 round at every step.
+int ref_step_rounding(void);
+
 int ref_check(shoal_dtype dt, uint64_t got, const ref_expect *e);
 
 // ---------------------------------------------------------------------------

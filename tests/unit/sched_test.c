@@ -1266,8 +1266,11 @@ TEST(sched_unsupported)
         .esize                    = 4 };
     CHECK_ST(shi_sched_build(&s, &call), SHOAL_EINVAL);
     call.rank = 0;
+    call.kind = SHI_OP_REDUCE; // a root matters only where there is one
     call.root = 5;
     CHECK_ST(shi_sched_build(&s, &call), SHOAL_EINVAL);
+    call.kind = SHI_OP_ALLREDUCE;
+    CHECK_ST(shi_sched_build(&s, &call), SHOAL_OK);
     call.root = 0;
     call.kind = SHI_OP_ALLGATHERV;
     call.algo = SHI_ALGO_FLAT;
@@ -1453,5 +1456,94 @@ TEST(sched_dump)
         CHECK(s.nops > 0);
         shi_sched_dump(&s, "sched_dump");
         shi_sched_free(&s);
+    }
+}
+
+// Pairing only (no simulation), at sizes the matrix above cannot afford:
+// every rank's k-th SEND to p has the size of p's k-th RECV from it.
+static void
+pairing_check(const shi_sched_call *base, int n)
+{
+    shi_sched s[SIM_MAXR] = { 0 };
+
+    for (int r = 0; r < n; r++) {
+        shi_sched_call c = *base;
+        c.rank           = r;
+        c.nranks         = n;
+        CHECK_ST(shi_sched_build(&s[r], &c), SHOAL_OK);
+    }
+    for (int a = 0; a < n; a++) {
+        for (int b = 0; b < n; b++) {
+            int i = 0, j = 0, k = 0;
+            for (;;) {
+                while (i < s[a].nops
+                    && !(s[a].ops[i].kind == SHI_SOP_SEND
+                        && s[a].ops[i].peer == b)) {
+                    i++;
+                }
+                while (j < s[b].nops
+                    && !(s[b].ops[j].kind == SHI_SOP_RECV
+                        && s[b].ops[j].peer == a)) {
+                    j++;
+                }
+                CHECK_MSG((i < s[a].nops) == (j < s[b].nops),
+                    "%s/%s n=%d count=%zu piece=%zu: message %d from %d to %d "
+                    "exists on one side only",
+                    shi_op_kind_name(base->kind), shi_algo_name(base->algo), n,
+                    base->count, base->piece_bytes, k, a, b);
+                if (i >= s[a].nops) {
+                    break;
+                }
+                CHECK_MSG(s[a].ops[i].bytes == s[b].ops[j].bytes,
+                    "%s/%s n=%d count=%zu piece=%zu in_place=%d op=%d: "
+                    "message %d from %d to %d: %llu bytes sent, %llu "
+                    "received",
+                    shi_op_kind_name(base->kind), shi_algo_name(base->algo), n,
+                    base->count, base->piece_bytes, base->in_place,
+                    base->op.kind, k, a, b,
+                    (unsigned long long) s[a].ops[i].bytes,
+                    (unsigned long long) s[b].ops[j].bytes);
+                i++, j++, k++;
+            }
+        }
+    }
+    for (int r = 0; r < n; r++) {
+        shi_sched_free(&s[r]);
+    }
+}
+
+TEST(sched_pairing_large)
+{
+    static const int    kinds[][2] = { { SHI_OP_ALLREDUCE, SHI_ALGO_RING },
+           { SHI_OP_REDUCE, SHI_ALGO_RING }, { SHI_OP_BCAST, SHI_ALGO_RING },
+           { SHI_OP_ALLGATHER, SHI_ALGO_RING },
+           { SHI_OP_REDUCE_SCATTER, SHI_ALGO_RING } };
+    static const size_t counts[]   = { 1048579, 4099, 65536, 300007 };
+    static const size_t pieces[]   = { 4096, 1000, 1 << 20, 65536 };
+    static const int    ops[] = { SHOAL_SUM, SHOAL_PREMUL_SUM, SHOAL_AVG };
+
+    for (size_t k = 0; k < NELEMS(kinds); k++) {
+        for (int n = 2; n <= SIM_MAXR; n++) {
+            for (size_t c = 0; c < NELEMS(counts); c++) {
+                for (size_t p = 0; p < NELEMS(pieces); p++) {
+                    for (size_t o = 0; o < NELEMS(ops); o++) {
+                        for (int ip = 0; ip < 2; ip++) {
+                            shi_sched_call call = { .kind = kinds[k][0],
+                                .algo                     = kinds[k][1],
+                                .root                     = n - 1,
+                                .count                    = counts[c],
+                                .esize                    = 2,
+                                .op          = SHOAL_REDUCE_OP(ops[o]),
+                                .in_place    = ip,
+                                .piece_bytes = pieces[p] };
+                            if (ops[o] == SHOAL_PREMUL_SUM) {
+                                call.op = SHOAL_PREMUL_SUM_OP(0.5);
+                            }
+                            pairing_check(&call, n);
+                        }
+                    }
+                }
+            }
+        }
     }
 }

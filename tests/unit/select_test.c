@@ -13,8 +13,12 @@
 #define M (K * K)
 #define G (K * M)
 
-// Every algorithm available.
-#define ALL_ALGOS ((1u << SHI_ALGO_COUNT) - 1u)
+// Every algorithm of a shared-memory communicator available (one over
+// TCP has only the network algorithms, see select_net_algorithms).
+#define ALL_ALGOS (((1u << (SHI_ALGO_FLAGS + 1)) - 1u) & ~1u)
+#define NET_ALGOS                                                             \
+    (SHI_ALGO_BIT(SHI_ALGO_RING) | SHI_ALGO_BIT(SHI_ALGO_RHD)                 \
+        | SHI_ALGO_BIT(SHI_ALGO_FLAT))
 
 static unsigned
 all_but(shi_algo a)
@@ -72,18 +76,25 @@ TEST(select_algos_for)
     unsigned move
         = SHI_ALGO_BIT(SHI_ALGO_STAGED) | SHI_ALGO_BIT(SHI_ALGO_DIRECT);
 
+    unsigned ring = SHI_ALGO_BIT(SHI_ALGO_RING);
+    unsigned flat = SHI_ALGO_BIT(SHI_ALGO_FLAT);
+    unsigned rhd  = SHI_ALGO_BIT(SHI_ALGO_RHD);
+
     CHECK(shi_algos_for(SHI_COLL_ALLREDUCE)
         == (SHI_ALGO_BIT(SHI_ALGO_ONESHOT) | SHI_ALGO_BIT(SHI_ALGO_TWOSHOT)
-            | SHI_ALGO_BIT(SHI_ALGO_DIRECT)));
+            | SHI_ALGO_BIT(SHI_ALGO_DIRECT) | ring | rhd));
     CHECK(shi_algos_for(SHI_COLL_REDUCE)
-        == (SHI_ALGO_BIT(SHI_ALGO_ONESHOT) | SHI_ALGO_BIT(SHI_ALGO_DIRECT)));
-    CHECK(shi_algos_for(SHI_COLL_ALLGATHER) == move);
-    CHECK(shi_algos_for(SHI_COLL_REDUCE_SCATTER) == move);
-    CHECK(shi_algos_for(SHI_COLL_ALLTOALL) == move);
-    CHECK(shi_algos_for(SHI_COLL_GATHER) == move);
-    CHECK(shi_algos_for(SHI_COLL_SCATTER) == move);
-    CHECK(shi_algos_for(SHI_COLL_BROADCAST) == SHI_ALGO_BIT(SHI_ALGO_OUTBOX));
-    CHECK(shi_algos_for(SHI_COLL_BARRIER) == SHI_ALGO_BIT(SHI_ALGO_FLAGS));
+        == (SHI_ALGO_BIT(SHI_ALGO_ONESHOT) | SHI_ALGO_BIT(SHI_ALGO_DIRECT)
+            | ring | flat));
+    CHECK(shi_algos_for(SHI_COLL_ALLGATHER) == (move | ring | flat));
+    CHECK(shi_algos_for(SHI_COLL_REDUCE_SCATTER) == (move | ring | flat));
+    CHECK(shi_algos_for(SHI_COLL_ALLTOALL) == (move | flat));
+    CHECK(shi_algos_for(SHI_COLL_GATHER) == (move | flat));
+    CHECK(shi_algos_for(SHI_COLL_SCATTER) == (move | flat));
+    CHECK(shi_algos_for(SHI_COLL_BROADCAST)
+        == (SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | ring | flat));
+    CHECK(shi_algos_for(SHI_COLL_BARRIER)
+        == (SHI_ALGO_BIT(SHI_ALGO_FLAGS) | rhd));
     CHECK(shi_algos_for(SHI_COLL_COUNT) == 0);
 }
 
@@ -220,7 +231,7 @@ TEST(select_header_example)
     CHECK_OK(shi_select_parse(&t,
         "allreduce:oneshot@0-64K,twoshot@64K-1M,direct@1M-;allgather:staged@"
         "0-"));
-    CHECK(t.nrules == 4 + 23);
+    CHECK(t.nrules == 4 + 37);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K - 1) == SHI_ALGO_ONESHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K) == SHI_ALGO_TWOSHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, M - 1) == SHI_ALGO_TWOSHOT);
@@ -472,7 +483,7 @@ TEST(select_rank_filters)
 TEST(select_format_defaults)
 {
     shi_select_table t;
-    char             buf[1024];
+    char             buf[2048];
     const char      *want = "allreduce:oneshot@0-32K,direct@32K-,twoshot@32K-;"
                             "reduce:oneshot@0-32K,direct@32K-,oneshot@32K-;"
                             "allgather:staged@1-4K,direct,staged;"
@@ -480,7 +491,12 @@ TEST(select_format_defaults)
                             "alltoall:staged@1-4K,direct,staged;"
                             "gather:staged@1-4K,direct,staged;"
                             "scatter:staged@1-4K,direct,staged;"
-                            "broadcast:outbox;barrier:flags";
+                            "broadcast:outbox;barrier:flags;"
+                            "allreduce:rhd@0-64K,ring;reduce:flat@0-64K,ring;"
+                            "allgather:flat@1-64K,ring;"
+                            "reducescatter:flat@1-64K,ring;alltoall:flat;"
+                            "gather:flat;scatter:flat;"
+                            "broadcast:flat@0-64K,ring;barrier:rhd";
 
     shi_select_defaults(&t);
     int n = shi_select_format(&t, buf, sizeof(buf));
@@ -533,11 +549,44 @@ TEST(select_format_round_trip)
         "gather:staged@1-1025;allreduce:direct@5G-6G#3-3;"
         "reduce_scatter:staged@0-1;scatter:direct@1M-;barrier:flags#1-"));
     check_round_trip(&t);
-    // Repeated collectives stay in order: two segments for allreduce.
+    // Repeated collectives stay in order: segments for allreduce from the
+    // spec (two), the shared-memory defaults and the network defaults.
     char buf[8192];
     shi_select_format(&t, buf, sizeof(buf));
-    CHECK(test_count(buf, "allreduce:") == 3);
+    CHECK(test_count(buf, "allreduce:") == 4);
     CHECK(strstr(buf, "twoshot@1000-3M#2-") != NULL);
     CHECK(strstr(buf, "direct@5G-6G#3-3") != NULL);
     CHECK(strstr(buf, "gather:staged@1-1025") != NULL);
+}
+
+// Across hosts only the network algorithms are available: small messages
+// take the latency-bound ones, large ones the ring, and SHOAL_ALGO can
+// force either.
+TEST(select_net_algorithms)
+{
+    shi_select_table t;
+
+    shi_select_defaults(&t);
+    CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 8, 2, NET_ALGOS) == SHI_ALGO_RHD);
+    CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 64 * K, 2, NET_ALGOS)
+        == SHI_ALGO_RING);
+    CHECK(shi_select(&t, SHI_COLL_REDUCE, 8, 3, NET_ALGOS) == SHI_ALGO_FLAT);
+    CHECK(shi_select(&t, SHI_COLL_REDUCE, 64 * M, 3, NET_ALGOS)
+        == SHI_ALGO_RING);
+    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 4 * K, 4, NET_ALGOS)
+        == SHI_ALGO_FLAT);
+    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 64 * M, 4, NET_ALGOS)
+        == SHI_ALGO_RING);
+    CHECK(shi_select(&t, SHI_COLL_ALLTOALL, 0, 4, NET_ALGOS) == SHI_ALGO_FLAT);
+    CHECK(shi_select(&t, SHI_COLL_BROADCAST, 64 * M, 4, NET_ALGOS)
+        == SHI_ALGO_RING);
+    CHECK(shi_select(&t, SHI_COLL_BARRIER, 0, 4, NET_ALGOS) == SHI_ALGO_RHD);
+    // The shared-memory table is untouched by them.
+    CHECK(pick(&t, SHI_COLL_ALLREDUCE, 8) == SHI_ALGO_ONESHOT);
+    CHECK_OK(shi_select_parse(&t, "allreduce:ring@0-;reducescatter:flat"));
+    CHECK(
+        shi_select(&t, SHI_COLL_ALLREDUCE, 8, 2, NET_ALGOS) == SHI_ALGO_RING);
+    CHECK(shi_select(&t, SHI_COLL_REDUCE_SCATTER, 64 * M, 2, NET_ALGOS)
+        == SHI_ALGO_FLAT);
+    CHECK(shi_select_parse(&t, "alltoall:ring") == SHOAL_EINVAL);
 }

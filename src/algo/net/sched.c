@@ -517,7 +517,9 @@ sched_check(const shi_sched_call *c)
             "net schedule: rank %d out of range for %d ranks", c->rank,
             c->nranks);
     }
-    if (c->root < 0 || c->root >= c->nranks) {
+    int rooted = c->kind == SHI_OP_REDUCE || c->kind == SHI_OP_GATHER
+        || c->kind == SHI_OP_SCATTER || c->kind == SHI_OP_BCAST;
+    if (rooted && (c->root < 0 || c->root >= c->nranks)) {
         return shi_error(SHOAL_EINVAL,
             "net schedule: root %d out of range for %d ranks", c->root,
             c->nranks);

@@ -1,0 +1,366 @@
+// The schedule executor: runs the head collective of a TCP communicator.
+//
+// When a collective starts, its schedule is built (sched.h), every message
+// gets its position on its peer's data channel (so receives may be posted
+// in any order their dependencies allow and still pair with the right
+// send), and the operations without dependencies start at once. Each step
+// then starts what became ready and notes what finished; the request
+// completes when every operation is done. Reductions run inline in the
+// step that finds their inputs complete, while the sockets keep moving the
+// next pieces in the kernel's buffers.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/common/algos.h"
+#include "algo/net/sched.h"
+#include "algo/reduce/reduce.h"
+#include "core/coll.h"
+#include "core/comm.h"
+#include "core/engine.h"
+#include "core/env.h"
+#include "core/log.h"
+#include "transport/tcp/tcp_net.h"
+
+// Reduction pipelining unit (a piece is reduced as soon as it arrives).
+#define NET_PIECE_BYTES (1u << 20)
+
+enum { OP_WAITING = 0, OP_STARTED, OP_DONE };
+
+static const shi_coll op_coll[] = {
+    [SHI_OP_BARRIER]         = SHI_COLL_BARRIER,
+    [SHI_OP_BCAST]           = SHI_COLL_BROADCAST,
+    [SHI_OP_ALLREDUCE]       = SHI_COLL_ALLREDUCE,
+    [SHI_OP_REDUCE]          = SHI_COLL_REDUCE,
+    [SHI_OP_ALLGATHER]       = SHI_COLL_ALLGATHER,
+    [SHI_OP_ALLGATHERV]      = SHI_COLL_ALLGATHER,
+    [SHI_OP_REDUCE_SCATTER]  = SHI_COLL_REDUCE_SCATTER,
+    [SHI_OP_REDUCE_SCATTERV] = SHI_COLL_REDUCE_SCATTER,
+    [SHI_OP_ALLTOALL]        = SHI_COLL_ALLTOALL,
+    [SHI_OP_ALLTOALLV]       = SHI_COLL_ALLTOALL,
+    [SHI_OP_GATHER]          = SHI_COLL_GATHER,
+    [SHI_OP_SCATTER]         = SHI_COLL_SCATTER,
+};
+
+static int
+is_net_algo(int algo)
+{
+    return algo == SHI_ALGO_RING || algo == SHI_ALGO_RHD
+        || algo == SHI_ALGO_FLAT;
+}
+
+// The in-place forms of shoal.h, from the buffers' addresses.
+static int
+in_place(const shoal_comm *comm, const shoal_request *req)
+{
+    const unsigned char *s = req->sendbuf, *r = req->buf;
+    size_t               es = shi_req_esize(req);
+    int                  me = comm->rank, root = req->peer;
+
+    if (s == NULL || r == NULL) {
+        return 0;
+    }
+    switch (req->kind) {
+        case SHI_OP_ALLREDUCE:
+            return s == r;
+        case SHI_OP_REDUCE:
+            return me == root && s == r;
+        case SHI_OP_ALLGATHER:
+        case SHI_OP_ALLGATHERV:
+            return s == r + shi_block_displ(req, me) * es;
+        case SHI_OP_REDUCE_SCATTER:
+        case SHI_OP_REDUCE_SCATTERV:
+            return r == s + shi_block_displ(req, me) * es;
+        case SHI_OP_GATHER:
+            return me == root && s == r + req->count * (size_t) root * es;
+        case SHI_OP_SCATTER:
+            return me == root && r == s + req->count * (size_t) root * es;
+    }
+    return 0;
+}
+
+static uint64_t
+call_hash(const shoal_request *req)
+{
+    struct shm_desc d = {
+        .kind        = (uint32_t) req->kind,
+        .root        = req->peer,
+        .dtype       = (uint32_t) req->dtype,
+        .count       = req->count,
+        .redop       = (uint32_t) req->op.kind,
+        .algo        = (uint32_t) req->algo,
+        .counts_hash = req->counts_hash,
+    };
+    atomic_init(&d.seq, (uint32_t) req->seq);
+    return shi_desc_hash(&d);
+}
+
+static int
+grow(void **p, int *cap, int need, size_t elem)
+{
+    if (need <= *cap) {
+        return SHOAL_OK;
+    }
+    void *q = realloc(*p, (size_t) need * elem);
+    if (q == NULL) {
+        return shi_error(SHOAL_ENOMEM, "out of memory for a schedule");
+    }
+    *p   = q;
+    *cap = need;
+    return SHOAL_OK;
+}
+
+static int
+ensure_scratch(struct shi_net_run *run, size_t bytes)
+{
+    if (bytes <= run->scratch_cap) {
+        return SHOAL_OK;
+    }
+    unsigned char *p = realloc(run->scratch, bytes);
+    if (p == NULL) {
+        return shi_error(
+            SHOAL_ENOMEM, "out of memory for %zu bytes of scratch", bytes);
+    }
+    run->scratch     = p;
+    run->scratch_cap = bytes;
+    return SHOAL_OK;
+}
+
+static unsigned char *
+buffer(shoal_comm *comm, shoal_request *req, int which)
+{
+    switch (which) {
+        case SHI_SBUF_SEND:
+            return (unsigned char *) req->sendbuf;
+        case SHI_SBUF_RECV:
+            return req->buf;
+    }
+    return comm->net->run.scratch;
+}
+
+// Builds the schedule and gives every message its channel position.
+static int
+net_start(shoal_comm *comm, shoal_request *req)
+{
+    struct shi_net     *net = comm->net;
+    struct shi_net_run *run = &net->run;
+    long long           piece;
+    int                 st;
+
+    if (!is_net_algo(req->algo)) {
+        size_t bytes
+            = req->kind == SHI_OP_BCAST ? req->count * shi_req_esize(req) : 0;
+        req->algo = shi_select(&comm->select, op_coll[req->kind], bytes,
+            comm->size, comm->algos_available);
+    }
+    shi_env_int("SHOAL_NET_PIECE_BYTES", NET_PIECE_BYTES, &piece);
+    shi_sched_call call = {
+        .kind        = req->kind,
+        .algo        = req->algo,
+        .rank        = comm->rank,
+        .nranks      = comm->size,
+        .root        = req->peer,
+        .count       = req->count,
+        .esize       = shi_req_esize(req),
+        .counts      = req->counts,
+        .rcounts     = req->rcounts,
+        .op          = req->op,
+        .in_place    = in_place(comm, req),
+        .piece_bytes = piece >= 4096 ? (size_t) piece : NET_PIECE_BYTES,
+    };
+    if ((st = shi_sched_build(&run->sched, &call)) != SHOAL_OK
+        || (st = ensure_scratch(run, run->sched.scratch_bytes)) != SHOAL_OK
+        || (st = grow((void **) &run->msgs, &run->msgs_cap, run->sched.nops,
+                sizeof(*run->msgs)))
+            != SHOAL_OK
+        || (st = grow(
+                (void **) &run->state, &run->state_cap, run->sched.nops, 1))
+            != SHOAL_OK) {
+        return st;
+    }
+    if (shi_log_enabled(SHI_LOG_TRACE)) {
+        char title[256];
+        shi_req_describe(req, title, sizeof(title));
+        shi_sched_dump(&run->sched, title);
+    }
+    uint64_t hash = call_hash(req);
+    memset(run->state, OP_WAITING, (size_t) run->sched.nops);
+    run->remaining  = run->sched.nops;
+    run->first_open = 0;
+    for (int i = 0; i < run->sched.nops; i++) {
+        const shi_sop *op = &run->sched.ops[i];
+        shi_tcp_msg   *m  = &run->msgs[i];
+        if (op->kind != SHI_SOP_SEND && op->kind != SHI_SOP_RECV) {
+            continue;
+        }
+        struct shi_tcp_peer *peer = &net->peers[op->peer];
+        *m                        = (shi_tcp_msg) {
+                                   .peer      = op->peer,
+                                   .type      = SHI_TCP_DATA,
+                                   .coll_seq  = (uint32_t) req->seq,
+                                   .call_hash = hash,
+                                   .id        = op->kind == SHI_SOP_SEND ? peer->data_tx_id++
+                                                                         : peer->data_rx_id++,
+                                   .total     = op->bytes,
+        };
+        m->buf = op->kind == SHI_SOP_SEND
+            ? buffer(comm, req, op->src) + op->src_off
+            : buffer(comm, req, op->dst) + op->dst_off;
+    }
+    return SHOAL_OK;
+}
+
+static void
+run_local(shoal_comm *comm, shoal_request *req, const shi_sop *op)
+{
+    unsigned char  *dst     = buffer(comm, req, op->dst) + op->dst_off;
+    size_t          n       = op->bytes / shi_req_esize(req);
+    shoal_reduce_op combine = req->op;
+    const void     *in[2];
+
+    switch (op->kind) {
+        case SHI_SOP_COPY:
+            if (op->bytes > 0) {
+                memmove(
+                    dst, buffer(comm, req, op->src) + op->src_off, op->bytes);
+            }
+            return;
+        case SHI_SOP_REDUCE:
+            if (combine.kind == SHOAL_AVG
+                || combine.kind == SHOAL_PREMUL_SUM) {
+                combine.kind = SHOAL_SUM;
+            }
+            in[0] = buffer(comm, req, op->src) + op->src_off;
+            in[1] = buffer(comm, req, op->src2) + op->src2_off;
+            shi_reduce(req->dtype, combine, dst, in, 2, n);
+            return;
+        case SHI_SOP_PREMUL:
+            in[0] = buffer(comm, req, op->src) + op->src_off;
+            shi_reduce(req->dtype, req->op, dst, in, 1, n);
+            return;
+        case SHI_SOP_AVG:
+            shi_reduce_divide(req->dtype, dst, n, comm->size);
+            return;
+    }
+}
+
+static int
+deps_done(const struct shi_net_run *run, const shi_sop *op)
+{
+    for (int d = 0; d < 2; d++) {
+        if (op->dep[d] >= 0 && run->state[op->dep[d]] != OP_DONE) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void
+op_finished(struct shi_net_run *run, int i)
+{
+    run->state[i] = OP_DONE;
+    run->remaining--;
+}
+
+// Starts op i. Returns 1 if it finished at once.
+static int
+start_op(shoal_comm *comm, shoal_request *req, int i)
+{
+    struct shi_net_run *run = &comm->net->run;
+    const shi_sop      *op  = &run->sched.ops[i];
+
+    run->state[i] = OP_STARTED;
+    if (op->kind == SHI_SOP_SEND) {
+        shi_tcp_send(comm->net, &run->msgs[i]);
+        return run->msgs[i].done;
+    }
+    if (op->kind == SHI_SOP_RECV) {
+        return shi_tcp_recv(comm->net, &run->msgs[i]) || run->msgs[i].done;
+    }
+    run_local(comm, req, op);
+    return 1;
+}
+
+// One pass over the schedule. Returns operations started or finished.
+static int
+net_advance(shoal_comm *comm, shoal_request *req)
+{
+    struct shi_net_run *run = &comm->net->run;
+    int                 n = 0, moved = 1;
+
+    while (moved && !atomic_load(&comm->failed)) {
+        moved           = 0;
+        req->blocked_on = -1;
+        for (int i = run->first_open; i < run->sched.nops; i++) {
+            const shi_sop *op = &run->sched.ops[i];
+            if (run->state[i] == OP_STARTED && run->msgs[i].done) {
+                op_finished(run, i);
+                moved = 1;
+            } else if (run->state[i] == OP_WAITING && deps_done(run, op)) {
+                if (start_op(comm, req, i)) {
+                    op_finished(run, i);
+                }
+                moved = 1;
+            }
+            if (run->state[i] != OP_DONE && req->blocked_on < 0
+                && op->kind == SHI_SOP_RECV) {
+                req->blocked_on = op->peer;
+            }
+            if (i == run->first_open && run->state[i] == OP_DONE) {
+                run->first_open++;
+            }
+        }
+        n += moved;
+    }
+    if (run->remaining == 0 && !atomic_load(&comm->failed)) {
+        shi_engine_complete(comm, req, SHOAL_OK);
+        n++;
+    }
+    return n;
+}
+
+int
+shi_net_coll_step(shoal_comm *comm)
+{
+    int n = 0;
+
+    for (;;) {
+        shoal_request *req = comm->colls.head;
+        if (req == NULL || atomic_load(&comm->failed)) {
+            return n;
+        }
+        if (!req->started) {
+            req->started = 1;
+            int st       = net_start(comm, req);
+            if (st != SHOAL_OK) {
+                char desc[256];
+                shi_req_describe(req, desc, sizeof(desc));
+                shi_comm_abort(comm, st, "%s: %s", desc, shi_error_text());
+                return n + 1;
+            }
+            n++;
+        }
+        n += net_advance(comm, req);
+        if (comm->colls.head == req) {
+            return n; // later collectives wait behind it
+        }
+    }
+}
+
+void
+shi_net_flush_abort(shoal_comm *comm)
+{
+    struct shi_net *net = comm->net;
+    int             st  = atomic_load(&comm->failed);
+
+    if (net == NULL || st == 0 || net->abort_sent) {
+        return;
+    }
+    net->abort_sent = 1;
+    shi_tcp_purge(net);
+    pthread_mutex_lock(&comm->err_lock);
+    char text[SHI_ERROR_TEXT_MAX];
+    snprintf(text, sizeof(text), "%s", comm->fail_text);
+    pthread_mutex_unlock(&comm->err_lock);
+    shi_tcp_abort_peers(net, st, text);
+}

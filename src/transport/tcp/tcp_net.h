@@ -1,0 +1,108 @@
+// State of a communicator whose ranks talk over TCP (see tcp_xfer.h for
+// the message layer, tcp_mesh.c for how the sockets are set up).
+#ifndef SHI_TCP_NET_H
+#define SHI_TCP_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "algo/net/sched.h"
+#include "transport/tcp/tcp_xfer.h"
+
+struct shoal_comm;
+
+#define SHI_TCP_MAGIC 0x53484f4cu // "SHOL"
+
+// A frame header (host byte order).
+struct shi_tcp_frame {
+    uint32_t magic;
+    uint16_t type; // shi_tcp_type
+    uint16_t reserved;
+    uint32_t coll_seq; // DATA: collective number; ABORT: status; P2P: tag
+    uint32_t len; // payload bytes of this frame
+    uint64_t id; // message position on its channel
+    uint64_t off; // offset of the payload in the message
+    uint64_t total; // message bytes
+    uint64_t call_hash; // DATA: hash of the call
+};
+
+#define SHI_TCP_CTL_MAX 1024 // longest control payload (abort text)
+
+struct shi_tcp_sock {
+    int fd;
+    int out_armed; // EPOLLOUT in the interest set
+    int bye; // the peer said goodbye on this socket
+    // Sending: the frame being written.
+    shi_tcp_msg         *tx;
+    const unsigned char *tx_src; // the frame's payload ...
+    size_t               tx_skip; // ... where payload byte tx_skip is
+    struct shi_tcp_frame tx_hdr;
+    size_t               tx_done; // header + payload bytes written
+    // Receiving: the frame being read.
+    struct shi_tcp_frame rx_hdr;
+    size_t               rx_hdr_got;
+    shi_tcp_msg         *rx; // target message (NULL: control payload)
+    size_t               rx_got; // payload bytes read
+    char                 ctl[SHI_TCP_CTL_MAX];
+};
+
+struct shi_tcp_queue {
+    shi_tcp_msg *head, *tail;
+};
+
+struct shi_tcp_peer {
+    struct shi_tcp_sock *socks; // nsock of them
+    int                  open_socks; // still in the epoll set
+    int                  byes; // sockets that said goodbye
+    struct shi_tcp_queue data_out, ctl_out; // to send (ctl: P2P, control)
+    uint64_t             data_tx_id, p2p_tx_id, data_rx_id, p2p_rx_id;
+    struct shi_tcp_queue posted; // data receives not complete
+    struct shi_tcp_queue unexp; // data messages nobody posted yet
+    struct shi_tcp_queue p2p_posted, p2p_unexp;
+    shi_tcp_msg         *p2p_cur; // the P2P message arriving now
+    char                 addr[64]; // "10.0.0.2:4567", for messages
+};
+
+// The executor's state for the head collective (net_exec.c).
+struct shi_net_run {
+    shi_sched      sched;
+    shi_tcp_msg   *msgs; // one per SEND/RECV op
+    unsigned char *state; // per op: 0 waiting, 1 started, 2 done
+    int            msgs_cap, state_cap;
+    int            remaining; // operations not done
+    int            first_open; // no operation before it is still open
+    unsigned char *scratch;
+    size_t         scratch_cap;
+};
+
+struct shi_net {
+    struct shoal_comm   *comm;
+    int                  nsock;
+    size_t               chunk; // payload bytes per frame, at most
+    int                  epfd, wakefd;
+    struct shi_tcp_peer *peers;
+    struct shi_net_run   run;
+    int64_t              unexpected_bytes;
+    int                  abort_sent;
+    unsigned char       *zeros; // after an abort: what unfinished frames send
+    shi_tcp_msg          purged; // ... on behalf of this message
+};
+
+// Sets up the mesh of sockets (tcp_mesh.c): given every rank's address,
+// connects to the lower ranks and accepts the higher ones on `lfd`, each
+// connection proving the job secret. On success comm->net is set.
+int shi_tcp_mesh(
+    struct shoal_comm *comm, int lfd, char (*addrs)[64], int64_t deadline);
+
+// Closes every socket and frees the state (NULL accepted).
+void shi_net_free(struct shi_net *net);
+
+// Frame payload size and sockets per peer from the environment
+// (SHOAL_TCP_CHUNK_BYTES, SHOAL_SOCKETS_PER_PEER).
+int shi_tcp_config(int *nsock, size_t *chunk);
+
+// Adjusts a connected socket: non-blocking, TCP_NODELAY, large buffers,
+// keep-alive, and TCP_USER_TIMEOUT so a silent peer fails sends.
+void shi_tcp_tune(int fd, int64_t timeout_ms);
+
+#endif

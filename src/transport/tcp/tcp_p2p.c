@@ -1,0 +1,48 @@
+// Point-to-point operations over TCP: each send or receive is one message
+// on the peer's point-to-point channel (see tcp_xfer.h), matched by tag in
+// send order. A send completes once its bytes are in the kernel's socket
+// buffers, so the caller may reuse its buffer then.
+#include <stdlib.h>
+
+#include "core/comm.h"
+#include "core/engine.h"
+#include "transport/tcp/tcp_net.h"
+
+void shi_net_p2p_done(shoal_comm *comm, shi_tcp_msg *msg);
+
+void
+shi_net_p2p_done(shoal_comm *comm, shi_tcp_msg *msg)
+{
+    shoal_request *req = msg->owner;
+
+    req->xfer = NULL;
+    free(msg);
+    shi_engine_complete(comm, req, SHOAL_OK);
+}
+
+int
+shi_net_p2p_post(shoal_comm *comm, shoal_request *req)
+{
+    shi_tcp_msg *m = calloc(1, sizeof(*m));
+
+    req->seq        = ++comm->p2p_seq;
+    req->blocked_on = req->peer;
+    comm->p2p_active++;
+    if (m == NULL) {
+        shi_comm_abort(comm, SHOAL_ENOMEM, "out of memory for a message");
+        return 1;
+    }
+    m->peer   = req->peer;
+    m->type   = SHI_TCP_P2P;
+    m->tag    = req->tag;
+    m->buf    = req->buf;
+    m->total  = req->bytes;
+    m->owner  = req;
+    req->xfer = m;
+    if (req->kind == SHI_OP_SEND) {
+        shi_tcp_send(comm->net, m);
+    } else if (shi_tcp_recv(comm->net, m)) {
+        shi_net_p2p_done(comm, m);
+    }
+    return 1;
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Ranks on separate hosts: 3 network namespaces on a bridge, 1 or 2 ranks
+# per host, the store served by rank 0 in host 0. Runs shoal_mptest cases
+# across the hosts (a sample; SHOAL_NET_FULL=1: every case with the full
+# matrix), then the failures: a host's link cut in the middle of a loop of
+# all-reduces, a host's rank killed, and strangers at a rank's port
+# (garbage, a wrong secret, a silent connection) while the job starts.
+# Exit 77 = skipped (no namespaces here).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+netns=$here/netns.sh
+build=${SHOAL_BUILD_DIR:-$here/../../build}
+mptest=$build/tests/shoal_mptest
+knock=$build/tests/shoal_knock
+name=shoal-th$$
+tmp=$(mktemp -d)
+
+[ -x "$mptest" ] && [ -x "$knock" ] ||
+    { echo "test_tcp_hosts: SKIP: build first ($mptest)" >&2; exit 77; }
+trap '"$netns" down "$name"; rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM HUP
+"$netns" up "$name" 3 || exit $?
+
+fail() {
+    echo "test_tcp_hosts: FAIL: $*" >&2
+    exit 1
+}
+
+full=${SHOAL_NET_FULL:-0}
+matrix=sample
+[ "$full" = 1 ] && matrix=full
+
+# start_job HOSTS ENV CASE ARGS...: starts one rank per entry of HOSTS
+# (the host of each rank, rank 0 first, on host 0) in the background;
+# rank r's output goes to $tmp/out.r, its pid to pids[r].
+start_job() {
+    local hosts=($1) env=$2 r port=$((20000 + RANDOM % 20000))
+    shift 2
+    njob=${#hosts[@]}
+    pids=()
+    rm -f "$tmp"/out.*
+    for ((r = 0; r < njob; r++)); do
+        # shellcheck disable=SC2086
+        "$netns" exec "$name" "${hosts[r]}" env SHOAL_RANK=$r \
+            SHOAL_SIZE=$njob SHOAL_STORE="$("$netns" addr "$name" 0):$port" \
+            SHOAL_SECRET=net-test-secret SHOAL_TEST_NET=1 $env "$mptest" "$@" \
+            >"$tmp/out.$r" 2>&1 &
+        pids[r]=$!
+    done
+}
+
+# wait_job: waits for every rank; fails unless each printed "case ... OK".
+wait_job() {
+    local r rc ok=1
+    for ((r = 0; r < njob; r++)); do
+        wait "${pids[r]}"
+        rc=$?
+        grep -q "case .* OK" "$tmp/out.$r" || ok=0
+        [ $rc = 0 ] || ok=0
+    done
+    if [ $ok = 0 ]; then
+        for ((r = 0; r < njob; r++)); do
+            sed "s/^/rank $r: /" "$tmp/out.$r" >&2
+        done
+        return 1
+    fi
+}
+
+run_job() {
+    local hosts=$1 env=$2
+    shift 2
+    start_job "$hosts" "$env" "$@"
+    wait_job || fail "case $* on hosts ($hosts) with '$env'"
+}
+
+# --- The collectives across hosts -----------------------------------------
+cases="coll_all_reduce coll_reduce coll_all_gather coll_reduce_scatter_v
+       coll_all_to_all_v coll_gather coll_scatter"
+[ "$full" = 1 ] && cases="$cases coll_all_gather_v coll_reduce_scatter
+       coll_all_to_all coll_nan coll_inflight coll_reuse"
+for c in $cases; do
+    run_job "0 1" "" "$c" $matrix
+done
+for c in p2p p2p_tags bcast barrier split; do
+    run_job "0 1 2" "" "$c"
+done
+# Two ranks on one host and one on each of the others.
+run_job "0 0 1 2" "" coll_all_reduce $matrix
+run_job "0 0 1 2" "" coll_reduce_scatter_v $matrix
+run_job "0 1 1 2" "SHOAL_SOCKETS_PER_PEER=3" coll_all_gather $matrix
+echo "test_tcp_hosts: collectives across 2 and 3 hosts ok"
+
+# --- A link cut in the middle of a loop -------------------------------------
+# wait_looping: until every rank printed "looping" (10 s at most).
+wait_looping() {
+    local i r n
+    for ((i = 0; i < 100; i++)); do
+        n=0
+        for ((r = 0; r < njob; r++)); do
+            grep -q looping "$tmp/out.$r" 2>/dev/null && n=$((n + 1))
+        done
+        [ $n = "$njob" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+start_job "0 1 2" "SHOAL_TIMEOUT_SECONDS=3" net_loop 3
+wait_looping || { wait_job; fail "the loop did not start"; }
+"$netns" link "$name" 2 down || fail "cutting host 2's link"
+t0=$(date +%s)
+wait_job || fail "ranks did not fail cleanly after host 2's link went down"
+t1=$(date +%s)
+[ $((t1 - t0)) -le 10 ] || fail "failing took $((t1 - t0)) s after the cut"
+grep -h "failed after" "$tmp"/out.* | sed 's/^/  /'
+"$netns" link "$name" 2 up || fail "restoring host 2's link"
+echo "test_tcp_hosts: a cut link fails every rank within the deadline"
+
+# --- A host's rank killed --------------------------------------------------
+start_job "0 1 2" "SHOAL_TIMEOUT_SECONDS=30" net_loop 30
+wait_looping || { wait_job; fail "the loop did not start"; }
+victim=${pids[2]}
+kill -9 "$victim"
+for r in 0 1; do
+    wait "${pids[r]}" || { cat "$tmp"/out.*; fail "rank $r after the kill"; }
+    grep -q "SHOAL_EPEER\|SHOAL_EABORTED" "$tmp/out.$r" ||
+        { cat "$tmp/out.$r"; fail "rank $r did not name the dead peer"; }
+done
+wait "${pids[2]}" 2>/dev/null
+echo "test_tcp_hosts: a killed rank fails the others at once"
+
+# --- Strangers at a rank's port while the job starts -------------------------
+port=$((20000 + RANDOM % 20000))
+store="$("$netns" addr "$name" 0):$port"
+common="SHOAL_SIZE=2 SHOAL_STORE=$store SHOAL_SECRET=net-test-secret SHOAL_TEST_NET=1"
+rm -f "$tmp"/out.*
+# shellcheck disable=SC2086
+"$netns" exec "$name" 0 env SHOAL_RANK=0 $common "$mptest" coll_all_reduce \
+    sample >"$tmp/out.0" 2>&1 &
+pids=($!)
+# Rank 1 joins, then waits 3 s before connecting: meanwhile rank 0 listens
+# for it, and the strangers knock.
+# shellcheck disable=SC2086
+"$netns" exec "$name" 1 env SHOAL_RANK=1 SHOAL_TEST_CONNECT_DELAY_MS=3000 \
+    $common "$mptest" coll_all_reduce sample >"$tmp/out.1" 2>&1 &
+pids[1]=$!
+njob=2
+# Rank 0's mesh port: the one it listens on besides the store's.
+mesh=
+for i in $(seq 50); do
+    mesh=$("$netns" exec "$name" 0 ss -ltnH 2>/dev/null |
+        awk '{print $4}' | sed 's/.*://' | grep -vx "$port" | head -1)
+    [ -n "$mesh" ] && break
+    sleep 0.1
+done
+[ -n "$mesh" ] || { kill "${pids[0]}"; fail "rank 0 never listened"; }
+at="$("$netns" addr "$name" 0):$mesh"
+"$netns" exec "$name" 1 "$knock" "$at" garbage ||
+    fail "rank 0 did not hang up on garbage"
+"$netns" exec "$name" 1 "$knock" "$at" secret not-the-secret ||
+    fail "rank 0 accepted a wrong secret"
+"$netns" exec "$name" 2 "$knock" "$at" silent || fail "silent knock"
+wait_job || fail "the job after the strangers"
+n=$(grep -c "refused a TCP connection" "$tmp/out.0")
+[ "$n" -ge 2 ] || { cat "$tmp/out.0"; fail "rank 0 warned $n times, wanted 2+"; }
+echo "test_tcp_hosts: strangers refused with a warning, the job went on"
+
+# --- Latency hidden by pipelining (needs netem) --------------------------------
+if "$netns" delay "$name" 1 2ms 2>/dev/null; then
+    run_job "0 1" "" coll_all_reduce sample
+    echo "test_tcp_hosts: ok with 2 ms of delay"
+else
+    echo "test_tcp_hosts: delay part skipped: no netem in this kernel"
+fi
+echo "test_tcp_hosts: ok"
