@@ -81,11 +81,17 @@ test-asan: | deps
 # progress threads share each communicator).
 TSAN_BUILD ?= build-tsan
 TSAN_CASES  = p2p_async progress bcast barrier split timeout
+# The same over the TCP transport (its epoll engine and abort frames).
+TSAN_TCP_CASES = p2p_async progress bcast coll_inflight timeout
 test-tsan: | deps
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSHOAL_SANITIZE=thread
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target shoal_mptest shoalrun
 	for c in $(TSAN_CASES); do \
 	    TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
+	        $(TSAN_BUILD)/tools/shoalrun -n 3 $(TSAN_BUILD)/tests/shoal_mptest $$c || exit 1; \
+	done
+	for c in $(TSAN_TCP_CASES); do \
+	    SHOAL_TRANSPORT=tcp TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
 	        $(TSAN_BUILD)/tools/shoalrun -n 3 $(TSAN_BUILD)/tests/shoal_mptest $$c || exit 1; \
 	done
 
@@ -99,6 +105,9 @@ test-valgrind: build
 	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest p2p_async
 	$(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest split
 	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest timeout
+	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest bcast
+	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest p2p_async
+	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest timeout
 
 bench: build
 	@scripts/install-deps.sh --bench

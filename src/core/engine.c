@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -63,6 +64,10 @@ shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
     }
     if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
         comm->p2p_active--;
+        // Over TCP a failed operation's message is in no queue any more
+        // (shi_tcp_purge ran first): free it here.
+        free(req->xfer);
+        req->xfer = NULL;
     }
     if (req->kind == SHI_OP_SEND) {
         shi_queue_remove(&comm->peers[req->peer].sends, req);

@@ -4,8 +4,8 @@
 #   - raw TCP (tools/perf/tcp_bench): 1 stream and N streams at 64 MiB,
 #     8-byte round trip;
 #   - gloo's all_reduce through torch.distributed at 8 B, 64 KiB, 64 MiB;
-#   - shoal's all_reduce, all_gather, reduce_scatter over TCP: n/a until
-#     the TCP transport (issue 5) exists;
+#   - shoal's all_reduce, all_gather, reduce_scatter at the same size and
+#     8-byte all_reduce (tools/shoal-perf, one rank per host);
 # then one table and issue 5's targets as numbers. The namespaces and
 # everything in them are removed on any exit.
 #
@@ -40,7 +40,7 @@ echo "bench-net: hosts $name-h0 ($server_addr) and $name-h1 on a bridge"
     >/dev/null &
 "$netns" exec "$name" 1 timeout 300 "$build/tools/tcp_bench" client \
     "$server_addr" -p $tcp_port -s "$size" -n "${ITERS:-5}" \
-    -P "${STREAMS:-1,2,4}" >"$out/tcp" || {
+    -P "${STREAMS:-1,2,4}" -d 1 >"$out/tcp" || {
     echo "bench-net: tcp_bench failed" >&2
     exit 1
 }
@@ -62,7 +62,32 @@ gloo0=$!
 gloo 1 >/dev/null 2>"$out/gloo1.err" || gloo_failed
 wait $gloo0 || gloo_failed
 
-na="n/a (TCP transport not built yet)"
+# shoal: rank 0 on h0 serves the store. Prints "<op> <time us> <busbw>"
+# per op from rank 0's nccl-tests table (out-of-place columns).
+shoal_port=29647
+shoal_perf() {
+    "$netns" exec "$name" "$1" timeout 300 env SHOAL_RANK="$1" SHOAL_SIZE=2 \
+        SHOAL_STORE="$server_addr:$shoal_port" SHOAL_SECRET=bench-net \
+        "$build/tools/shoal-perf" "${@:2}"
+}
+shoal_run() { # shoal-perf flags...
+    shoal_perf 0 "$@" >"$out/shoal.raw" 2>"$out/shoal0.err" &
+    local p=$!
+    shoal_perf 1 "$@" >/dev/null 2>"$out/shoal1.err" &&
+        wait $p || {
+        echo "bench-net: shoal-perf failed" >&2
+        tail -n 5 "$out/shoal0.err" "$out/shoal1.err" >&2
+        exit 1
+    }
+    shoal_port=$((shoal_port + 1))
+    awk '/^# [a-z]+$/ { op = $2 } /^ *[0-9]/ && NF > 12 { print op, $6, $8 }' \
+        "$out/shoal.raw"
+}
+bytes=$(echo "$size" | sed 's/K$/*1024/; s/M$/*1048576/' | bc)
+shoal_run -o allreduce,allgather,reducescatter -b "$bytes" -e "$bytes" \
+    -n "${ITERS:-5}" -w 2 -c 0 >"$out/shoal.big"
+shoal_run -o allreduce -b 8 -e 8 -n 2000 -w 100 -c 0 >"$out/shoal.small"
+
 case $size in
     *K) label="${size%K} KiB" ;;
     *M) label="${size%M} MiB" ;;
@@ -74,14 +99,22 @@ esac
         "GB/s (collectives: busbw)"
     grep -v '^#' "$out/tcp" | tail -n +2
     cat "$out/gloo"
-    for op in all_reduce all_gather reduce_scatter; do
-        printf '%-34s %s\n' "shoal $op $label" "$na"
-    done
-    printf '%-34s %s\n' "shoal all_reduce 8 B" "$na"
+    while read -r op us bw; do
+        case $op in
+            allreduce) op=all_reduce ;;
+            allgather) op=all_gather ;;
+            reducescatter) op=reduce_scatter ;;
+        esac
+        printf '%-34s %9.3f ms %10.3f\n' "shoal $op $label" \
+            "$(echo "$us / 1000" | bc -l)" "$bw"
+    done <"$out/shoal.big"
+    read -r _ us _ <"$out/shoal.small"
+    printf '%-34s %9.1f us\n' "shoal all_reduce 8 B" "$us"
 } | tee "$out/table"
 
 # Issue 5's targets as numbers: what shoal's rows will have to reach.
-awk -v ns="$target_streams" -v big="gloo all_reduce $label" '
+awk -v ns="$target_streams" -v big="gloo all_reduce $label" \
+    -v mine="shoal all_reduce $label" '
     # Seconds in a row: the field before its unit.
     function secs(   i) {
         for (i = 2; i <= NF; i++) {
@@ -90,15 +123,21 @@ awk -v ns="$target_streams" -v big="gloo all_reduce $label" '
         }
         return -1
     }
-    $0 ~ "^tcp " ns " streams? " { nbw = $NF }
+    function verdict(ok) { return ok ? "MET    " : "NOT MET" }
+    $0 ~ "^tcp " ns " streams? [0-9]" { nbw = $NF }
+    $0 ~ "^tcp " ns " streams? each way" { dbw = $NF }
     /^tcp round trip 8 B/ { rtt = secs() }
     index($0, big) == 1 { gbw = $NF }
+    index($0, mine) == 1 { sbw = $NF }
+    /^shoal all_reduce 8 B/ { slat = secs() }
     END {
-        print "targets (issue 5), shoal rows to come:"
-        if (nbw != "")
-            printf "  all_reduce busbw >= 0.9 x tcp %s streams = %.3f GB/s\n", ns, 0.9 * nbw
-        if (gbw != "")
-            printf "  all_reduce busbw >= 2 x gloo = %.3f GB/s\n", 2 * gbw
-        if (rtt > 0)
-            printf "  8-byte all_reduce <= 2 x tcp round trip = %.1f us\n", 2 * rtt * 1e6
+        print "# targets (issue 5; busbw in GB/s):"
+        if (nbw != "" && sbw != "")
+            printf "# %s all_reduce busbw >= 0.9 x tcp %s streams: shoal %.3f, tcp %.3f: %.2fx\n", verdict(sbw >= 0.9 * nbw), ns, sbw, nbw, sbw / nbw
+        if (dbw != "" && sbw != "")
+            printf "#         (both directions loaded, as in all_reduce: tcp %s streams each way %.3f: shoal %.2fx)\n", ns, dbw, sbw / dbw
+        if (gbw != "" && sbw != "")
+            printf "# %s all_reduce busbw >= 2 x gloo: shoal %.3f, gloo %.3f: %.2fx\n", verdict(sbw >= 2 * gbw), sbw, gbw, sbw / gbw
+        if (rtt > 0 && slat > 0)
+            printf "# %s 8-byte all_reduce <= 2 x tcp round trip: shoal %.1f us, round trip %.1f us: %.2fx\n", verdict(slat <= 2 * rtt), slat * 1e6, rtt * 1e6, slat / rtt
     }' "$out/table"

@@ -4,7 +4,13 @@
 //
 //   tcp_bench server [-p PORT] [-B ADDR]
 //   tcp_bench client HOST [-p PORT] [-s SIZE] [-n ITERS] [-P 1,2,4]
-//                    [-r ROUNDTRIPS] [-b BUF]
+//                    [-r ROUNDTRIPS] [-b BUF] [-d 0|1]
+//
+// With -d 1, each stream count is measured again with both directions
+// loaded at once ("each way": SIZE from client to server while SIZE comes
+// back; GB/s per direction), the traffic of a ring all-reduce, which on a
+// host whose network stack is CPU-bound (veth) shares the cores between
+// the two directions.
 //
 // Client to server, one direction: per iteration SIZE bytes split evenly
 // over P connections, each sent by its own thread; an iteration ends when
@@ -35,6 +41,7 @@
 #define TB_MAGIC       0x73686f61u // "shoa"
 #define TB_STREAM      1u
 #define TB_PING        2u
+#define TB_DUPLEX      3u
 #define TB_MAX_STREAMS 64
 #define TB_PING_BYTES  8
 #define TB_PING_WARMUP 100
@@ -48,6 +55,7 @@ struct tb_hello {
 };
 
 static const char *tb_port    = "7447";
+static int         tb_duplex  = 0; // -d: also both directions at once
 static int         tb_sockbuf = 4 << 20;
 
 static void
@@ -140,6 +148,38 @@ tb_parse_size(const char *s, uint64_t *out)
     return end != s && *end == '\0' ? 0 : -1;
 }
 
+// Writes `bytes` of buf on fd in its own thread (duplex streams).
+struct tb_writer {
+    int         fd;
+    const char *buf;
+    uint64_t    bytes;
+    int         failed;
+};
+
+static void *
+tb_writer_main(void *arg)
+{
+    struct tb_writer *w = arg;
+    w->failed           = tb_write_all(w->fd, w->buf, w->bytes) != 0;
+    return NULL;
+}
+
+// One duplex round on fd: send `bytes` from out while reading `bytes`
+// (plus `extra`) into in. Returns 0 when both completed.
+static int
+tb_duplex_round(int fd, const char *out, char *in, uint64_t bytes, int extra)
+{
+    struct tb_writer w = { fd, out, bytes, 0 };
+    pthread_t        t;
+
+    if (pthread_create(&t, NULL, tb_writer_main, &w) != 0) {
+        return -1;
+    }
+    int rc = tb_read_all(fd, in, bytes + (uint64_t) extra);
+    pthread_join(t, NULL);
+    return rc != 0 || w.failed ? -1 : 0;
+}
+
 // ---- server ----
 
 static void *
@@ -161,7 +201,17 @@ tb_serve_conn(void *arg)
         }
         char *buf = malloc(h.bytes ? h.bytes : 1);
         char  ack = 1;
-        for (uint32_t i = 0; buf && i < h.iters; i++) {
+        // Duplex: both directions at once; the ack follows our data once
+        // the client's has all arrived.
+        char *out
+            = h.kind == TB_DUPLEX ? calloc(1, h.bytes ? h.bytes : 1) : NULL;
+        for (uint32_t i = 0; out && buf && i < h.iters; i++) {
+            if (tb_duplex_round(fd, out, buf, h.bytes, 0) != 0
+                || tb_write_all(fd, &ack, 1) != 0) {
+                break;
+            }
+        }
+        for (uint32_t i = 0; !out && buf && i < h.iters; i++) {
             if (tb_read_all(fd, buf, h.bytes) != 0) {
                 break;
             }
@@ -172,6 +222,7 @@ tb_serve_conn(void *arg)
             }
         }
         free(buf);
+        free(out);
     }
     close(fd);
     return NULL;
@@ -266,6 +317,8 @@ tb_connect(uint32_t kind, uint32_t iters, uint64_t bytes)
 }
 
 struct tb_stream {
+    int                duplex; // both ways at once
+    char              *in;
     int                fd;
     uint64_t           bytes;
     uint32_t           rounds;
@@ -281,7 +334,10 @@ tb_stream_main(void *arg)
     for (uint32_t i = 0; i < s->rounds; i++) {
         char ack;
         pthread_barrier_wait(s->start);
-        if (!s->failed
+        if (s->duplex && !s->failed) {
+            // The server's data, then its ack once ours arrived.
+            s->failed = tb_duplex_round(s->fd, s->buf, s->in, s->bytes, 1);
+        } else if (!s->failed
             && (tb_write_all(s->fd, s->buf, s->bytes) != 0
                 || tb_read_all(s->fd, &ack, 1) != 0)) {
             s->failed = 1;
@@ -305,9 +361,11 @@ tb_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// Median seconds for `total` bytes over `nstreams` connections.
+// Median seconds for `total` bytes over `nstreams` connections (duplex:
+// `total` each way at once).
 static double
-tb_run_streams(int nstreams, uint64_t total, uint32_t iters, int *bufs)
+tb_run_streams(
+    int nstreams, uint64_t total, uint32_t iters, int *bufs, int duplex)
 {
     struct tb_stream  s[TB_MAX_STREAMS];
     pthread_t         t[TB_MAX_STREAMS];
@@ -324,12 +382,18 @@ tb_run_streams(int nstreams, uint64_t total, uint32_t iters, int *bufs)
                       .start  = &start,
                       .end    = &end,
         };
-        s[i].buf = malloc(s[i].bytes ? s[i].bytes : 1);
-        if (!s[i].buf || !times) {
+        s[i].buf    = malloc(s[i].bytes ? s[i].bytes : 1);
+        s[i].in     = duplex ? malloc(s[i].bytes + 1) : NULL;
+        s[i].duplex = duplex;
+        if (!s[i].buf || !times || (duplex && !s[i].in)) {
             tb_die("malloc");
         }
         memset(s[i].buf, 0x5a, s[i].bytes); // fault the pages in now
-        s[i].fd = tb_connect(TB_STREAM, rounds, s[i].bytes);
+        if (duplex) {
+            memset(s[i].in, 0, s[i].bytes + 1);
+        }
+        s[i].fd
+            = tb_connect(duplex ? TB_DUPLEX : TB_STREAM, rounds, s[i].bytes);
         pthread_create(&t[i], NULL, tb_stream_main, &s[i]);
     }
     bufs[0] = tb_sockopt(s[0].fd, SO_SNDBUF);
@@ -348,6 +412,7 @@ tb_run_streams(int nstreams, uint64_t total, uint32_t iters, int *bufs)
         failed |= s[i].failed;
         close(s[i].fd);
         free(s[i].buf);
+        free(s[i].in);
     }
     if (failed) {
         fprintf(stderr, "tcp_bench: a stream failed: %s\n", strerror(errno));
@@ -416,13 +481,15 @@ tb_client(uint64_t total, uint32_t iters, const char *streams, uint32_t pings)
             fprintf(stderr, "tcp_bench: bad stream count in '%s'\n", streams);
             return 2;
         }
-        double sec = tb_run_streams((int) n, total, iters, bufs);
-        char   what[64];
-        snprintf(what, sizeof what, "tcp %ld stream%s %s", n,
-            n == 1 ? "" : "s", size);
-        printf("%-34s %9.3f ms %10.3f\n", what, sec * 1e3,
-            (double) total / sec / 1e9);
-        fflush(stdout);
+        for (int duplex = 0; duplex <= tb_duplex; duplex++) {
+            double sec = tb_run_streams((int) n, total, iters, bufs, duplex);
+            char   what[64];
+            snprintf(what, sizeof what, "tcp %ld stream%s %s%s", n,
+                n == 1 ? "" : "s", duplex ? "each way " : "", size);
+            printf("%-34s %9.3f ms %10.3f\n", what, sec * 1e3,
+                (double) total / sec / 1e9);
+            fflush(stdout);
+        }
         p = *end == ',' ? end + 1 : end;
     }
     if (pings > 0) {
@@ -440,7 +507,7 @@ tb_usage(void)
     fprintf(stderr,
         "usage: tcp_bench server [-p PORT] [-B ADDR]\n"
         "       tcp_bench client HOST [-p PORT] [-s SIZE] [-n ITERS] "
-        "[-P 1,2,4] [-r ROUNDTRIPS] [-b BUF]\n");
+        "[-P 1,2,4] [-r ROUNDTRIPS] [-b BUF] [-d 0|1]\n");
     return 2;
 }
 
@@ -487,6 +554,9 @@ main(int argc, char **argv)
                     return tb_usage();
                 }
                 tb_sockbuf = (int) v;
+                break;
+            case 'd':
+                tb_duplex = atoi(a) != 0;
                 break;
             case 'n':
                 iters = (uint32_t) strtoul(a, NULL, 10);

@@ -138,6 +138,16 @@ buffer(shoal_comm *comm, shoal_request *req, int which)
     return comm->net->run.scratch;
 }
 
+// Where an operand lives (NULL for a buffer the call does not have: a
+// zero-byte operand then).
+static unsigned char *
+at(shoal_comm *comm, shoal_request *req, int which, uint64_t off)
+{
+    unsigned char *base = buffer(comm, req, which);
+
+    return base != NULL ? base + off : NULL;
+}
+
 // Builds the schedule and gives every message its channel position.
 static int
 net_start(shoal_comm *comm, shoal_request *req)
@@ -184,7 +194,9 @@ net_start(shoal_comm *comm, shoal_request *req)
         shi_sched_dump(&run->sched, title);
     }
     uint64_t hash = call_hash(req);
-    memset(run->state, OP_WAITING, (size_t) run->sched.nops);
+    if (run->sched.nops > 0) {
+        memset(run->state, OP_WAITING, (size_t) run->sched.nops);
+    }
     run->remaining  = run->sched.nops;
     run->first_open = 0;
     for (int i = 0; i < run->sched.nops; i++) {
@@ -204,8 +216,8 @@ net_start(shoal_comm *comm, shoal_request *req)
                                    .total     = op->bytes,
         };
         m->buf = op->kind == SHI_SOP_SEND
-            ? buffer(comm, req, op->src) + op->src_off
-            : buffer(comm, req, op->dst) + op->dst_off;
+            ? at(comm, req, op->src, op->src_off)
+            : at(comm, req, op->dst, op->dst_off);
     }
     return SHOAL_OK;
 }
@@ -213,7 +225,7 @@ net_start(shoal_comm *comm, shoal_request *req)
 static void
 run_local(shoal_comm *comm, shoal_request *req, const shi_sop *op)
 {
-    unsigned char  *dst     = buffer(comm, req, op->dst) + op->dst_off;
+    unsigned char  *dst     = at(comm, req, op->dst, op->dst_off);
     size_t          n       = op->bytes / shi_req_esize(req);
     shoal_reduce_op combine = req->op;
     const void     *in[2];
@@ -221,8 +233,7 @@ run_local(shoal_comm *comm, shoal_request *req, const shi_sop *op)
     switch (op->kind) {
         case SHI_SOP_COPY:
             if (op->bytes > 0) {
-                memmove(
-                    dst, buffer(comm, req, op->src) + op->src_off, op->bytes);
+                memmove(dst, at(comm, req, op->src, op->src_off), op->bytes);
             }
             return;
         case SHI_SOP_REDUCE:
@@ -230,12 +241,12 @@ run_local(shoal_comm *comm, shoal_request *req, const shi_sop *op)
                 || combine.kind == SHOAL_PREMUL_SUM) {
                 combine.kind = SHOAL_SUM;
             }
-            in[0] = buffer(comm, req, op->src) + op->src_off;
-            in[1] = buffer(comm, req, op->src2) + op->src2_off;
+            in[0] = at(comm, req, op->src, op->src_off);
+            in[1] = at(comm, req, op->src2, op->src2_off);
             shi_reduce(req->dtype, combine, dst, in, 2, n);
             return;
         case SHI_SOP_PREMUL:
-            in[0] = buffer(comm, req, op->src) + op->src_off;
+            in[0] = at(comm, req, op->src, op->src_off);
             shi_reduce(req->dtype, req->op, dst, in, 1, n);
             return;
         case SHI_SOP_AVG:
