@@ -265,3 +265,18 @@ def test_fsdp_example(n, args):
     outs = ok(job(n, [os.path.join(EXAMPLES, "fsdp_train.py"), "--steps",
                       "3"] + args))
     assert ("(same)" if args else "shoal: FSDP2") in outs[0], outs
+
+
+def test_ddp_example_matches_gloo_over_tcp():
+    """The TCP transport (as across hosts) under the real launcher: DDP
+    through backend "shoal" trains like gloo."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore",
+               TORCHCOMM_ABORT_ON_ERROR="0", SHOAL_TRANSPORT="tcp")
+    p = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+         "3", "--master-port", str(free_port()),
+         os.path.join(EXAMPLES, "ddp_train.py"), "--compare", "--steps",
+         "4", "--warmup", "1", "--width", "256"],
+        capture_output=True, text=True, timeout=150, env=env, cwd=HERE)
+    assert p.returncode == 0, p.stdout + p.stderr[-4000:]
+    assert "(same)" in p.stdout and "gloo" in p.stdout, p.stdout
