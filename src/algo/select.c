@@ -94,6 +94,9 @@ static const shi_select_rule select_defaults[] = {
     // doubling: log2 n; flat: one round of n - 1 messages). Large ones are
     // bandwidth-bound: the ring moves 2 (n - 1) / n of the data per rank,
     // the least possible, in pipelined pieces.
+    // With several ranks on a host, the host's ranks combine through shared
+    // memory and only one rank per host uses the network, at every size.
+    SEL_RULE(SHI_COLL_ALLREDUCE, SHI_ALGO_HIER, 0, SEL_OPEN),
     SEL_RULE(SHI_COLL_ALLREDUCE, SHI_ALGO_RHD, 0, SEL_NET_SMALL_MAX),
     SEL_RULE(SHI_COLL_ALLREDUCE, SHI_ALGO_RING, 0, SEL_OPEN),
     SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_FLAT, 0, SEL_NET_SMALL_MAX),
@@ -139,6 +142,7 @@ static const char *const select_algo_names[SHI_ALGO_COUNT] = {
     [SHI_ALGO_RING]    = "ring",
     [SHI_ALGO_RHD]     = "rhd",
     [SHI_ALGO_FLAT]    = "flat",
+    [SHI_ALGO_HIER]    = "hier",
 };
 
 #define SEL_MOVE_ALGOS                                                        \
@@ -150,7 +154,8 @@ static const char *const select_algo_names[SHI_ALGO_COUNT] = {
 static const unsigned select_coll_algos[SHI_COLL_COUNT] = {
     [SHI_COLL_ALLREDUCE] = SHI_ALGO_BIT(SHI_ALGO_ONESHOT)
         | SHI_ALGO_BIT(SHI_ALGO_TWOSHOT) | SHI_ALGO_BIT(SHI_ALGO_DIRECT)
-        | SHI_ALGO_BIT(SHI_ALGO_RING) | SHI_ALGO_BIT(SHI_ALGO_RHD),
+        | SHI_ALGO_BIT(SHI_ALGO_RING) | SHI_ALGO_BIT(SHI_ALGO_RHD)
+        | SHI_ALGO_BIT(SHI_ALGO_HIER),
     [SHI_COLL_REDUCE] = SHI_ALGO_BIT(SHI_ALGO_ONESHOT)
         | SHI_ALGO_BIT(SHI_ALGO_DIRECT) | SEL_NET_ALGOS,
     [SHI_COLL_ALLGATHER]      = SEL_MOVE_ALGOS | SEL_NET_ALGOS,

@@ -137,6 +137,27 @@ gather_peers(shoal_comm *comm, struct peer_entry *entries, int *one_host,
         }
     }
     *one_host = other < 0;
+    // Host-aware collectives when hosts differ and one runs several ranks
+    // (SHOAL_TRANSPORT=tcp on any rank keeps TCP between every pair).
+    int forced = *use_tcp, local_max = 1;
+    comm->host_index = -1;
+    for (int r = 0; r < comm->size; r++) {
+        int first = r, same = 0;
+        for (int q = 0; q < r && first == r; q++) {
+            if (strcmp(entries[q].host_id, entries[r].host_id) == 0) {
+                first = q;
+            }
+        }
+        for (int q = 0; q < r; q++) {
+            same += strcmp(entries[q].host_id, entries[r].host_id) == 0;
+        }
+        local_max = same + 1 > local_max ? same + 1 : local_max;
+        if (r == comm->rank) {
+            comm->local_rank = same;
+            comm->host_index = first; // the host's first rank names it
+        }
+    }
+    comm->hier_wanted = other >= 0 && !forced && local_max > 1;
     *use_tcp |= other >= 0;
     if (other >= 0 && transport_wanted(&transport) == SHOAL_OK
         && strcmp(transport, "shm") == 0) {
@@ -380,5 +401,8 @@ shi_comm_bootstrap(shoal_comm *comm, int64_t deadline)
         && (st = shi_watch_start(comm)) != SHOAL_OK) {
         return st;
     }
-    return shi_engine_start(comm);
+    if ((st = shi_engine_start(comm)) != SHOAL_OK || !comm->hier_wanted) {
+        return st;
+    }
+    return shi_hier_setup(comm, comm->host_index, comm->local_rank);
 }

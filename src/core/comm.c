@@ -220,6 +220,11 @@ shi_comm_alloc(
 void
 shi_comm_free(shoal_comm *comm)
 {
+    // The per-host and between-host communicators first: they may still
+    // drive an operation of ours.
+    shoal_comm_destroy(comm->local);
+    shoal_comm_destroy(comm->leaders);
+    comm->local = comm->leaders = NULL;
     shi_watch_stop(comm);
     shi_engine_stop(comm);
     shi_net_free(comm->net);

@@ -62,11 +62,15 @@ struct shoal_comm {
 
     struct shi_peer *peers;
     struct shi_net  *net; // ranks talk over TCP (NULL: shared memory)
-    shm_segment      seg;
-    struct shm_ctl  *my_ctl;
-    int              spin_ns; // busy-wait budget before yielding
-    int              yield_iter; // sched_yield rounds before sleeping ...
-    int64_t          yield_ns; // ... and at least this long since idle
+    // Over TCP with several ranks on some host (algo/net/net_hier.c): this
+    // host's ranks, and the first rank of each host (NULL elsewhere).
+    shoal_comm     *local, *leaders;
+    int             host_index, local_rank, hier_wanted;
+    shm_segment     seg;
+    struct shm_ctl *my_ctl;
+    int             spin_ns; // busy-wait budget before yielding
+    int             yield_iter; // sched_yield rounds before sleeping ...
+    int64_t         yield_ns; // ... and at least this long since idle
 
     // Progress engine (engine.c), under `lock`.
     pthread_mutex_t lock;
@@ -141,6 +145,11 @@ void shi_comm_free(shoal_comm *comm);
 // Liveness watcher (watch.c).
 int  shi_watch_start(shoal_comm *comm);
 void shi_watch_stop(shoal_comm *comm);
+
+// Host-aware collectives (algo/net/net_hier.c).
+int  shi_hier_setup(shoal_comm *comm, int host_index, int local_rank);
+int  shi_hier_step(shoal_comm *comm, shoal_request *req);
+void shi_hier_abandon(shoal_comm *comm);
 
 // Shared heap of shoal_alloc (heap.c).
 int  shi_heap_init(shoal_comm *comm);

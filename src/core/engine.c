@@ -264,12 +264,17 @@ sleep_on_doorbell(shoal_comm *comm, shoal_request *req, int64_t deadline)
     pthread_mutex_lock(&comm->lock);
     progressed = step_locked(comm);
     done       = is_done(comm, req);
+    // A host-aware stage runs on other communicators, whose progress does
+    // not wake our epoll: look again at least every millisecond.
+    int64_t cap = comm->net != NULL && comm->net->hier_sub != NULL
+        ? 1000000
+        : ENGINE_HOUSEKEEPING_NS;
     pthread_mutex_unlock(&comm->lock);
     if (!progressed && !done) {
         now     = shi_now_ns();
         wait_ns = deadline - now;
-        if (wait_ns > ENGINE_HOUSEKEEPING_NS) {
-            wait_ns = ENGINE_HOUSEKEEPING_NS;
+        if (wait_ns > cap) {
+            wait_ns = cap;
         }
         if (wait_ns > 0 && comm->net != NULL) {
             // Data, a closed connection or our own wake-up ends the sleep.

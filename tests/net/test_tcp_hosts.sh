@@ -88,6 +88,11 @@ done
 run_job "0 0 1 2" "" coll_all_reduce $matrix
 run_job "0 0 1 2" "" coll_reduce_scatter_v $matrix
 run_job "0 1 1 2" "SHOAL_SOCKETS_PER_PEER=3" coll_all_gather $matrix
+# Two ranks on each host: all-reduce is host-aware (shared memory within a
+# host, the leaders over TCP); blocking, in flight, and forced flat.
+run_job "0 0 1 1" "" coll_all_reduce $matrix
+run_job "0 0 1 1" "" coll_inflight $matrix
+run_job "0 0 1 1" "SHOAL_ALGO=allreduce:ring" coll_all_reduce $matrix
 echo "test_tcp_hosts: collectives across 2 and 3 hosts ok"
 
 # --- A link cut in the middle of a loop -------------------------------------
@@ -128,6 +133,18 @@ for r in 0 1; do
 done
 wait "${pids[2]}" 2>/dev/null
 echo "test_tcp_hosts: a killed rank fails the others at once"
+
+# --- A rank killed that shares its host (host-aware all-reduce) ---------------
+start_job "0 0 1 1" "SHOAL_TIMEOUT_SECONDS=30" net_loop 30
+wait_looping || { wait_job; fail "the loop did not start"; }
+kill -9 "${pids[3]}"
+for r in 0 1 2; do
+    wait "${pids[r]}" || { cat "$tmp"/out.*; fail "rank $r after the kill"; }
+    grep -q "SHOAL_EPEER\|SHOAL_EABORTED" "$tmp/out.$r" ||
+        { cat "$tmp/out.$r"; fail "rank $r did not name the dead peer"; }
+done
+wait "${pids[3]}" 2>/dev/null
+echo "test_tcp_hosts: a killed rank sharing a host fails the others at once"
 
 # --- Strangers at a rank's port while the job starts -------------------------
 port=$((20000 + RANDOM % 20000))

@@ -82,7 +82,8 @@ TEST(select_algos_for)
 
     CHECK(shi_algos_for(SHI_COLL_ALLREDUCE)
         == (SHI_ALGO_BIT(SHI_ALGO_ONESHOT) | SHI_ALGO_BIT(SHI_ALGO_TWOSHOT)
-            | SHI_ALGO_BIT(SHI_ALGO_DIRECT) | ring | rhd));
+            | SHI_ALGO_BIT(SHI_ALGO_DIRECT) | ring | rhd
+            | SHI_ALGO_BIT(SHI_ALGO_HIER)));
     CHECK(shi_algos_for(SHI_COLL_REDUCE)
         == (SHI_ALGO_BIT(SHI_ALGO_ONESHOT) | SHI_ALGO_BIT(SHI_ALGO_DIRECT)
             | ring | flat));
@@ -231,7 +232,7 @@ TEST(select_header_example)
     CHECK_OK(shi_select_parse(&t,
         "allreduce:oneshot@0-64K,twoshot@64K-1M,direct@1M-;allgather:staged@"
         "0-"));
-    CHECK(t.nrules == 4 + 37);
+    CHECK(t.nrules == 4 + 38);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K - 1) == SHI_ALGO_ONESHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K) == SHI_ALGO_TWOSHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, M - 1) == SHI_ALGO_TWOSHOT);
@@ -492,7 +493,8 @@ TEST(select_format_defaults)
                             "gather:staged@1-4K,direct,staged;"
                             "scatter:staged@1-4K,direct,staged;"
                             "broadcast:outbox;barrier:flags;"
-                            "allreduce:rhd@0-64K,ring;reduce:flat@0-64K,ring;"
+                            "allreduce:hier,rhd@0-64K,ring;"
+                            "reduce:flat@0-64K,ring;"
                             "allgather:flat@1-64K,ring;"
                             "reducescatter:flat@1-64K,ring;alltoall:flat;"
                             "gather:flat;scatter:flat;"
@@ -581,6 +583,12 @@ TEST(select_net_algorithms)
     CHECK(shi_select(&t, SHI_COLL_BROADCAST, 64 * M, 4, NET_ALGOS)
         == SHI_ALGO_RING);
     CHECK(shi_select(&t, SHI_COLL_BARRIER, 0, 4, NET_ALGOS) == SHI_ALGO_RHD);
+    // With several ranks on some host: the host-aware all-reduce.
+    unsigned hier = NET_ALGOS | SHI_ALGO_BIT(SHI_ALGO_HIER);
+    CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 8, 4, hier) == SHI_ALGO_HIER);
+    CHECK(
+        shi_select(&t, SHI_COLL_ALLREDUCE, 64 * M, 4, hier) == SHI_ALGO_HIER);
+    CHECK(shi_select(&t, SHI_COLL_REDUCE, 8, 4, hier) == SHI_ALGO_FLAT);
     // The shared-memory table is untouched by them.
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 8) == SHI_ALGO_ONESHOT);
     CHECK_OK(shi_select_parse(&t, "allreduce:ring@0-;reducescatter:flat"));

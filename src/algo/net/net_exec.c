@@ -340,6 +340,13 @@ shi_net_coll_step(shoal_comm *comm)
         if (req == NULL || atomic_load(&comm->failed)) {
             return n;
         }
+        if (req->algo == SHI_ALGO_HIER) {
+            n += shi_hier_step(comm, req);
+            if (comm->colls.head == req) {
+                return n;
+            }
+            continue;
+        }
         if (!req->started) {
             req->started = 1;
             int st       = net_start(comm, req);
@@ -369,6 +376,7 @@ shi_net_flush_abort(shoal_comm *comm)
     }
     net->abort_sent = 1;
     shi_tcp_purge(net);
+    shi_hier_abandon(comm);
     pthread_mutex_lock(&comm->err_lock);
     char text[SHI_ERROR_TEXT_MAX];
     snprintf(text, sizeof(text), "%s", comm->fail_text);

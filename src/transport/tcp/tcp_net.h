@@ -84,6 +84,8 @@ struct shi_net {
     struct shi_net_run   run;
     int64_t              unexpected_bytes;
     int                  abort_sent;
+    shoal_request       *hier_sub; // host-aware stage in flight
+    int                  hier_started;
     unsigned char       *zeros; // after an abort: what unfinished frames send
     shi_tcp_msg          purged; // ... on behalf of this message
 };

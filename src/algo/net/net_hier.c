@@ -1,0 +1,170 @@
+// Host-aware all-reduce: shared memory within each host, TCP between them.
+//
+// When ranks span several hosts and some host runs more than one of them,
+// the communicator keeps two internal ones, split off at creation:
+// `local` (the ranks of this host, over shared memory) and `leaders` (the
+// first rank of each host, over TCP). An all-reduce then runs in three
+// stages, each a non-blocking operation on one of them:
+//   1. reduce within the host into the leader's receive buffer (shared
+//      memory, single copy where it can);
+//   2. all-reduce among the leaders, in place (the TCP ring or recursive
+//      doubling, by size);
+//   3. broadcast within the host from the leader.
+// Preconditions: a communicator with `local` set (see shi_hier_setup).
+// Cost, k ranks per host, h hosts, S bytes: the shared-memory stages move
+// about 2 S per rank at memory speed; only the leaders touch the network,
+// with the TCP all-reduce's 2 (h - 1) / h x S per leader, instead of every
+// rank sending 2 (n - 1) / n x S through TCP, loopback included.
+// AVG sums in both stages and the leader divides by the world size;
+// PREMUL_SUM scales in stage 1 and sums in stage 2. Every rank ends with
+// the leader's bits.
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "algo/common/algos.h"
+#include "algo/reduce/reduce.h"
+#include "core/comm.h"
+#include "core/engine.h"
+#include "core/log.h"
+#include "transport/tcp/tcp_net.h"
+
+enum { HIER_LOCAL_REDUCE = 0, HIER_LEADERS, HIER_BCAST, HIER_DONE };
+
+static shoal_reduce_op
+stage_op(shoal_reduce_op op, int stage)
+{
+    if (op.kind == SHOAL_AVG
+        || (op.kind == SHOAL_PREMUL_SUM && stage == HIER_LEADERS)) {
+        op.kind = SHOAL_SUM;
+    }
+    return op;
+}
+
+// Starts the operation of stage `state`; *sub stays NULL where this rank
+// has nothing to do in it.
+static int
+hier_start(shoal_comm *comm, shoal_request *req, shoal_request **sub)
+{
+    int dt = req->dtype;
+
+    *sub = NULL;
+    switch (req->state) {
+        case HIER_LOCAL_REDUCE:
+            return shoal_ireduce(comm->local, req->sendbuf, req->buf,
+                req->count, dt, stage_op(req->op, HIER_LOCAL_REDUCE), 0, sub);
+        case HIER_LEADERS:
+            if (comm->leaders == NULL) {
+                return SHOAL_OK;
+            }
+            return shoal_iall_reduce(comm->leaders, req->buf, req->buf,
+                req->count, dt, stage_op(req->op, HIER_LEADERS), sub);
+        case HIER_BCAST:
+            if (comm->leaders != NULL && req->op.kind == SHOAL_AVG) {
+                shi_reduce_divide(dt, req->buf, req->count, comm->size);
+            }
+            return shoal_ibroadcast(
+                comm->local, req->buf, req->count, dt, 0, sub);
+    }
+    return SHOAL_OK;
+}
+
+static void
+hier_fail(shoal_comm *comm, shoal_request *req, int st, const char *what)
+{
+    char desc[256];
+
+    shi_req_describe(req, desc, sizeof(desc));
+    shi_comm_abort(comm, st, "%s: %s within %s: %s", desc,
+        req->state == HIER_LEADERS ? "the exchange between hosts"
+                                   : "the shared-memory stage",
+        what, shoal_last_error());
+}
+
+int
+shi_hier_step(shoal_comm *comm, shoal_request *req)
+{
+    struct shi_net *net = comm->net;
+    int             n   = 0;
+
+    while (req->state < HIER_DONE) {
+        if (net->hier_sub == NULL && !net->hier_started) {
+            int st = hier_start(comm, req, &net->hier_sub);
+            if (st != SHOAL_OK) {
+                hier_fail(comm, req, st, "starting");
+                return n + 1;
+            }
+            net->hier_started = 1;
+            n++;
+        }
+        if (net->hier_sub != NULL) {
+            int st = shoal_test(net->hier_sub);
+            if (st == SHOAL_INPROGRESS) {
+                return n;
+            }
+            shoal_request_free(net->hier_sub);
+            net->hier_sub = NULL;
+            if (st != SHOAL_OK) {
+                hier_fail(comm, req, st, "failed");
+                return n + 1;
+            }
+        }
+        net->hier_started = 0;
+        req->state++;
+        n++;
+    }
+    shi_engine_complete(comm, req, SHOAL_OK);
+    return n + 1;
+}
+
+// After an abort: the stage in flight fails too (its communicators are
+// aborted), so that nothing writes the caller's buffers any more.
+void
+shi_hier_abandon(shoal_comm *comm)
+{
+    struct shi_net *net = comm->net;
+
+    if (net == NULL || (comm->local == NULL && comm->leaders == NULL)) {
+        return;
+    }
+    char text[SHI_ERROR_TEXT_MAX];
+    pthread_mutex_lock(&comm->err_lock);
+    snprintf(text, sizeof(text), "%s", comm->fail_text);
+    pthread_mutex_unlock(&comm->err_lock);
+    int st = atomic_load(&comm->failed);
+    if (comm->local != NULL) {
+        shi_comm_abort(
+            comm->local, st, "communicator '%s' failed: %s", comm->name, text);
+    }
+    if (comm->leaders != NULL) {
+        shi_comm_abort(comm->leaders, st, "communicator '%s' failed: %s",
+            comm->name, text);
+    }
+    if (net->hier_sub != NULL) {
+        shoal_wait(net->hier_sub, -1);
+        shoal_request_free(net->hier_sub);
+        net->hier_sub = NULL;
+    }
+    net->hier_started = 0;
+}
+
+int
+shi_hier_setup(shoal_comm *comm, int host_index, int local_rank)
+{
+    int st = shoal_comm_split(comm, host_index, comm->rank, &comm->local);
+
+    if (st == SHOAL_OK) {
+        st = shoal_comm_split(comm, local_rank == 0 ? 0 : SHOAL_SPLIT_NONE,
+            comm->rank, &comm->leaders);
+    }
+    if (st != SHOAL_OK) {
+        return shi_error_wrap(st,
+            "creating the per-host and between-host communicators of '%s'",
+            comm->name);
+    }
+    comm->algos_available |= SHI_ALGO_BIT(SHI_ALGO_HIER);
+    SHI_INFO("communicator '%s': rank %d is rank %d of %d on its host%s",
+        comm->name, comm->rank, shoal_comm_rank(comm->local),
+        shoal_comm_size(comm->local),
+        comm->leaders != NULL ? ", its leader" : "");
+    return SHOAL_OK;
+}
