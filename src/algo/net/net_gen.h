@@ -19,7 +19,11 @@
 // grows the pieces instead of the schedule.
 #define NET_MAX_PIECES 1024
 // Receive slots of the in-place ring's reduce-scatter (pieces in flight).
-#define NET_POOL_SLOTS 8
+// Enough slots that a block's pieces up to 64 (64 MiB at the default 1 MiB
+// piece) are all posted at once: a piece that arrives before its slot is
+// free lands in a buffer of the transport and is copied again (in-place
+// all-reduce of 64 MiB on 2 ranks: 8 slots 64.6 ms, 64 slots see note).
+#define NET_POOL_SLOTS 64
 // Scratch regions start on cache lines.
 #define NET_SCRATCH_ALIGN 64
 // Temporary arrays one generator may hold at once.

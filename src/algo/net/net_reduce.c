@@ -26,7 +26,7 @@
 //   pool: the input is in the receive buffer (in place, premultiplied):
 //     receive into NET_POOL_SLOTS piece-sized scratch slots, reduce into
 //     the receive buffer; a slot is reused once its reduction ran, so no
-//     receive ever waits for a send (scratch: 8 pieces);
+//     receive ever waits for a send (scratch: up to 64 pieces);
 //   step2: no receive buffer of that size (reduce-scatter, reduce
 //     non-roots): two block-sized scratch buffers, step s receiving into
 //     buffer s % 2 once the send of step s - 1 out of it finished
