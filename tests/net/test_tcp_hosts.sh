@@ -93,6 +93,7 @@ run_job "0 1 1 2" "SHOAL_SOCKETS_PER_PEER=3" coll_all_gather $matrix
 run_job "0 0 1 1" "" coll_all_reduce $matrix
 run_job "0 0 1 1" "" coll_inflight $matrix
 run_job "0 0 1 1" "SHOAL_ALGO=allreduce:ring" coll_all_reduce $matrix
+run_job "0 0 1 1" "SHOAL_ALGO=allreduce:hier" coll_all_reduce $matrix
 echo "test_tcp_hosts: collectives across 2 and 3 hosts ok"
 
 # --- A link cut in the middle of a loop -------------------------------------

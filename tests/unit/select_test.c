@@ -493,7 +493,7 @@ TEST(select_format_defaults)
                             "gather:staged@1-4K,direct,staged;"
                             "scatter:staged@1-4K,direct,staged;"
                             "broadcast:outbox;barrier:flags;"
-                            "allreduce:hier,rhd@0-64K,ring;"
+                            "allreduce:hier@64K-,rhd@0-64K,ring;"
                             "reduce:flat@0-64K,ring;"
                             "allgather:flat@1-64K,ring;"
                             "reducescatter:flat@1-64K,ring;alltoall:flat;"
@@ -585,7 +585,7 @@ TEST(select_net_algorithms)
     CHECK(shi_select(&t, SHI_COLL_BARRIER, 0, 4, NET_ALGOS) == SHI_ALGO_RHD);
     // With several ranks on some host: the host-aware all-reduce.
     unsigned hier = NET_ALGOS | SHI_ALGO_BIT(SHI_ALGO_HIER);
-    CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 8, 4, hier) == SHI_ALGO_HIER);
+    CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 8, 4, hier) == SHI_ALGO_RHD);
     CHECK(
         shi_select(&t, SHI_COLL_ALLREDUCE, 64 * M, 4, hier) == SHI_ALGO_HIER);
     CHECK(shi_select(&t, SHI_COLL_REDUCE, 8, 4, hier) == SHI_ALGO_FLAT);
