@@ -140,7 +140,13 @@ gather_peers(shoal_comm *comm, struct peer_entry *entries, int *one_host,
     // Host-aware collectives when hosts differ and one runs several ranks
     // (SHOAL_TRANSPORT=tcp on any rank keeps TCP between every pair).
     int forced = *use_tcp, local_max = 1;
-    comm->host_index = -1;
+    comm->host_index    = -1;
+    size_t n            = comm->size > 0 ? (size_t) comm->size : 1;
+    comm->host_first    = calloc(n, sizeof(int));
+    comm->local_rank_of = calloc(n, sizeof(int));
+    if (comm->host_first == NULL || comm->local_rank_of == NULL) {
+        return shi_error(SHOAL_ENOMEM, "out of memory");
+    }
     for (int r = 0; r < comm->size; r++) {
         int first = r, same = 0;
         for (int q = 0; q < r && first == r; q++) {
@@ -151,7 +157,9 @@ gather_peers(shoal_comm *comm, struct peer_entry *entries, int *one_host,
         for (int q = 0; q < r; q++) {
             same += strcmp(entries[q].host_id, entries[r].host_id) == 0;
         }
-        local_max = same + 1 > local_max ? same + 1 : local_max;
+        local_max              = same + 1 > local_max ? same + 1 : local_max;
+        comm->host_first[r]    = first;
+        comm->local_rank_of[r] = same;
         if (r == comm->rank) {
             comm->local_rank = same;
             comm->host_index = first; // the host's first rank names it

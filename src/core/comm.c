@@ -241,6 +241,8 @@ shi_comm_free(shoal_comm *comm)
     pthread_mutex_destroy(&comm->lock);
     pthread_mutex_destroy(&comm->err_lock);
     pthread_cond_destroy(&comm->cv);
+    free(comm->host_first);
+    free(comm->local_rank_of);
     free(comm->peers);
     free(comm);
 }

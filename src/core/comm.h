@@ -66,6 +66,8 @@ struct shoal_comm {
     // host's ranks, and the first rank of each host (NULL elsewhere).
     shoal_comm     *local, *leaders;
     int             host_index, local_rank, hier_wanted;
+    int            *host_first; // per rank: the first rank of its host
+    int            *local_rank_of; // per rank: its rank within its host
     shm_segment     seg;
     struct shm_ctl *my_ctl;
     int             spin_ns; // busy-wait budget before yielding

@@ -94,6 +94,8 @@ run_job "0 0 1 1" "" coll_all_reduce $matrix
 run_job "0 0 1 1" "" coll_inflight $matrix
 run_job "0 0 1 1" "SHOAL_ALGO=allreduce:ring" coll_all_reduce $matrix
 run_job "0 0 1 1" "SHOAL_ALGO=allreduce:hier" coll_all_reduce $matrix
+run_job "0 1 0 1 1" "" bcast
+run_job "0 1 0 1 1" "SHOAL_ALGO=broadcast:hier" bcast
 echo "test_tcp_hosts: collectives across 2 and 3 hosts ok"
 
 # --- A link cut in the middle of a loop -------------------------------------

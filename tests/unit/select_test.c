@@ -93,7 +93,8 @@ TEST(select_algos_for)
     CHECK(shi_algos_for(SHI_COLL_GATHER) == (move | flat));
     CHECK(shi_algos_for(SHI_COLL_SCATTER) == (move | flat));
     CHECK(shi_algos_for(SHI_COLL_BROADCAST)
-        == (SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | ring | flat));
+        == (SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | ring | flat
+            | SHI_ALGO_BIT(SHI_ALGO_HIER)));
     CHECK(shi_algos_for(SHI_COLL_BARRIER)
         == (SHI_ALGO_BIT(SHI_ALGO_FLAGS) | rhd));
     CHECK(shi_algos_for(SHI_COLL_COUNT) == 0);
@@ -232,7 +233,7 @@ TEST(select_header_example)
     CHECK_OK(shi_select_parse(&t,
         "allreduce:oneshot@0-64K,twoshot@64K-1M,direct@1M-;allgather:staged@"
         "0-"));
-    CHECK(t.nrules == 4 + 38);
+    CHECK(t.nrules == 4 + 39);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K - 1) == SHI_ALGO_ONESHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K) == SHI_ALGO_TWOSHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, M - 1) == SHI_ALGO_TWOSHOT);
@@ -498,7 +499,8 @@ TEST(select_format_defaults)
                             "allgather:flat@1-64K,ring;"
                             "reducescatter:flat@1-64K,ring;alltoall:flat;"
                             "gather:flat;scatter:flat;"
-                            "broadcast:flat@0-64K,ring;barrier:rhd";
+                            "broadcast:hier@64K-,flat@0-64K,ring;"
+                            "barrier:rhd";
 
     shi_select_defaults(&t);
     int n = shi_select_format(&t, buf, sizeof(buf));

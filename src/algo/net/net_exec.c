@@ -157,12 +157,6 @@ net_start(shoal_comm *comm, shoal_request *req)
     long long           piece;
     int                 st;
 
-    if (!is_net_algo(req->algo)) {
-        size_t bytes
-            = req->kind == SHI_OP_BCAST ? req->count * shi_req_esize(req) : 0;
-        req->algo = shi_select(&comm->select, op_coll[req->kind], bytes,
-            comm->size, comm->algos_available);
-    }
     shi_env_int("SHOAL_NET_PIECE_BYTES", NET_PIECE_BYTES, &piece);
     shi_sched_call call = {
         .kind        = req->kind,
@@ -339,6 +333,15 @@ shi_net_coll_step(shoal_comm *comm)
         shoal_request *req = comm->colls.head;
         if (req == NULL || atomic_load(&comm->failed)) {
             return n;
+        }
+        if (!req->started && !is_net_algo(req->algo)
+            && req->algo != SHI_ALGO_HIER) {
+            // Barrier and broadcast are not selected at submission.
+            size_t bytes = req->kind == SHI_OP_BCAST
+                ? req->count * shi_req_esize(req)
+                : 0;
+            req->algo    = shi_select(&comm->select, op_coll[req->kind], bytes,
+                   comm->size, comm->algos_available);
         }
         if (req->algo == SHI_ALGO_HIER) {
             n += shi_hier_step(comm, req);

@@ -1,4 +1,5 @@
-// Host-aware all-reduce: shared memory within each host, TCP between them.
+// Host-aware all-reduce and broadcast: shared memory within each host, TCP
+// between them.
 //
 // When ranks span several hosts and some host runs more than one of them,
 // the communicator keeps two internal ones, split off at creation:
@@ -15,6 +16,9 @@
 // about 2 S per rank at memory speed; only the leaders touch the network,
 // with the TCP all-reduce's 2 (h - 1) / h x S per leader, instead of every
 // rank sending 2 (n - 1) / n x S through TCP, loopback included.
+// A broadcast from root R runs: within R's host from R (shared memory),
+// among the leaders from R's host's leader (TCP), within every other host
+// from its leader; only the leaders' copy crosses the network.
 // AVG sums in both stages and the leader divides by the world size;
 // PREMUL_SUM scales in stage 1 and sums in stage 2. Every rank ends with
 // the leader's bits.
@@ -40,6 +44,44 @@ stage_op(shoal_reduce_op op, int stage)
     return op;
 }
 
+// Index of host `first`'s leader among the leaders (ranked by global
+// rank: the hosts' first ranks before it).
+static int
+leader_index(const shoal_comm *comm, int first)
+{
+    int i = 0;
+
+    for (int r = 0; r < first; r++) {
+        i += comm->host_first[r] == r;
+    }
+    return i;
+}
+
+// Broadcast's stages (see the top of the file).
+static int
+hier_bcast_start(shoal_comm *comm, shoal_request *req, shoal_request **sub)
+{
+    int root = req->peer, home = comm->host_first[root];
+    int mine = comm->host_index == home;
+
+    switch (req->state) {
+        case HIER_LOCAL_REDUCE:
+            return !mine ? SHOAL_OK
+                         : shoal_ibroadcast(comm->local, req->buf, req->count,
+                             req->dtype, comm->local_rank_of[root], sub);
+        case HIER_LEADERS:
+            return comm->leaders == NULL
+                ? SHOAL_OK
+                : shoal_ibroadcast(comm->leaders, req->buf, req->count,
+                    req->dtype, leader_index(comm, home), sub);
+        case HIER_BCAST:
+            return mine ? SHOAL_OK
+                        : shoal_ibroadcast(comm->local, req->buf, req->count,
+                            req->dtype, 0, sub);
+    }
+    return SHOAL_OK;
+}
+
 // Starts the operation of stage `state`; *sub stays NULL where this rank
 // has nothing to do in it.
 static int
@@ -48,6 +90,9 @@ hier_start(shoal_comm *comm, shoal_request *req, shoal_request **sub)
     int dt = req->dtype;
 
     *sub = NULL;
+    if (req->kind == SHI_OP_BCAST) {
+        return hier_bcast_start(comm, req, sub);
+    }
     switch (req->state) {
         case HIER_LOCAL_REDUCE:
             return shoal_ireduce(comm->local, req->sendbuf, req->buf,
