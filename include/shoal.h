@@ -429,6 +429,104 @@ SHOAL_API int shoal_alloc(shoal_comm *comm, size_t bytes, void **out);
 // (not a live allocation of this communicator).
 SHOAL_API int shoal_free(shoal_comm *comm, void *ptr);
 
+// ---------------------------------------------------------------------------
+// Compiled custom collectives (compile_op)
+// ---------------------------------------------------------------------------
+//
+// A custom collective moves boxes of one global N-d tensor between ranks:
+// every rank lists the boxes it holds (inputs) and the boxes it wants
+// (outputs), each as an offset and a shape inside the global shape, and
+// shoal plans the transfers once. Each local tensor holds its box in any
+// strided layout (row-major by default), and a transfer copies any sub-box
+// of it: nothing is staged through a global tensor.
+//
+// Overlapping inputs: without a reduction (SHOAL_PLAN_COPY) an output
+// element takes the value of the last input covering it, in the order
+// rank ascending, then the rank's inputs in the order listed: the highest
+// rank wins, and within it the last listed input. With a reduction every
+// covering input is combined, in that same order (so results are bitwise
+// the same on every rank); AVG divides by the number of inputs covering
+// each element.
+
+#define SHOAL_PLAN_COPY (-1)
+
+typedef struct shoal_plan shoal_plan;
+
+// A rank's part of a custom collective. Boxes are 2 * ndim int64 values
+// each: the offset, then the shape.
+typedef struct shoal_plan_spec {
+    size_t         size; // sizeof(shoal_plan_spec), set by the INIT macro
+    int            ndim; // 0 .. 12
+    const int64_t *shape; // global shape, ndim entries
+    shoal_dtype    dtype;
+    int reduction; // SHOAL_PLAN_COPY, or SUM, PROD, MIN, MAX, AVG, BAND, ...
+    int ninputs;
+    const int64_t *inputs; // ninputs boxes
+    int            noutputs;
+    const int64_t *outputs; // noutputs boxes
+    // Non-NULL: this rank found its own arguments bad (a front end's
+    // parsing); every rank fails with "rank R: <error>" instead of hanging.
+    const char *error;
+} shoal_plan_spec;
+
+#define SHOAL_PLAN_SPEC_INIT                                                  \
+    {                                                                         \
+        .size = sizeof(shoal_plan_spec), .ndim = 0, .shape = NULL,            \
+        .dtype = SHOAL_FLOAT32, .reduction = SHOAL_PLAN_COPY, .ninputs = 0,   \
+        .inputs = NULL, .noutputs = 0, .outputs = NULL, .error = NULL         \
+    }
+
+// Compiles a custom collective. Collective over `comm`: every rank calls
+// it, in the same order as its other collectives. All ranks must agree on
+// ndim, shape, dtype and reduction; every box must lie inside the shape;
+// every output element must be covered by some rank's input. A violation
+// fails on every rank with the same SHOAL_EINVAL message (naming the rank,
+// the box and the uncovered elements), and the communicator stays usable.
+// Errors: SHOAL_EINVAL, SHOAL_ENOMEM, plus the failures of collectives.
+SHOAL_API int shoal_plan_create(
+    shoal_comm *comm, const shoal_plan_spec *spec, shoal_plan **out);
+
+// Starts one run of the plan. inputs[i] / outputs[i] point at the first
+// element of this rank's local tensor for box i (NULL allowed for empty
+// boxes); strides (in elements, one array of ndim per tensor, or NULL for
+// row-major) give its layout. Input and output memory may overlap (the
+// inputs are then read in full before any output is written). Collective
+// over the plan's ranks: every rank starts its runs in the same order,
+// and the call agrees with them first, so a rank passing bad arguments
+// makes every rank fail with SHOAL_EINVAL (nothing sent; the plan stays
+// usable). `error` non-NULL is this rank's own complaint (a front end's
+// check), failing every rank the same way. A run still in flight is waited
+// for first. Buffers stay owned by the caller and must stay valid until
+// shoal_plan_wait returns.
+SHOAL_API int shoal_plan_start(shoal_plan *plan, int ninputs,
+    const void *const *inputs, const int64_t *const *input_strides,
+    int noutputs, void *const *outputs, const int64_t *const *output_strides,
+    const char *error);
+
+// Completes the run in flight (SHOAL_OK when none): waits for the
+// transfers, then writes and reduces the outputs. Returns the run's first
+// error (an outside fault aborts the communicator as for collectives).
+SHOAL_API int shoal_plan_wait(shoal_plan *plan);
+
+// Returns SHOAL_INPROGRESS while the run's transfers are under way,
+// otherwise finishes the run as shoal_plan_wait does. Never blocks on
+// peers.
+SHOAL_API int shoal_plan_test(shoal_plan *plan);
+
+// Writes a readable listing of this rank's part of the plan (messages,
+// pieces, cells and their sources) into buf (NUL-terminated, truncated to
+// len) and returns the length the whole listing needs. SHOAL_DEBUG=TRACE
+// logs it when the plan is created.
+SHOAL_API size_t shoal_plan_format(
+    const shoal_plan *plan, char *buf, size_t len);
+
+// Bytes this rank sends and receives per run (counting each message once).
+SHOAL_API int shoal_plan_bytes(
+    const shoal_plan *plan, size_t *sent, size_t *received);
+
+// Waits for a run in flight, then releases the plan. NULL is accepted.
+SHOAL_API void shoal_plan_free(shoal_plan *plan);
+
 #ifdef __cplusplus
 }
 #endif

@@ -59,6 +59,7 @@ struct shoal_comm {
     struct shi_store_ref *store;
     char                  prefix[256]; // store key prefix of this comm
     int                   nsplits; // splits made from this comm
+    int                   nplans; // plans compiled on this comm
 
     struct shi_peer *peers;
     struct shi_net  *net; // ranks talk over TCP (NULL: shared memory)

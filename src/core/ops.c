@@ -145,6 +145,17 @@ p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
 }
 
 int
+shi_p2p_start(shoal_comm *comm, int kind, const void *buf, size_t bytes,
+    int peer, int tag, shoal_request **out)
+{
+    shoal_request req;
+
+    shi_req_fill(&req, kind, buf, bytes, SHOAL_UINT8, peer);
+    req.tag = tag;
+    return shi_start_async(comm, &req, out);
+}
+
+int
 shoal_send(shoal_comm *comm, const void *buf, size_t count, shoal_dtype dtype,
     int peer, int tag)
 {

@@ -18,4 +18,10 @@ int shi_run_blocking(shoal_comm *comm, shoal_request *req);
 int shi_start_async(
     shoal_comm *comm, const shoal_request *tmpl, shoal_request **out);
 
+// Starts a point-to-point transfer of `bytes` bytes with any tag: negative
+// tags are shoal's own (compiled plans), apart from every user tag. The
+// caller has checked buf, peer (not this rank) and bytes.
+int shi_p2p_start(shoal_comm *comm, int kind, const void *buf, size_t bytes,
+    int peer, int tag, shoal_request **out);
+
 #endif

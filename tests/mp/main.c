@@ -40,6 +40,10 @@ static const struct {
     { "coll_reuse", mp_case_coll_reuse },
     { "coll_destroy", mp_case_coll_destroy },
     { "net_loop", mp_case_net_loop },
+    { "plan_examples", mp_case_plan_examples },
+    { "plan_random", mp_case_plan_random },
+    { "plan_alias", mp_case_plan_alias },
+    { "plan_errors", mp_case_plan_errors },
 };
 
 void

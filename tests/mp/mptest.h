@@ -90,5 +90,9 @@ int mp_case_coll_ref(shoal_comm *comm, int argc, char **argv);
 int mp_case_coll_reuse(shoal_comm *comm, int argc, char **argv);
 int mp_case_coll_destroy(shoal_comm *comm, int argc, char **argv);
 int mp_case_net_loop(shoal_comm *comm, int argc, char **argv);
+int mp_case_plan_examples(shoal_comm *comm, int argc, char **argv);
+int mp_case_plan_random(shoal_comm *comm, int argc, char **argv);
+int mp_case_plan_alias(shoal_comm *comm, int argc, char **argv);
+int mp_case_plan_errors(shoal_comm *comm, int argc, char **argv);
 
 #endif

@@ -50,6 +50,11 @@ tcp_pass(int n, const char *name, const char *arg, const char *const *env)
         tcp_pass(n, case_name, arg, ENV(__VA_ARGS__));                        \
     }
 
+// Compiled custom collectives over TCP.
+TCP_CASE(tcp_plan_examples_4, 4, "plan_examples", NULL, TCP)
+TCP_CASE(tcp_plan_random_3, 3, "plan_random", "60", TCP, TINY)
+TCP_CASE(tcp_plan_errors_3, 3, "plan_errors", NULL, TCP)
+
 // Point-to-point, broadcast, barrier, split.
 TCP_CASE(tcp_p2p_2, 2, "p2p", NULL, TCP)
 TCP_CASE(tcp_p2p_4, 4, "p2p", NULL, TCP, TINY)

@@ -74,6 +74,11 @@ MP_TEST(mp_bcast, "bcast", NULL)
 MP_TEST(mp_barrier, "barrier", NULL)
 MP_TEST(mp_split, "split", NULL)
 MP_TEST(mp_bad_args, "bad_args", NULL)
+// Compiled custom collectives (compile_op's core).
+MP_TEST(mp_plan_examples, "plan_examples", NULL)
+MP_TEST(mp_plan_random, "plan_random", "150")
+MP_TEST(mp_plan_alias, "plan_alias", NULL)
+MP_TEST(mp_plan_errors, "plan_errors", NULL)
 
 TEST_T(mp_idle_cpu_2, 60)
 {

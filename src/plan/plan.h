@@ -1,0 +1,105 @@
+// Plans: what one rank does in a compiled custom collective (compile_op).
+//
+// Every rank's spec (global shape, dtype, reduction, input and output
+// boxes) is exchanged at compile time, and every rank runs the same
+// deterministic planner over all of them, so all ranks agree on every
+// message without further talk and report the same errors.
+//
+// Each output box is cut into cells: disjoint boxes, each covered by the
+// same set of input boxes (its contributors, in canonical order: rank
+// ascending, then input index ascending). Without a reduction a cell keeps
+// one contributor, the last in canonical order ("last written wins": the
+// highest rank, then its last listed input); with one, a cell combines all
+// of them in canonical order, so every rank computing the same cell gets
+// bitwise the same result.
+//
+// Data moves as one message per (sender, receiver) pair per run: the
+// pieces (contributor's box of one cell) in planner order, packed densely.
+// The plan keeps, for this rank, the messages it sends and receives and the
+// cells of its outputs with where each contributor's data comes from.
+#ifndef SHI_PLAN_H
+#define SHI_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan/box.h"
+#include "shoal.h"
+
+// reduction value meaning "copy: the last contributor wins".
+#define SHI_PLAN_COPY (-1)
+
+// One rank's spec, as exchanged.
+typedef struct shi_plan_spec {
+    int      ndim;
+    int64_t  shape[SHI_BOX_MAX_DIMS];
+    int      dtype;
+    int      reduction; // SHI_PLAN_COPY or a shoal_op_kind
+    int      ninputs, noutputs;
+    shi_box *inputs, *outputs; // global boxes
+    char    *error; // the rank's own complaint about its arguments, or NULL
+} shi_plan_spec;
+
+// A piece of a message: a box of the sender's input `input`.
+typedef struct shi_plan_piece {
+    int     input; // index among the sender's inputs
+    shi_box box; // global
+    size_t  offset; // bytes into the message
+} shi_plan_piece;
+
+typedef struct shi_plan_msg {
+    int             peer;
+    size_t          bytes;
+    int             npieces, cap;
+    shi_plan_piece *pieces;
+} shi_plan_msg;
+
+// Where a cell's contributor comes from: this rank's input (msg < 0) or
+// bytes at `offset` of the message from `rank` (plan->recvs[msg]).
+typedef struct shi_plan_source {
+    int    rank, input;
+    int    msg;
+    size_t offset;
+} shi_plan_source;
+
+typedef struct shi_plan_cell {
+    int              output; // index among this rank's outputs
+    shi_box          box; // global
+    int              nsources;
+    shi_plan_source *sources; // canonical order
+} shi_plan_cell;
+
+typedef struct shi_plan_layout {
+    int            rank, size;
+    int            ndim;
+    int64_t        shape[SHI_BOX_MAX_DIMS];
+    int            dtype;
+    size_t         esize;
+    int            reduction;
+    int            ninputs, noutputs;
+    shi_box       *inputs, *outputs; // this rank's
+    int            nsends, nrecvs, ncells;
+    shi_plan_msg  *sends, *recvs; // peer ascending
+    shi_plan_cell *cells;
+    size_t         send_bytes, recv_bytes; // totals
+    int64_t        moved_elements; // over all ranks (for the dump)
+} shi_plan_layout;
+
+// Checks every rank's spec (agreement on ndim, shape, dtype, reduction;
+// boxes inside the shape; reduction valid for the dtype; every output
+// element covered by some input) and plans rank `rank`'s part. The same
+// inputs give the same error text on every rank. Returns SHOAL_OK,
+// SHOAL_EINVAL (bad specs: the message names the rank, box and elements)
+// or SHOAL_ENOMEM.
+int shi_plan_build(
+    shi_plan_layout *out, const shi_plan_spec *specs, int size, int rank);
+
+// Releases what shi_plan_build allocated.
+void shi_plan_layout_free(shi_plan_layout *l);
+
+// Human-readable listing of the layout into buf; returns the length it
+// needs (as snprintf).
+size_t shi_plan_format(
+    const shi_plan_layout *l, const char *title, char *buf, size_t len);
+
+#endif

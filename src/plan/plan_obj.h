@@ -1,0 +1,40 @@
+// The shoal_plan object: a layout (plan.h) plus what its runs need.
+#ifndef SHI_PLAN_OBJ_H
+#define SHI_PLAN_OBJ_H
+
+#include "core/comm.h"
+#include "plan/plan.h"
+
+struct shoal_plan {
+    shoal_comm     *comm;
+    int             id; // compiled on comm in this order (same on all ranks)
+    int             tag; // negative: apart from user tags
+    shi_plan_layout l;
+    int             max_sources; // most sources of one cell
+    size_t          local_bytes; // local sources packed (aliasing runs)
+    int            *recv_cell; // per recv: the one-source cell it fills, or -1
+    // Staging, allocated at the first run that needs it and kept.
+    unsigned char **send_stage, **recv_stage;
+    unsigned char  *local_stage;
+    unsigned char  *scratch; // packed local sources and a cell's result
+    size_t          scratch_bytes;
+    const void    **reduce_in; // max_sources pointers
+    // The run in flight.
+    int             running;
+    int             alias; // inputs and outputs share memory
+    shoal_request **sreq, **rreq;
+    int            *recv_direct; // per recv: landed in the output itself
+    unsigned char **in_base, **out_base;
+    int64_t        *in_strides, *out_strides; // ninputs / noutputs x ndim
+};
+
+// Runs (plan_run.c): release what a run keeps.
+void shi_plan_run_free(shoal_plan *plan);
+
+// Spec exchange (plan_spec.c): sends this rank's spec to every rank and
+// decodes all of them into specs[size] (freed with shi_plan_specs_free).
+int shi_plan_exchange(
+    shoal_comm *comm, const shoal_plan_spec *mine, shi_plan_spec **specs);
+void shi_plan_specs_free(shi_plan_spec *specs, int size);
+
+#endif
