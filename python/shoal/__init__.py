@@ -24,6 +24,8 @@ from ._C import (
 )
 from .bootstrap import new_comm
 from .comm import Comm
+from .compile_op import CustomOp, Future, compile_op
+from .groups import find_process_group
 from .memory import (empty, empty_like, is_shared, share_memory_, zeros,
                      zeros_like)
 from .reduce_op import ReduceOp, RedOpType
@@ -33,7 +35,8 @@ __version__ = "%d.%d.%d" % (_C.version() // 10000, _C.version() // 100 % 100,
                             _C.version() % 100)
 
 __all__ = [
-    "AbortedError", "Comm", "CommTimeoutError", "InvalidArgumentError",
+    "AbortedError", "Comm", "CommTimeoutError", "CustomOp", "Future",
+    "InvalidArgumentError", "compile_op", "find_process_group",
     "MismatchError", "PeerError", "RedOpType", "ReduceOp", "ShoalError",
     "Work", "get_include", "get_library_dir", "new_comm",
     "empty", "empty_like", "is_shared", "share_memory_", "zeros",

@@ -12,7 +12,7 @@ Contiguous CPU arrays are used in place. Strided arrays and tensor lists
 go through contiguous temporaries, copied in before and out after.
 """
 
-from . import _C, _arrays, _env
+from . import _C, _arrays, _env, groups
 from .reduce_op import as_reduce_op
 from .work import Work
 
@@ -86,6 +86,7 @@ class Comm:
         self._abort = abort_process_on_timeout_or_error
         self._rank = c.rank
         self._size = c.size
+        groups.register(self, name)
 
     # ---- identity and life --------------------------------------------------
 

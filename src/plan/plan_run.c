@@ -105,7 +105,8 @@ check_tensors(const char *what, int n, int want, const void *const *bases,
 }
 
 // Every rank learns whether some rank's arguments are bad: the lowest such
-// rank's number travels in a MIN all-reduce.
+// rank's number travels in a MIN all-reduce. A bad rank reports its own
+// complaint, the others name the lowest bad rank.
 static int
 agree(shoal_plan *p, const char *err)
 {
@@ -116,7 +117,7 @@ agree(shoal_plan *p, const char *err)
     if (st < 0 || low == INT32_MAX) {
         return st;
     }
-    if (low == p->comm->rank) {
+    if (err[0] != '\0') { // this rank's own complaint says the most
         return shi_error(
             SHOAL_EINVAL, "compile_op run: %s; nothing was sent", err);
     }

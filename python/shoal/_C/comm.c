@@ -46,6 +46,7 @@ comm_wrap(PyTypeObject *type, shoal_comm *comm, int64_t timeout_ms,
     self->works          = NULL;
     self->blocks         = 0;
     self->retired        = NULL;
+    self->plans          = NULL;
     return self;
 }
 
@@ -89,6 +90,7 @@ comm_close(ext_comm *self)
     if (ext_work_drain(self) < 0) {
         return -1;
     }
+    ext_plan_drain(self);
     self->comm = NULL;
     if (ext_block_defer_destroy(self, comm)) {
         return 0; // arrays still use its shared heap (alloc.c)

@@ -49,6 +49,7 @@ int ext_buffer_init(void);
 // ---- Comm (comm.c, comm_ops.c) --------------------------------------------
 
 struct ext_work;
+struct ext_plan;
 
 typedef struct {
     PyObject_HEAD shoal_comm *comm; // NULL after finalize
@@ -56,7 +57,8 @@ typedef struct {
     int                       abort_on_error; // abort() on outside faults
     struct ext_work          *works; // works whose request is still live
     Py_ssize_t                blocks; // live Blocks in its heap (alloc.c)
-    shoal_comm *retired; // finalized while blocks lived (alloc.c)
+    shoal_comm      *retired; // finalized while blocks lived (alloc.c)
+    struct ext_plan *plans; // live compiled plans (plan.c)
 } ext_comm;
 
 extern PyTypeObject ext_comm_type;
@@ -95,6 +97,14 @@ void ext_abort_if_asked(const ext_comm *comm, int status, const char *text);
 // Finishes every live work of `comm` (waits for it, frees its request) so
 // the communicator can be destroyed. Returns 0, or -1 with an exception.
 int ext_work_drain(ext_comm *comm);
+
+// ---- Plan (plan.c) --------------------------------------------------------
+
+extern PyTypeObject ext_plan_type;
+
+// Releases the native plans of `comm` (waiting for their runs) before the
+// communicator is destroyed; the Python objects then raise when used.
+void ext_plan_drain(ext_comm *comm);
 
 // ---- Block (alloc.c) -----------------------------------------------------
 

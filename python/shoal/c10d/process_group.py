@@ -21,7 +21,7 @@ import os
 
 import torch.distributed as dist
 
-from .. import _C, _env, bootstrap
+from .. import _C, _env, bootstrap, groups
 from ..comm import Comm
 from ..reduce_op import ReduceOp
 from .work import Completer, Work
@@ -102,6 +102,7 @@ class ProcessGroupShoal(dist.ProcessGroup):
         self._store = store
         self._completer = Completer(comm.get_name())
         self._group_name = self._group_desc = comm.get_name()
+        groups.register(self, comm.get_name())
 
     @property
     def comm(self):
@@ -118,6 +119,7 @@ class ProcessGroupShoal(dist.ProcessGroup):
 
     def setGroupName(self, name):
         self._group_name = name
+        groups.register(self, name)
 
     def getGroupDesc(self):
         return self._group_desc

@@ -1,0 +1,491 @@
+// Plan: a compiled custom collective (shoal_plan) from Python, the engine
+// under shoal.compile_op. Plan(comm, shape, dtype, reduction, inputs,
+// outputs, error) compiles (collective); start(inputs, outputs, error)
+// begins a run over Buffers; wait() and test() finish it.
+//
+// The Python layer checks tensors with readable messages and passes its
+// complaint as `error`, so that every rank fails together. The checks here
+// are the memory-safety floor: a Buffer whose shape or element size does
+// not match its box is refused the same way, whatever Python passes.
+#include "ext.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PLAN_MAX_DIMS 12
+
+typedef struct ext_plan {
+    PyObject_HEAD shoal_plan *plan; // NULL once its communicator finalized
+    ext_comm                 *comm; // strong
+    PyObject                 *keep; // the run's buffers, or NULL
+    int                       ndim, dtype;
+    int                       ninputs, noutputs;
+    int64_t         *extents; // (ninputs + noutputs) x ndim: each box's shape
+    struct ext_plan *prev, *next; // comm->plans
+} ext_plan;
+
+static int
+plan_int64s(PyObject *seq_obj, int64_t *out, int n, const char *what)
+{
+    PyObject *seq = PySequence_Fast(seq_obj, what);
+
+    if (seq == NULL) {
+        return -1;
+    }
+    if (PySequence_Fast_GET_SIZE(seq) != n) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "%s: %d values expected", what, n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (out[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+// boxes: a list of (offset, shape) pairs, into n x 2 x ndim int64s.
+static int
+plan_boxes(PyObject *list, int ndim, int64_t **out, int *n)
+{
+    PyObject *seq = PySequence_Fast(list, "boxes must be a list");
+
+    if (seq == NULL) {
+        return -1;
+    }
+    *n   = (int) PySequence_Fast_GET_SIZE(seq);
+    *out = calloc((size_t) *n * 2 * (size_t) ndim + 1, sizeof(int64_t));
+    if (*out == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < *n; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *off, *shape;
+
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_TypeError, "a box is (offset, shape)");
+            return -1;
+        }
+        off   = PyTuple_GET_ITEM(pair, 0);
+        shape = PyTuple_GET_ITEM(pair, 1);
+        if (plan_int64s(off, *out + 2 * ndim * i, ndim, "box offset") < 0
+            || plan_int64s(
+                   shape, *out + 2 * ndim * i + ndim, ndim, "box shape")
+                < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+static void
+plan_link(ext_plan *p)
+{
+    p->next = (ext_plan *) p->comm->plans;
+    if (p->next != NULL) {
+        p->next->prev = p;
+    }
+    p->prev        = NULL;
+    p->comm->plans = p;
+}
+
+static void
+plan_unlink(ext_plan *p)
+{
+    if (p->prev != NULL) {
+        p->prev->next = p->next;
+    } else if (p->comm != NULL && p->comm->plans == p) {
+        p->comm->plans = p->next;
+    }
+    if (p->next != NULL) {
+        p->next->prev = p->prev;
+    }
+    p->prev = p->next = NULL;
+}
+
+static int
+plan_keep_extents(ext_plan *p, const int64_t *in, const int64_t *out)
+{
+    size_t nd = (size_t) p->ndim;
+
+    p->extents = calloc(
+        (size_t) (p->ninputs + p->noutputs) * nd + 1, sizeof(int64_t));
+    if (p->extents == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < p->ninputs; i++) {
+        memcpy(p->extents + (size_t) i * nd, in + (size_t) i * 2 * nd + nd,
+            nd * sizeof(int64_t));
+    }
+    for (int o = 0; o < p->noutputs; o++) {
+        memcpy(p->extents + (size_t) (p->ninputs + o) * nd,
+            out + (size_t) o * 2 * nd + nd, nd * sizeof(int64_t));
+    }
+    return 0;
+}
+
+static PyObject *
+plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = { "comm", "shape", "dtype", "reduction", "inputs",
+        "outputs", "error", NULL };
+    ext_comm    *comm;
+    PyObject    *shape_obj, *in_obj, *out_obj;
+    const char  *error = NULL;
+    int64_t      shape[PLAN_MAX_DIMS], *in = NULL, *out = NULL;
+    shoal_plan_spec spec = SHOAL_PLAN_SPEC_INIT;
+    ext_plan       *p;
+    int             st;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OiiOOz:Plan", names,
+            &ext_comm_type, &comm, &shape_obj, &spec.dtype, &spec.reduction,
+            &in_obj, &out_obj, &error)
+        || ext_comm_check_open(comm) < 0) {
+        return NULL;
+    }
+    spec.ndim = (int) PyObject_Length(shape_obj);
+    if (spec.ndim < 0 || spec.ndim > PLAN_MAX_DIMS) {
+        PyErr_Clear();
+        return ext_invalid(
+            "compile_op: shape must have 0 to %d dimensions", PLAN_MAX_DIMS);
+    }
+    if (plan_int64s(shape_obj, shape, spec.ndim, "shape") < 0
+        || plan_boxes(in_obj, spec.ndim, &in, &spec.ninputs) < 0
+        || plan_boxes(out_obj, spec.ndim, &out, &spec.noutputs) < 0) {
+        free(in);
+        free(out);
+        return NULL;
+    }
+    spec.shape   = shape;
+    spec.inputs  = in;
+    spec.outputs = out;
+    spec.error   = error;
+    p            = (ext_plan *) type->tp_alloc(type, 0);
+    if (p == NULL
+        || (p->ndim = spec.ndim, p->ninputs = spec.ninputs,
+               p->noutputs = spec.noutputs, p->dtype = spec.dtype,
+               plan_keep_extents(p, in, out))
+            < 0) {
+        free(in);
+        free(out);
+        Py_XDECREF(p);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS st = shoal_plan_create(comm->comm, &spec, &p->plan);
+    Py_END_ALLOW_THREADS   free(in);
+    free(out);
+    if (st != SHOAL_OK) {
+        ext_abort_if_asked(comm, st, shoal_last_error());
+        Py_DECREF(p);
+        return ext_raise_status(st, comm->comm);
+    }
+    Py_INCREF(comm);
+    p->comm = comm;
+    plan_link(p);
+    return (PyObject *) p;
+}
+
+// ---- runs
+// -------------------------------------------------------------------
+
+// Memory safety: each Buffer must have its box's shape and the dtype's
+// element size. Writes the complaint into err (empty when fine).
+static void
+plan_check_buffer(const ext_plan *p, const ext_buffer *b, int index,
+    const char *what, int i, char *err, size_t len)
+{
+    const int64_t *ext = p->extents + (size_t) index * (size_t) p->ndim;
+
+    if (b->itemsize != shoal_dtype_size(p->dtype)) {
+        snprintf(err, len,
+            "%s[%d] has %zu-byte elements, the op's dtype %s "
+            "has %zu",
+            what, i, b->itemsize, shoal_dtype_name(p->dtype),
+            shoal_dtype_size(p->dtype));
+        return;
+    }
+    if (b->ndim != p->ndim
+        || memcmp(b->shape, ext, sizeof(int64_t) * (size_t) p->ndim) != 0) {
+        snprintf(
+            err, len, "%s[%d] does not have the shape of its box", what, i);
+    }
+}
+
+static int
+plan_buffers(ext_plan *p, PyObject *list, int n_want, int base,
+    const char *what, ext_buffer ***out, int *n, char *err, size_t len)
+{
+    PyObject *seq = PySequence_Fast(list, "a list of Buffers is expected");
+
+    if (seq == NULL) {
+        return -1;
+    }
+    *n   = (int) PySequence_Fast_GET_SIZE(seq);
+    *out = calloc((size_t) *n + 1, sizeof(ext_buffer *));
+    if (*out == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < *n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+
+        if (!PyObject_TypeCheck(o, &ext_buffer_type)) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_TypeError, "a list of Buffers is expected");
+            return -1;
+        }
+        (*out)[i] = (ext_buffer *) o;
+        if (err[0] == '\0' && *n == n_want) {
+            plan_check_buffer(p, (*out)[i], base + i, what, i, err, len);
+        }
+        if (err[0] == '\0' && what[0] == 'o' && (*out)[i]->readonly) {
+            snprintf(err, len, "outputs[%d] is read-only", i);
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+static PyObject *
+plan_finish(ext_plan *p, int st)
+{
+    Py_CLEAR(p->keep);
+    if (st < 0) {
+        ext_abort_if_asked(p->comm, st, shoal_last_error());
+        return ext_raise_status(st, p->comm->comm);
+    }
+    Py_RETURN_NONE;
+}
+
+static int
+plan_check_live(ext_plan *p)
+{
+    if (p->plan == NULL) {
+        PyErr_SetString(
+            ext_exc_base, "compile_op: the op's communicator was finalized");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+plan_start(ext_plan *p, PyObject *args, PyObject *kwargs)
+{
+    static char    *names[] = { "inputs", "outputs", "error", NULL };
+    PyObject       *in_obj, *out_obj;
+    const char     *error = NULL;
+    ext_buffer    **ins = NULL, **outs = NULL;
+    int             nin = 0, nout = 0, st = SHOAL_OK;
+    char            err[512] = "";
+    const void    **in_ptr   = NULL;
+    void          **out_ptr  = NULL;
+    const int64_t **in_str = NULL, **out_str = NULL;
+
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "OO|z:start", names, &in_obj, &out_obj, &error)
+        || plan_check_live(p) < 0) {
+        return NULL;
+    }
+    if (error != NULL) {
+        snprintf(err, sizeof(err), "%s", error);
+    }
+    if (plan_buffers(
+            p, in_obj, p->ninputs, 0, "inputs", &ins, &nin, err, sizeof(err))
+            < 0
+        || plan_buffers(p, out_obj, p->noutputs, p->ninputs, "outputs", &outs,
+               &nout, err, sizeof(err))
+            < 0) {
+        free(ins);
+        free(outs);
+        return NULL;
+    }
+    in_ptr  = calloc((size_t) nin + 1, sizeof(void *));
+    in_str  = calloc((size_t) nin + 1, sizeof(int64_t *));
+    out_ptr = calloc((size_t) nout + 1, sizeof(void *));
+    out_str = calloc((size_t) nout + 1, sizeof(int64_t *));
+    if (in_ptr == NULL || in_str == NULL || out_ptr == NULL
+        || out_str == NULL) {
+        PyErr_NoMemory();
+        st = -1;
+    }
+    for (int i = 0; st == SHOAL_OK && i < nin; i++) {
+        in_ptr[i] = ins[i]->data;
+        in_str[i] = ins[i]->strides;
+    }
+    for (int o = 0; st == SHOAL_OK && o < nout; o++) {
+        out_ptr[o] = outs[o]->data;
+        out_str[o] = outs[o]->strides;
+    }
+    if (st == SHOAL_OK) {
+        Py_CLEAR(p->keep);
+        Py_BEGIN_ALLOW_THREADS st = shoal_plan_start(p->plan, nin, in_ptr,
+            in_str, nout, out_ptr, out_str, err[0] ? err : NULL);
+        Py_END_ALLOW_THREADS if (st == SHOAL_OK)
+        {
+            p->keep = PyTuple_Pack(2, in_obj, out_obj);
+        }
+    }
+    free(ins);
+    free(outs);
+    free(in_ptr);
+    free(in_str);
+    free(out_ptr);
+    free(out_str);
+    if (st == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (st < 0) {
+        return plan_finish(p, st);
+    }
+    Py_RETURN_NONE; // the run keeps its buffers until wait() or test()
+}
+
+static PyObject *
+plan_wait(ext_plan *p, PyObject *unused)
+{
+    int st;
+
+    (void) unused;
+    if (plan_check_live(p) < 0) {
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS st = shoal_plan_wait(p->plan);
+    Py_END_ALLOW_THREADS return plan_finish(p, st);
+}
+
+static PyObject *
+plan_test(ext_plan *p, PyObject *unused)
+{
+    int       st;
+    PyObject *r;
+
+    (void) unused;
+    if (plan_check_live(p) < 0) {
+        return NULL;
+    }
+    st = shoal_plan_test(p->plan);
+    if (st == SHOAL_INPROGRESS) {
+        Py_RETURN_FALSE;
+    }
+    r = plan_finish(p, st);
+    if (r == NULL) {
+        return NULL;
+    }
+    Py_DECREF(r);
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+plan_format(ext_plan *p, PyObject *unused)
+{
+    size_t    n;
+    char     *text;
+    PyObject *s;
+
+    (void) unused;
+    if (plan_check_live(p) < 0) {
+        return NULL;
+    }
+    n    = shoal_plan_format(p->plan, NULL, 0);
+    text = malloc(n + 1);
+    if (text == NULL) {
+        return PyErr_NoMemory();
+    }
+    shoal_plan_format(p->plan, text, n + 1);
+    s = PyUnicode_FromString(text);
+    free(text);
+    return s;
+}
+
+static PyObject *
+plan_get_bytes(ext_plan *p, void *closure)
+{
+    size_t sent = 0, received = 0;
+
+    (void) closure;
+    if (plan_check_live(p) < 0) {
+        return NULL;
+    }
+    shoal_plan_bytes(p->plan, &sent, &received);
+    return Py_BuildValue("(nn)", (Py_ssize_t) sent, (Py_ssize_t) received);
+}
+
+// Releases the native plan (waiting for its run); used by dealloc and by
+// the communicator's finalize.
+static void
+plan_release(ext_plan *p)
+{
+    shoal_plan *native = p->plan;
+
+    p->plan = NULL;
+    if (native != NULL) {
+        Py_BEGIN_ALLOW_THREADS shoal_plan_free(native);
+        Py_END_ALLOW_THREADS
+    }
+    Py_CLEAR(p->keep);
+}
+
+void
+ext_plan_drain(ext_comm *comm)
+{
+    while (comm->plans != NULL) {
+        ext_plan *p = comm->plans;
+
+        plan_release(p);
+        plan_unlink(p);
+    }
+}
+
+static void
+plan_dealloc(ext_plan *p)
+{
+    plan_release(p);
+    plan_unlink(p);
+    Py_CLEAR(p->comm);
+    free(p->extents);
+    Py_TYPE(p)->tp_free((PyObject *) p);
+}
+
+static PyMethodDef plan_methods[] = {
+    { "start", (PyCFunction) (void (*)(void)) plan_start,
+        METH_VARARGS | METH_KEYWORDS,
+        "start(inputs, outputs, error=None): begins a run over lists of "
+        "Buffers (collective: every rank starts its runs in the same "
+        "order)." },
+    { "wait", (PyCFunction) plan_wait, METH_NOARGS,
+        "Finishes the run in flight; raises its error." },
+    { "test", (PyCFunction) plan_test, METH_NOARGS,
+        "False while the run's transfers are under way; otherwise finishes "
+        "it as wait() does and returns True." },
+    { "format", (PyCFunction) plan_format, METH_NOARGS,
+        "This rank's part of the plan, as text." },
+    { NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef plan_getset[] = {
+    { "bytes", (getter) plan_get_bytes, NULL,
+        "(sent, received): bytes this rank moves per run", NULL },
+    { NULL, NULL, NULL, NULL, NULL },
+};
+
+PyTypeObject ext_plan_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shoal._C.Plan",
+    .tp_basicsize                          = sizeof(ext_plan),
+    .tp_dealloc                            = (destructor) plan_dealloc,
+    .tp_flags                              = Py_TPFLAGS_DEFAULT,
+    .tp_doc     = "A compiled custom collective (see shoal.compile_op).",
+    .tp_new     = plan_new,
+    .tp_methods = plan_methods,
+    .tp_getset  = plan_getset,
+};

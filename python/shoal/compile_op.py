@@ -1,0 +1,358 @@
+"""compile_op: custom collectives from boxes of one global tensor.
+
+Every rank lists the boxes of the global tensor it holds (inputs) and the
+boxes it wants (outputs), as ``{'offset': [...], 'shape': [...]}`` dicts or
+as DTensors; shoal plans the transfers once (in C, on every rank, from
+everyone's specs) and the returned CustomOp runs them as often as needed::
+
+    op = shoal.compile_op(group, shape=[8, 16], dtype=torch.float32,
+                          inputs=[{'offset': [r * 2, 0], 'shape': [2, 16]}],
+                          outputs=[{'offset': [0, 0], 'shape': [8, 16]}])
+    op([local_in], [local_out]).wait()
+
+Overlapping inputs: with ``reduction=None`` an element takes the value of
+the last input covering it, where inputs are ordered by rank, then by their
+position in the rank's list: the highest rank wins, and within it the last
+listed input. With a reduction ('sum', 'prod', 'min', 'max', 'avg' or
+'mean') every covering input is combined, in that order, so results are
+bitwise identical on every rank; 'avg' divides by the number of inputs
+covering each element.
+
+Errors in the specs (disagreeing shapes or dtypes, boxes outside the
+shape, output elements nobody provides, malformed arguments on any rank)
+raise the same InvalidArgumentError on every rank, and the group stays
+usable; so do tensors that do not match the compiled specs.
+"""
+
+from . import _C, _arrays
+from .groups import find_process_group, native_comm
+
+InvalidArgumentError = _C.InvalidArgumentError
+
+_REDUCTIONS = {None: -1, "sum": _C.OPS["sum"], "prod": _C.OPS["prod"],
+               "min": _C.OPS["min"], "max": _C.OPS["max"],
+               "avg": _C.OPS["avg"], "mean": _C.OPS["avg"]}
+
+def _shoal_comm(group):
+    if isinstance(group, str):
+        found = find_process_group(group)
+        if found is None:
+            raise InvalidArgumentError(
+                f"compile_op: no live shoal group is named {group!r}")
+        group = found
+    c = native_comm(group)
+    if c is None:
+        raise InvalidArgumentError(
+            "compile_op: group must be a shoal communicator, a torch "
+            "ProcessGroup of backend 'shoal', or a group's name; got "
+            f"{type(group).__name__} (a gloo or nccl group cannot run "
+            "shoal's plans)")
+    return c
+
+
+# ---- dtypes ------------------------------------------------------------------
+
+def _dtype_name(dtype):
+    """'float32' for torch.float32, numpy's float32, or 'float32'."""
+    if dtype is None:
+        return None
+    text = str(dtype)
+    for prefix in ("torch.", "<class 'numpy.", "dtype('"):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    text = text.rstrip("')>")
+    aliases = {"float": "float32", "double": "float64", "half": "float16",
+               "long": "int64", "int": "int32", "bool_": "bool"}
+    return aliases.get(text, text)
+
+
+# ---- specs ---------------------------------------------------------------------
+
+class _SpecError(Exception):
+    """This rank's own complaint about its arguments: sent to every rank."""
+
+
+def _is_dtensor(x):
+    t = _arrays._torch()
+    if t is None:
+        return False
+    try:
+        from torch.distributed.tensor import DTensor
+    except ImportError:
+        return False
+    return isinstance(x, DTensor)
+
+
+def _ints(values, what):
+    try:
+        out = [int(v) for v in values]
+    except (TypeError, ValueError):
+        raise _SpecError(f"{what} must be a list of integers, not "
+                         f"{values!r}") from None
+    return out
+
+
+def _dict_box(spec, what, ndim):
+    if not isinstance(spec, dict) or "offset" not in spec or \
+            "shape" not in spec:
+        raise _SpecError(f"{what} must be a dict with 'offset' and 'shape' "
+                         f"(or a DTensor), not {spec!r}")
+    offset = _ints(spec["offset"], f"{what}['offset']")
+    shape = _ints(spec["shape"], f"{what}['shape']")
+    if len(offset) != ndim or len(shape) != ndim:
+        raise _SpecError(
+            f"{what} has offset {offset} and shape {shape}, but the global "
+            f"shape has {ndim} dimension{'s' if ndim != 1 else ''}")
+    return offset, shape
+
+
+class _Box:
+    """One entry of inputs/outputs: its global box, whether this rank takes
+    part through it, and the local tensor shape the op expects for it."""
+
+    def __init__(self, offset, shape, active=True, local_shape=None):
+        self.offset = offset
+        self.shape = shape
+        self.active = active
+        self.local_shape = tuple(shape if local_shape is None
+                                 else local_shape)
+
+
+def _dtensor_box(dt, what, role, reduction):
+    from torch.distributed.tensor import Partial, Replicate, Shard
+    from torch.distributed.tensor._utils import (
+        compute_local_shape_and_global_offset)
+
+    mesh, placements = dt.device_mesh, tuple(dt.placements)
+    coord = mesh.get_coordinate()
+    if coord is None:
+        raise _SpecError(f"{what}: this rank is not in the DTensor's mesh")
+    active = True
+    for dim, p in enumerate(placements):
+        if isinstance(p, Partial):
+            if role == "outputs":
+                raise _SpecError(
+                    f"{what} is Partial on mesh dimension {dim}: outputs "
+                    "must be Shard or Replicate (the op combines partial "
+                    "inputs into them)")
+            op = str(getattr(p, "reduce_op", "sum")).lower()
+            op = "avg" if op == "mean" else op
+            if reduction is None:
+                raise _SpecError(
+                    f"{what} is Partial({op}) on mesh dimension {dim}: pass "
+                    f"reduction={op!r} to combine the partial values")
+            if _REDUCTIONS[reduction] != _REDUCTIONS.get(op):
+                raise _SpecError(
+                    f"{what} is Partial({op}) on mesh dimension {dim}, but "
+                    f"the reduction is {reduction!r}")
+        elif isinstance(p, Replicate):
+            # One copy per replica group is enough, and needed with a
+            # reduction: the others would be counted again.
+            if role == "inputs" and coord[dim] != 0:
+                active = False
+        elif not isinstance(p, Shard) or type(p).__name__ != "Shard":
+            raise _SpecError(
+                f"{what} has placement {p!r} on mesh dimension {dim}: "
+                "compile_op supports Shard, Replicate and Partial")
+    local_shape, offset = compute_local_shape_and_global_offset(
+        dt.shape, mesh, placements)
+    return _Box(list(offset), list(local_shape), active, local_shape)
+
+
+def _parse(entries, what, ndim, reduction):
+    if entries is None:
+        return []
+    if isinstance(entries, dict) or _is_dtensor(entries):
+        raise _SpecError(f"{what} must be a list of boxes, not a single "
+                         f"{type(entries).__name__}")
+    boxes = []
+    for i, e in enumerate(entries):
+        name = f"{what}[{i}]"
+        if _is_dtensor(e):
+            boxes.append(_dtensor_box(e, name, what, reduction))
+        else:
+            offset, shape = _dict_box(e, name, ndim)
+            boxes.append(_Box(offset, shape))
+    return boxes
+
+
+def _global_shape_and_dtype(shape, dtype, entries):
+    dts = [e for e in entries if _is_dtensor(e)]
+    if shape is None and dts:
+        shape = list(dts[0].shape)
+    if dtype is None and dts:
+        dtype = dts[0].dtype
+    if shape is None:
+        raise _SpecError("shape is missing (pass shape=, or DTensors as "
+                         "inputs or outputs)")
+    if dtype is None:
+        raise _SpecError("dtype is missing (pass dtype=, or DTensors as "
+                         "inputs or outputs)")
+    shape = _ints(shape, "shape")
+    name = _dtype_name(dtype)
+    if name not in _C.DTYPES:
+        raise _SpecError(f"dtype {dtype} is not one shoal moves (it moves "
+                         f"{', '.join(_C.DTYPES)})")
+    for i, d in enumerate(dts):
+        if list(d.shape) != shape or _dtype_name(d.dtype) != name:
+            raise _SpecError(
+                f"a DTensor has global shape {list(d.shape)} and dtype "
+                f"{_dtype_name(d.dtype)}, the op {shape} and {name}")
+    return shape, name
+
+
+def compile_op(group, shape=None, dtype=None, inputs=None, outputs=None,
+               reduction=None):
+    """Compiles a custom collective over `group` (collective: every rank of
+    the group calls it, in the same order as its other collectives).
+
+    group: a shoal.Comm, a torch ProcessGroup of backend "shoal", or the
+    name of one (see find_process_group). shape, dtype: the global tensor's
+    (taken from the DTensors when omitted). inputs / outputs: lists of
+    {'offset', 'shape'} dicts or DTensors (meta DTensors too), or None.
+    reduction: None, 'sum', 'prod', 'min', 'max', 'avg' or 'mean'.
+    Returns a CustomOp."""
+    c = _shoal_comm(group)
+    error = None
+    ndim_shape, dtype_name, ins, outs = [], "float32", [], []
+    red = -1
+    try:
+        if reduction is not None and not isinstance(reduction, str):
+            raise _SpecError(f"reduction must be None or a string, not "
+                             f"{reduction!r}")
+        if reduction is not None:
+            reduction = reduction.lower()
+        if reduction not in _REDUCTIONS:
+            raise _SpecError(
+                f"unknown reduction {reduction!r} (use None, 'sum', 'prod', "
+                "'min', 'max', 'avg' or 'mean')")
+        red = _REDUCTIONS[reduction]
+        entries = list(inputs or []) + list(outputs or [])
+        ndim_shape, dtype_name = _global_shape_and_dtype(shape, dtype,
+                                                         entries)
+        ins = _parse(inputs, "inputs", len(ndim_shape), reduction)
+        outs = _parse(outputs, "outputs", len(ndim_shape), reduction)
+    except _SpecError as e:
+        error = str(e)
+        ndim_shape, ins, outs = [], [], []
+    plan = _C.Plan(c, ndim_shape, _C.DTYPES[dtype_name], red,
+                   [(b.offset, b.shape) for b in ins if b.active],
+                   [(b.offset, b.shape) for b in outs], error)
+    return CustomOp(plan, ndim_shape, dtype_name, reduction, ins, outs)
+
+
+class Future:
+    """One run of a CustomOp. wait() blocks until the outputs are written
+    (raising the run's error); a Future dropped without wait() waits when
+    it is destroyed, so the tensors stay valid until the run is over."""
+
+    __slots__ = ("_op", "_run", "_done")
+
+    def __init__(self, op, run):
+        self._op = op
+        self._run = run
+        self._done = False
+
+    def _in_flight(self):
+        return self._op._current == self._run
+
+    def wait(self):
+        if not self._done:
+            self._done = True
+            if self._in_flight():
+                self._op._current = None
+                self._op._plan.wait()
+        return None
+
+    def done(self):
+        """True once the run is over (then wait() returns at once, or
+        raises the run's error)."""
+        if self._done or not self._in_flight():
+            return True
+        if not self._op._plan.test():
+            return False
+        self._done = True
+        self._op._current = None
+        return True
+
+    def __del__(self):
+        if not self._done:
+            try:
+                self.wait()
+            except Exception:
+                pass  # nobody is left to tell; later calls report it
+
+    def __repr__(self):
+        return f"<shoal.Future {'done' if self._done else 'pending'}>"
+
+
+class CustomOp:
+    """A compiled custom collective: op(input_tensors, output_tensors)
+    starts a run and returns a Future. Collective: every rank runs its ops
+    in the same order. Tensors may have any strides; each must have its
+    box's shape (a DTensor's local shape) and the op's dtype."""
+
+    def __init__(self, plan, shape, dtype, reduction, ins, outs):
+        self._plan = plan
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.reduction = reduction
+        self._ins = ins
+        self._outs = outs
+        self._current = None  # number of the run in flight
+        self._runs = 0
+
+    @property
+    def bytes(self):
+        """(sent, received): bytes this rank moves per run."""
+        return self._plan.bytes
+
+    def describe(self):
+        """This rank's part of the plan, as text (SHOAL_DEBUG=TRACE logs
+        it at compile time)."""
+        return self._plan.format()
+
+    def _check(self, tensors, boxes, what):
+        if tensors is None:
+            tensors = []
+        if len(tensors) != len(boxes):
+            raise _SpecError(f"{len(tensors)} {what} tensors given, the op "
+                             f"was compiled with {len(boxes)}")
+        bufs = []
+        for i, (t, b) in enumerate(zip(tensors, boxes)):
+            t = _arrays.normalize(t, f"{what}[{i}]")
+            buf = _arrays.buffer(t, writable=(what == "output"))
+            if tuple(buf.shape) != b.local_shape:
+                raise _SpecError(
+                    f"{what}[{i}] has shape {tuple(buf.shape)}, the op "
+                    f"expects {b.local_shape}")
+            if buf.dtype != self.dtype:
+                raise _SpecError(f"{what}[{i}] is {buf.dtype}, the op "
+                                 f"moves {self.dtype}")
+            if what == "input" and not b.active:
+                continue  # a replica another rank sends for
+            bufs.append(buf)
+        return bufs
+
+    def __call__(self, input_tensors, output_tensors):
+        if self._current is not None:
+            # The previous run's Future is still out: finish that run first
+            # (its error, if any, is raised here).
+            self._current = None
+            self._plan.wait()
+        error, ins, outs = None, [], []
+        try:
+            ins = self._check(input_tensors, self._ins, "input")
+            outs = self._check(output_tensors, self._outs, "output")
+        except (_SpecError, InvalidArgumentError) as e:
+            error, ins, outs = str(e), [], []
+        self._plan.start(ins, outs, error)
+        self._runs += 1
+        self._current = self._runs
+        return Future(self, self._runs)
+
+    def __repr__(self):
+        red = self.reduction or "none"
+        return (f"<shoal.CustomOp shape {list(self.shape)} {self.dtype}, "
+                f"reduction {red}, {len(self._ins)} inputs, "
+                f"{len(self._outs)} outputs>")
