@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
 .PHONY: all deps build run test test-full test-unit test-python python-env test-asan \
-        test-tsan test-valgrind bench format check-format clean
+        test-tsan test-valgrind bench bench-compile-op format check-format clean
 
 all: build
 
@@ -80,9 +80,9 @@ test-asan: | deps
 # Multi-process cases built with ThreadSanitizer (the engine, watcher and
 # progress threads share each communicator).
 TSAN_BUILD ?= build-tsan
-TSAN_CASES  = p2p_async progress bcast barrier split timeout
+TSAN_CASES  = p2p_async progress bcast barrier split timeout plan_random plan_errors
 # The same over the TCP transport (its epoll engine and abort frames).
-TSAN_TCP_CASES = p2p_async progress bcast coll_inflight timeout
+TSAN_TCP_CASES = p2p_async progress bcast coll_inflight timeout plan_random
 test-tsan: | deps
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSHOAL_SANITIZE=thread
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target shoal_mptest shoalrun
@@ -105,6 +105,8 @@ test-valgrind: build
 	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest p2p_async
 	$(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest split
 	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest timeout
+	$(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest plan_random 15
+	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest plan_errors
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest bcast
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest p2p_async
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest timeout
@@ -127,6 +129,11 @@ bench-net: build python-env
 # tensors) on 2 local ranks, with the memcpy baseline and the targets of
 # the Python front end. BENCH_ARGS: e.g. --quick, --ranks 4.
 .PHONY: bench-python
+# compile_op (issue 6): Shard(0) -> Shard(1) of a 4096 x 4096 DTensor on 2
+# ranks against gloo's DTensor.redistribute, compile time on 8 ranks.
+bench-compile-op: python-env
+	$(PYENV)/bin/python tools/perf/bench_compile_op.py $(BENCH_ARGS)
+
 bench-python: python-env
 	$(PYENV)/bin/python -m shoal.bench $(BENCH_ARGS)
 
