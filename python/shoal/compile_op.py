@@ -129,7 +129,7 @@ def _dtensor_box(dt, what, role, reduction):
         raise _SpecError(f"{what}: this rank is not in the DTensor's mesh")
     active = True
     for dim, p in enumerate(placements):
-        if isinstance(p, Partial):
+        if type(p) is Partial:
             if role == "outputs":
                 raise _SpecError(
                     f"{what} is Partial on mesh dimension {dim}: outputs "
@@ -145,12 +145,12 @@ def _dtensor_box(dt, what, role, reduction):
                 raise _SpecError(
                     f"{what} is Partial({op}) on mesh dimension {dim}, but "
                     f"the reduction is {reduction!r}")
-        elif isinstance(p, Replicate):
+        elif type(p) is Replicate:
             # One copy per replica group is enough, and needed with a
             # reduction: the others would be counted again.
             if role == "inputs" and coord[dim] != 0:
                 active = False
-        elif not isinstance(p, Shard) or type(p).__name__ != "Shard":
+        elif type(p) is not Shard:
             raise _SpecError(
                 f"{what} has placement {p!r} on mesh dimension {dim}: "
                 "compile_op supports Shard, Replicate and Partial")
@@ -232,8 +232,9 @@ def compile_op(group, shape=None, dtype=None, inputs=None, outputs=None,
                                                          entries)
         ins = _parse(inputs, "inputs", len(ndim_shape), reduction)
         outs = _parse(outputs, "outputs", len(ndim_shape), reduction)
-    except _SpecError as e:
-        error = str(e)
+    except Exception as e:  # noqa: BLE001: every rank must hear of it
+        error = str(e) if isinstance(e, _SpecError) else \
+            f"{type(e).__name__}: {e}"
         ndim_shape, ins, outs = [], [], []
     plan = _C.Plan(c, ndim_shape, _C.DTYPES[dtype_name], red,
                    [(b.offset, b.shape) for b in ins if b.active],
@@ -246,12 +247,13 @@ class Future:
     (raising the run's error); a Future dropped without wait() waits when
     it is destroyed, so the tensors stay valid until the run is over."""
 
-    __slots__ = ("_op", "_run", "_done")
+    __slots__ = ("_op", "_run", "_done", "_error")
 
     def __init__(self, op, run):
         self._op = op
         self._run = run
         self._done = False
+        self._error = None
 
     def _in_flight(self):
         return self._op._current == self._run
@@ -261,7 +263,12 @@ class Future:
             self._done = True
             if self._in_flight():
                 self._op._current = None
-                self._op._plan.wait()
+                try:
+                    self._op._plan.wait()
+                except BaseException as e:
+                    self._error = e
+        if self._error is not None:
+            raise self._error
         return None
 
     def done(self):
@@ -269,8 +276,11 @@ class Future:
         raises the run's error)."""
         if self._done or not self._in_flight():
             return True
-        if not self._op._plan.test():
-            return False
+        try:
+            if not self._op._plan.test():
+                return False
+        except BaseException as e:
+            self._error = e
         self._done = True
         self._op._current = None
         return True
@@ -344,8 +354,11 @@ class CustomOp:
         try:
             ins = self._check(input_tensors, self._ins, "input")
             outs = self._check(output_tensors, self._outs, "output")
-        except (_SpecError, InvalidArgumentError) as e:
-            error, ins, outs = str(e), [], []
+        except Exception as e:  # noqa: BLE001: every rank must hear of it
+            error = str(e) if isinstance(e, (_SpecError,
+                                             InvalidArgumentError)) \
+                else f"{type(e).__name__}: {e}"
+            ins, outs = [], []
         self._plan.start(ins, outs, error)
         self._runs += 1
         self._current = self._runs

@@ -73,6 +73,22 @@ check_shape(const shi_plan_spec *s)
     return SHOAL_OK;
 }
 
+// More bytes than any machine has: also keeps every offset computation
+// in range.
+static int
+box_too_big(const shi_plan_spec *s, const int64_t *extent)
+{
+    int64_t bytes = (int64_t) shoal_dtype_size(s->dtype);
+
+    for (int d = 0; d < s->ndim; d++) {
+        if (__builtin_mul_overflow(bytes, extent[d], &bytes)
+            || bytes > (INT64_C(1) << 62)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int
 check_box(
     const shi_plan_spec *s, const shi_box *b, int r, const char *what, int i)
@@ -86,7 +102,7 @@ check_box(
         negative |= extent[d] < 0;
         outside |= b->lo[d] < 0 || b->hi[d] > s->shape[d];
     }
-    if (!negative && !outside) {
+    if (!negative && !outside && !box_too_big(s, extent)) {
         return SHOAL_OK;
     }
     shi_dims_format(b->lo, s->ndim, off, sizeof(off));
@@ -96,7 +112,10 @@ check_box(
         "compile_op: rank %d's %s[%d] (offset %s, shape %s) %s the global "
         "shape %s",
         r, what, i, off, ext,
-        negative ? "has a negative size in" : "lies outside", shape);
+        negative      ? "has a negative size in"
+            : outside ? "lies outside"
+                      : "has more than 2^62 bytes in",
+        shape);
 }
 
 int

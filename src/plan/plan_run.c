@@ -303,6 +303,28 @@ take_args(shoal_plan *p, const void *const *inputs,
     p->alias = inputs_meet_outputs(p);
 }
 
+static int settle(shoal_request **reqs, int n, int st);
+
+// A run that failed on this rank after the ranks agreed to start it: the
+// peers have posted their transfers and cannot be told otherwise, so the
+// communicator is aborted (as for any outside fault), and what was
+// started is drained without writing the outputs.
+static int
+fail_started_run(shoal_plan *p, int st)
+{
+    char text[SHI_ERROR_TEXT_MAX];
+
+    snprintf(text, sizeof(text), "%s", shi_error_text());
+    shi_comm_abort(p->comm, st,
+        "compile_op run of plan #%d failed on rank %d after it started: %s",
+        p->id, p->comm->rank, text);
+    settle(p->rreq, p->l.nrecvs, st);
+    settle(p->sreq, p->l.nsends, st);
+    p->running = 0;
+    shi_error(st, "%s", text);
+    return shi_comm_error(p->comm, st);
+}
+
 int
 shoal_plan_start(shoal_plan *p, int ninputs, const void *const *inputs,
     const int64_t *const *input_strides, int noutputs, void *const *outputs,
@@ -314,10 +336,12 @@ shoal_plan_start(shoal_plan *p, int ninputs, const void *const *inputs,
     if (p == NULL) {
         return shi_error(SHOAL_EINVAL, "compile_op run: the plan is NULL");
     }
-    if (p->running && (st = shoal_plan_wait(p)) < 0) {
-        return st;
-    }
-    if (error != NULL) {
+    // The previous run's failure still lets this rank take part in the
+    // agreement below: the others are already in it.
+    if (p->running && shoal_plan_wait(p) < 0) {
+        snprintf(err, sizeof(err), "the previous run failed: %s",
+            shoal_last_error());
+    } else if (error != NULL) {
         snprintf(err, sizeof(err), "%s", error);
     } else if (check_tensors("inputs", ninputs, p->l.ninputs, inputs,
                    p->l.inputs, p->l.ndim, input_strides, err, sizeof(err))
@@ -339,11 +363,7 @@ shoal_plan_start(shoal_plan *p, int ninputs, const void *const *inputs,
     if (st == SHOAL_OK) {
         st = do_local(p);
     }
-    if (st < 0) {
-        shoal_plan_wait(p); // drains what was started
-        return shi_comm_error(p->comm, st);
-    }
-    return SHOAL_OK;
+    return st < 0 ? fail_started_run(p, st) : SHOAL_OK;
 }
 
 // ---- finishing
@@ -377,19 +397,24 @@ reduce_cell(shoal_plan *p, const shi_plan_cell *cell)
     const shi_plan_layout *l = &p->l;
     size_t                 n = (size_t) shi_box_volume(&cell->box, l->ndim);
     size_t                 bytes = n * l->esize;
-    unsigned char *tmp = scratch(p, bytes * ((size_t) cell->nsources + 1));
-    shi_view       out, packed;
+    size_t                 slots = 1; // the result, then packed local sources
+    unsigned char         *tmp;
+    shi_view               out, packed;
 
+    for (int j = 0; j < cell->nsources && !p->alias; j++) {
+        slots += cell->sources[j].msg < 0;
+    }
+    tmp = scratch(p, bytes * slots);
     if (tmp == NULL) {
         return shi_error(SHOAL_ENOMEM, "compile_op run: out of memory");
     }
+    slots = 1;
     for (int j = 0; j < cell->nsources; j++) {
         const shi_plan_source *s = &cell->sources[j];
 
         if (s->msg < 0 && !p->alias) {
-            pack_input(
-                p, tmp + bytes * (size_t) (j + 1), s->input, &cell->box);
-            p->reduce_in[j] = tmp + bytes * (size_t) (j + 1);
+            p->reduce_in[j] = tmp + bytes * slots++;
+            pack_input(p, (void *) p->reduce_in[j], s->input, &cell->box);
         } else {
             p->reduce_in[j] = source_data(p, s);
         }

@@ -11,7 +11,7 @@
 
 #define SPEC_MAGIC     0x53504c414e000001LL // "SPLAN", version 1
 #define SPEC_HEADER    7 // magic ndim dtype reduction ninputs noutputs errlen
-#define SPEC_MAX_VALUE (INT64_C(1) << 62) // offsets and sizes stay below
+#define SPEC_MAX_VALUE (INT64_C(1) << 62) // |offsets| and |sizes| are below
 
 typedef struct spec_blob {
     int64_t *v;
@@ -23,7 +23,7 @@ static int
 values_ok(const int64_t *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (v[i] > SPEC_MAX_VALUE || v[i] < -SPEC_MAX_VALUE) {
+        if (v[i] >= SPEC_MAX_VALUE || v[i] <= -SPEC_MAX_VALUE) {
             return 0;
         }
     }

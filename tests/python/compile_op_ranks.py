@@ -361,6 +361,15 @@ def scenario_errors(group):
         else g), "must be a list of integers")
     expect_error(lambda: compile_with(reduction="median"),
                  "unknown reduction 'median'")
+    # Whatever one rank's arguments raise, every rank fails together.
+    expect_error(lambda: compile_with(inputs=5 if RANK == last else g),
+                 f"rank {last}: TypeError")
+    expect_error(lambda: compile_with(
+        inputs=[{"offset": [2 ** 63, 0], "shape": [4, 4]}] if RANK == last
+        else g), f"rank {last}: ")
+    expect_error(lambda: compile_with(
+        inputs=[{"offset": [0, 0], "shape": [2 ** 40, 2 ** 40]}]
+        if RANK == last else g), "lies outside")
     mesh = DeviceMesh("cpu", torch.arange(SIZE))
     part = DTensor.from_local(torch.ones(4, 4), mesh, [Partial()],
                               run_check=False)
@@ -377,6 +386,8 @@ def scenario_errors(group):
                  "nothing was sent")
     expect_error(lambda: op([a, a], [b]), "2 input tensors given, the op "
                  "was compiled with 1")
+    expect_error(lambda: op(["not a tensor"] if RANK == 0 else [a], [b]),
+                 "nothing was sent")
     # The op and the group still work.
     op([a], [b]).wait()
     check_equal(b, torch.full((4, 4), float(sum(range(SIZE)))), "after")

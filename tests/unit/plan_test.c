@@ -274,6 +274,14 @@ TEST(plan_disagreements_and_bad_boxes)
         "lies outside the global shape [8, 8]");
     specs_free(s, 2);
 
+    // A box with more bytes than 2^62 (its offsets would overflow).
+    int64_t huge_shape[2] = { INT64_C(1) << 40, INT64_C(1) << 40 };
+    int64_t huge[4]       = { 0, 0, INT64_C(1) << 40, INT64_C(1) << 40 };
+    spec(&s[0], 2, huge_shape, SHI_PLAN_COPY, 1, huge, 0, NULL);
+    spec(&s[1], 2, huge_shape, SHI_PLAN_COPY, 0, NULL, 0, NULL);
+    expect_error(s, 2, "has more than 2^62 bytes in the global shape");
+    specs_free(s, 2);
+
     spec(&s[0], 2, shape, SHOAL_BAND, 1, in, 0, NULL);
     spec(&s[1], 2, shape, SHOAL_BAND, 0, NULL, 0, NULL);
     expect_error(s, 2, "needs an integer or bool dtype");

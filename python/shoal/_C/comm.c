@@ -87,10 +87,9 @@ comm_close(ext_comm *self)
     if (comm == NULL) {
         return 0;
     }
-    if (ext_work_drain(self) < 0) {
+    if (ext_work_drain(self) < 0 || ext_plan_drain(self) < 0) {
         return -1;
     }
-    ext_plan_drain(self);
     self->comm = NULL;
     if (ext_block_defer_destroy(self, comm)) {
         return 0; // arrays still use its shared heap (alloc.c)

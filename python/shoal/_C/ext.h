@@ -104,7 +104,8 @@ extern PyTypeObject ext_plan_type;
 
 // Releases the native plans of `comm` (waiting for their runs) before the
 // communicator is destroyed; the Python objects then raise when used.
-void ext_plan_drain(ext_comm *comm);
+// Returns 0, or -1 with an exception when another thread is in one.
+int ext_plan_drain(ext_comm *comm);
 
 // ---- Block (alloc.c) -----------------------------------------------------
 

@@ -21,6 +21,7 @@ typedef struct ext_plan {
     int                       ndim, dtype;
     int                       ninputs, noutputs;
     int64_t         *extents; // (ninputs + noutputs) x ndim: each box's shape
+    int              busy; // a thread is in start() or wait() without the GIL
     struct ext_plan *prev, *next; // comm->plans
 } ext_plan;
 
@@ -134,6 +135,53 @@ plan_keep_extents(ext_plan *p, const int64_t *in, const int64_t *out)
     return 0;
 }
 
+// This rank's complaint from the pending Python exception (cleared), to
+// send to every rank instead of leaving the others waiting.
+static void
+plan_take_error(char *buf, size_t len)
+{
+    PyObject   *type, *value, *tb, *text;
+    const char *t = NULL;
+
+    PyErr_Fetch(&type, &value, &tb);
+    text = value != NULL ? PyObject_Str(value) : NULL;
+    t    = text != NULL ? PyUnicode_AsUTF8(text) : NULL;
+    snprintf(buf, len, "%s", t != NULL ? t : "unusable arguments");
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+}
+
+// Parses shape and boxes into spec; on a bad value, empties the spec and
+// sets spec->error (in err) instead of raising.
+static void
+plan_parse_spec(shoal_plan_spec *spec, PyObject *shape_obj, PyObject *in_obj,
+    PyObject *out_obj, int64_t *shape, int64_t **in, int64_t **out, char *err,
+    size_t len)
+{
+    spec->ndim = (int) PyObject_Length(shape_obj);
+    if (spec->ndim < 0 || spec->ndim > PLAN_MAX_DIMS) {
+        PyErr_Clear();
+        snprintf(
+            err, len, "the shape must have 0 to %d dimensions", PLAN_MAX_DIMS);
+    } else if (plan_int64s(shape_obj, shape, spec->ndim, "shape") < 0
+        || plan_boxes(in_obj, spec->ndim, in, &spec->ninputs) < 0
+        || plan_boxes(out_obj, spec->ndim, out, &spec->noutputs) < 0) {
+        plan_take_error(err, len);
+    }
+    if (err[0] != '\0') {
+        spec->ndim     = 0;
+        spec->ninputs  = 0;
+        spec->noutputs = 0;
+        spec->error    = err;
+    }
+    spec->shape   = shape;
+    spec->inputs  = *in;
+    spec->outputs = *out;
+}
+
 static PyObject *
 plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
@@ -141,7 +189,8 @@ plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         "outputs", "error", NULL };
     ext_comm    *comm;
     PyObject    *shape_obj, *in_obj, *out_obj;
-    const char  *error = NULL;
+    const char  *error    = NULL;
+    char         err[512] = "";
     int64_t      shape[PLAN_MAX_DIMS], *in = NULL, *out = NULL;
     shoal_plan_spec spec = SHOAL_PLAN_SPEC_INIT;
     ext_plan       *p;
@@ -153,41 +202,35 @@ plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         || ext_comm_check_open(comm) < 0) {
         return NULL;
     }
-    spec.ndim = (int) PyObject_Length(shape_obj);
-    if (spec.ndim < 0 || spec.ndim > PLAN_MAX_DIMS) {
+    if (error != NULL) {
+        snprintf(err, sizeof(err), "%s", error);
+    }
+    plan_parse_spec(
+        &spec, shape_obj, in_obj, out_obj, shape, &in, &out, err, sizeof(err));
+    p = (ext_plan *) type->tp_alloc(type, 0);
+    if (p != NULL) {
+        p->ndim     = spec.ndim;
+        p->ninputs  = spec.ninputs;
+        p->noutputs = spec.noutputs;
+        p->dtype    = spec.dtype;
+        if (plan_keep_extents(p, in, out) < 0) {
+            PyErr_Clear();
+            spec.error = "out of memory";
+        }
+    } else {
         PyErr_Clear();
-        return ext_invalid(
-            "compile_op: shape must have 0 to %d dimensions", PLAN_MAX_DIMS);
+        spec.error = "out of memory";
     }
-    if (plan_int64s(shape_obj, shape, spec.ndim, "shape") < 0
-        || plan_boxes(in_obj, spec.ndim, &in, &spec.ninputs) < 0
-        || plan_boxes(out_obj, spec.ndim, &out, &spec.noutputs) < 0) {
-        free(in);
-        free(out);
-        return NULL;
-    }
-    spec.shape   = shape;
-    spec.inputs  = in;
-    spec.outputs = out;
-    spec.error   = error;
-    p            = (ext_plan *) type->tp_alloc(type, 0);
-    if (p == NULL
-        || (p->ndim = spec.ndim, p->ninputs = spec.ninputs,
-               p->noutputs = spec.noutputs, p->dtype = spec.dtype,
-               plan_keep_extents(p, in, out))
-            < 0) {
-        free(in);
-        free(out);
-        Py_XDECREF(p);
-        return NULL;
-    }
-    Py_BEGIN_ALLOW_THREADS st = shoal_plan_create(comm->comm, &spec, &p->plan);
-    Py_END_ALLOW_THREADS   free(in);
+    // Every rank takes part in the creation, whatever went wrong here.
+    Py_BEGIN_ALLOW_THREADS st
+        = shoal_plan_create(comm->comm, &spec, p != NULL ? &p->plan : NULL);
+    Py_END_ALLOW_THREADS free(in);
     free(out);
-    if (st != SHOAL_OK) {
+    if (st != SHOAL_OK || p == NULL) {
         ext_abort_if_asked(comm, st, shoal_last_error());
-        Py_DECREF(p);
-        return ext_raise_status(st, comm->comm);
+        Py_XDECREF(p);
+        return p == NULL && st == SHOAL_OK ? PyErr_NoMemory()
+                                           : ext_raise_status(st, comm->comm);
     }
     Py_INCREF(comm);
     p->comm = comm;
@@ -221,29 +264,27 @@ plan_check_buffer(const ext_plan *p, const ext_buffer *b, int index,
     }
 }
 
+// Views the Buffers of `tuple` (a tuple the caller keeps alive), checking
+// each; a non-Buffer or a mismatch becomes this rank's complaint in err.
 static int
-plan_buffers(ext_plan *p, PyObject *list, int n_want, int base,
+plan_buffers(ext_plan *p, PyObject *tuple, int n_want, int base,
     const char *what, ext_buffer ***out, int *n, char *err, size_t len)
 {
-    PyObject *seq = PySequence_Fast(list, "a list of Buffers is expected");
-
-    if (seq == NULL) {
-        return -1;
-    }
-    *n   = (int) PySequence_Fast_GET_SIZE(seq);
+    *n   = (int) PyTuple_GET_SIZE(tuple);
     *out = calloc((size_t) *n + 1, sizeof(ext_buffer *));
     if (*out == NULL) {
-        Py_DECREF(seq);
         PyErr_NoMemory();
         return -1;
     }
     for (int i = 0; i < *n; i++) {
-        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *o = PyTuple_GET_ITEM(tuple, i);
 
         if (!PyObject_TypeCheck(o, &ext_buffer_type)) {
-            Py_DECREF(seq);
-            PyErr_SetString(PyExc_TypeError, "a list of Buffers is expected");
-            return -1;
+            if (err[0] == '\0') {
+                snprintf(err, len, "%s[%d] is not a shoal Buffer", what, i);
+            }
+            *n = 0; // nothing of this list is used
+            return 0;
         }
         (*out)[i] = (ext_buffer *) o;
         if (err[0] == '\0' && *n == n_want) {
@@ -253,7 +294,6 @@ plan_buffers(ext_plan *p, PyObject *list, int n_want, int base,
             snprintf(err, len, "outputs[%d] is read-only", i);
         }
     }
-    Py_DECREF(seq);
     return 0;
 }
 
@@ -279,76 +319,117 @@ plan_check_live(ext_plan *p)
     return 0;
 }
 
+static int
+plan_enter(ext_plan *p)
+{
+    if (p->plan == NULL) {
+        PyErr_SetString(
+            ext_exc_base, "compile_op: the op's communicator was finalized");
+        return -1;
+    }
+    if (p->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+            "compile_op: another thread is running or waiting for this op");
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct plan_args {
+    ext_buffer    **ins, **outs;
+    int             nin, nout;
+    const void    **in_ptr;
+    void          **out_ptr;
+    const int64_t **in_str, **out_str;
+} plan_args;
+
+static void
+plan_args_free(plan_args *a)
+{
+    free(a->ins);
+    free(a->outs);
+    free(a->in_ptr);
+    free(a->in_str);
+    free(a->out_ptr);
+    free(a->out_str);
+}
+
+static int
+plan_args_fill(plan_args *a)
+{
+    a->in_ptr  = calloc((size_t) a->nin + 1, sizeof(void *));
+    a->in_str  = calloc((size_t) a->nin + 1, sizeof(int64_t *));
+    a->out_ptr = calloc((size_t) a->nout + 1, sizeof(void *));
+    a->out_str = calloc((size_t) a->nout + 1, sizeof(int64_t *));
+    if (a->in_ptr == NULL || a->in_str == NULL || a->out_ptr == NULL
+        || a->out_str == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < a->nin; i++) {
+        a->in_ptr[i] = a->ins[i]->data;
+        a->in_str[i] = a->ins[i]->strides;
+    }
+    for (int o = 0; o < a->nout; o++) {
+        a->out_ptr[o] = a->outs[o]->data;
+        a->out_str[o] = a->outs[o]->strides;
+    }
+    return 0;
+}
+
 static PyObject *
 plan_start(ext_plan *p, PyObject *args, PyObject *kwargs)
 {
-    static char    *names[] = { "inputs", "outputs", "error", NULL };
-    PyObject       *in_obj, *out_obj;
-    const char     *error = NULL;
-    ext_buffer    **ins = NULL, **outs = NULL;
-    int             nin = 0, nout = 0, st = SHOAL_OK;
-    char            err[512] = "";
-    const void    **in_ptr   = NULL;
-    void          **out_ptr  = NULL;
-    const int64_t **in_str = NULL, **out_str = NULL;
+    static char *names[] = { "inputs", "outputs", "error", NULL };
+    PyObject    *in_obj, *out_obj, *in_t = NULL, *out_t = NULL, *keep = NULL;
+    const char  *error    = NULL;
+    char         err[512] = "";
+    plan_args    a        = { 0 };
+    int          st;
 
     if (!PyArg_ParseTupleAndKeywords(
             args, kwargs, "OO|z:start", names, &in_obj, &out_obj, &error)
-        || plan_check_live(p) < 0) {
+        || plan_enter(p) < 0) {
         return NULL;
     }
     if (error != NULL) {
         snprintf(err, sizeof(err), "%s", error);
     }
-    if (plan_buffers(
-            p, in_obj, p->ninputs, 0, "inputs", &ins, &nin, err, sizeof(err))
+    // Tuples the run keeps: the caller's lists may change or go.
+    in_t  = PySequence_Tuple(in_obj);
+    out_t = in_t != NULL ? PySequence_Tuple(out_obj) : NULL;
+    keep  = out_t != NULL ? PyTuple_Pack(2, in_t, out_t) : NULL;
+    if (keep == NULL
+        || plan_buffers(p, in_t, p->ninputs, 0, "inputs", &a.ins, &a.nin, err,
+               sizeof(err))
             < 0
-        || plan_buffers(p, out_obj, p->noutputs, p->ninputs, "outputs", &outs,
-               &nout, err, sizeof(err))
-            < 0) {
-        free(ins);
-        free(outs);
-        return NULL;
+        || plan_buffers(p, out_t, p->noutputs, p->ninputs, "outputs", &a.outs,
+               &a.nout, err, sizeof(err))
+            < 0
+        || plan_args_fill(&a) < 0) {
+        // This rank cannot even describe its tensors: it still joins the
+        // start, with its complaint, so that the others do not wait.
+        PyErr_Clear();
+        plan_args_free(&a);
+        memset(&a, 0, sizeof(a));
+        snprintf(err, sizeof(err),
+            "out of memory, or inputs or outputs "
+            "that are not sequences");
     }
-    in_ptr  = calloc((size_t) nin + 1, sizeof(void *));
-    in_str  = calloc((size_t) nin + 1, sizeof(int64_t *));
-    out_ptr = calloc((size_t) nout + 1, sizeof(void *));
-    out_str = calloc((size_t) nout + 1, sizeof(int64_t *));
-    if (in_ptr == NULL || in_str == NULL || out_ptr == NULL
-        || out_str == NULL) {
-        PyErr_NoMemory();
-        st = -1;
-    }
-    for (int i = 0; st == SHOAL_OK && i < nin; i++) {
-        in_ptr[i] = ins[i]->data;
-        in_str[i] = ins[i]->strides;
-    }
-    for (int o = 0; st == SHOAL_OK && o < nout; o++) {
-        out_ptr[o] = outs[o]->data;
-        out_str[o] = outs[o]->strides;
-    }
-    if (st == SHOAL_OK) {
-        Py_CLEAR(p->keep);
-        Py_BEGIN_ALLOW_THREADS st = shoal_plan_start(p->plan, nin, in_ptr,
-            in_str, nout, out_ptr, out_str, err[0] ? err : NULL);
-        Py_END_ALLOW_THREADS if (st == SHOAL_OK)
-        {
-            p->keep = PyTuple_Pack(2, in_obj, out_obj);
-        }
-    }
-    free(ins);
-    free(outs);
-    free(in_ptr);
-    free(in_str);
-    free(out_ptr);
-    free(out_str);
-    if (st == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
+    p->busy                        = 1;
+    Py_BEGIN_ALLOW_THREADS st      = shoal_plan_start(p->plan, a.nin, a.in_ptr,
+             a.in_str, a.nout, a.out_ptr, a.out_str, err[0] ? err : NULL);
+    Py_END_ALLOW_THREADS   p->busy = 0;
+    plan_args_free(&a);
+    Py_XDECREF(in_t);
+    Py_XDECREF(out_t);
     if (st < 0) {
+        Py_XDECREF(keep);
         return plan_finish(p, st);
     }
-    Py_RETURN_NONE; // the run keeps its buffers until wait() or test()
+    // Only now: the start waited for the previous run, whose buffers the
+    // old `keep` held.
+    Py_XSETREF(p->keep, keep);
+    Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -357,11 +438,13 @@ plan_wait(ext_plan *p, PyObject *unused)
     int st;
 
     (void) unused;
-    if (plan_check_live(p) < 0) {
+    if (plan_enter(p) < 0) {
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS st = shoal_plan_wait(p->plan);
-    Py_END_ALLOW_THREADS return plan_finish(p, st);
+    p->busy                        = 1;
+    Py_BEGIN_ALLOW_THREADS st      = shoal_plan_wait(p->plan);
+    Py_END_ALLOW_THREADS   p->busy = 0;
+    return plan_finish(p, st);
 }
 
 static PyObject *
@@ -371,7 +454,7 @@ plan_test(ext_plan *p, PyObject *unused)
     PyObject *r;
 
     (void) unused;
-    if (plan_check_live(p) < 0) {
+    if (plan_enter(p) < 0) {
         return NULL;
     }
     st = shoal_plan_test(p->plan);
@@ -436,15 +519,24 @@ plan_release(ext_plan *p)
     Py_CLEAR(p->keep);
 }
 
-void
+int
 ext_plan_drain(ext_comm *comm)
 {
     while (comm->plans != NULL) {
         ext_plan *p = comm->plans;
 
+        if (p->busy) {
+            PyErr_SetString(PyExc_RuntimeError,
+                "finalize: another thread is running or waiting for a "
+                "compile_op of this communicator");
+            return -1;
+        }
+        Py_INCREF(p); // releasing may drop the last other reference
         plan_release(p);
         plan_unlink(p);
+        Py_DECREF(p);
     }
+    return 0;
 }
 
 static void
