@@ -322,9 +322,7 @@ plan_check_live(ext_plan *p)
 static int
 plan_enter(ext_plan *p)
 {
-    if (p->plan == NULL) {
-        PyErr_SetString(
-            ext_exc_base, "compile_op: the op's communicator was finalized");
+    if (plan_check_live(p) < 0) {
         return -1;
     }
     if (p->busy) {
