@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from test_c10d_jobs import job, ok
+from test_c10d_jobs import EXAMPLES, job, ok
 
 pytest.importorskip("torch")
 
@@ -47,3 +47,11 @@ def test_bad_specs_and_tensors_raise_everywhere():
 
 def test_future_group_names_and_reuse():
     run(3, "semantics")
+
+
+@pytest.mark.parametrize("size", [2, 4])
+def test_reshard_example(size):
+    outs = ok(job(size, [os.path.join(EXAMPLES, "compile_op_reshard.py")]))
+    text = "".join(outs)
+    assert text.count("resharded rows -> columns") == size, text
+    assert "overlap counts" in text, text
