@@ -459,8 +459,8 @@ typedef struct shoal_plan_spec {
     int            ndim; // 0 .. 12
     const int64_t *shape; // global shape, ndim entries
     shoal_dtype    dtype;
-    int reduction; // SHOAL_PLAN_COPY, or SUM, PROD, MIN, MAX, AVG, BAND, ...
-    int ninputs;
+    int            reduction; // SHOAL_PLAN_COPY, or an op kind but PREMUL_SUM
+    int            ninputs;
     const int64_t *inputs; // ninputs boxes
     int            noutputs;
     const int64_t *outputs; // noutputs boxes
