@@ -18,6 +18,7 @@
 #include <strings.h>
 
 #include "core/error.h"
+#include "core/request.h"
 #include "shoal.h"
 
 // Message sizes where the defaults change algorithm. Measured tuning will
@@ -226,6 +227,31 @@ select_usable(shi_algo algo, unsigned usable)
 {
     return algo > SHI_ALGO_NONE && algo < SHI_ALGO_COUNT
         && (usable & SHI_ALGO_BIT(algo)) != 0;
+}
+
+shi_coll
+shi_coll_of_op(int op_kind)
+{
+    static const shi_coll of_op[] = {
+        [SHI_OP_SEND]            = SHI_COLL_COUNT,
+        [SHI_OP_RECV]            = SHI_COLL_COUNT,
+        [SHI_OP_BARRIER]         = SHI_COLL_BARRIER,
+        [SHI_OP_BCAST]           = SHI_COLL_BROADCAST,
+        [SHI_OP_ALLREDUCE]       = SHI_COLL_ALLREDUCE,
+        [SHI_OP_REDUCE]          = SHI_COLL_REDUCE,
+        [SHI_OP_ALLGATHER]       = SHI_COLL_ALLGATHER,
+        [SHI_OP_ALLGATHERV]      = SHI_COLL_ALLGATHER,
+        [SHI_OP_REDUCE_SCATTER]  = SHI_COLL_REDUCE_SCATTER,
+        [SHI_OP_REDUCE_SCATTERV] = SHI_COLL_REDUCE_SCATTER,
+        [SHI_OP_ALLTOALL]        = SHI_COLL_ALLTOALL,
+        [SHI_OP_ALLTOALLV]       = SHI_COLL_ALLTOALL,
+        [SHI_OP_GATHER]          = SHI_COLL_GATHER,
+        [SHI_OP_SCATTER]         = SHI_COLL_SCATTER,
+    };
+
+    return op_kind > 0 && op_kind < (int) (sizeof(of_op) / sizeof(of_op[0]))
+        ? of_op[op_kind]
+        : SHI_COLL_COUNT;
 }
 
 shi_algo

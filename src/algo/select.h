@@ -76,6 +76,12 @@ void shi_select_defaults(shi_select_table *t);
 // collective, a malformed range); the table is unchanged then.
 int shi_select_parse(shi_select_table *t, const char *spec);
 
+// The collective whose rules select the algorithm of an operation kind
+// (enum shi_op_kind in core/request.h): all_gather_v selects as
+// all_gather, and so on. Kinds without collective (send, recv) give
+// SHI_COLL_COUNT.
+shi_coll shi_coll_of_op(int op_kind);
+
 // The algorithm for a call: the first rule matching (coll, bytes, nranks)
 // whose algorithm is in `available`; if none matches, the first available
 // algorithm of the defaults' rules matching the call, else of any default

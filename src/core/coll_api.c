@@ -214,19 +214,6 @@ check_call(shoal_comm *comm, const struct coll_call *c)
     return check_buffers(comm, c, es);
 }
 
-static const int kind_coll[] = {
-    [SHI_OP_ALLREDUCE]       = SHI_COLL_ALLREDUCE,
-    [SHI_OP_REDUCE]          = SHI_COLL_REDUCE,
-    [SHI_OP_ALLGATHER]       = SHI_COLL_ALLGATHER,
-    [SHI_OP_ALLGATHERV]      = SHI_COLL_ALLGATHER,
-    [SHI_OP_REDUCE_SCATTER]  = SHI_COLL_REDUCE_SCATTER,
-    [SHI_OP_REDUCE_SCATTERV] = SHI_COLL_REDUCE_SCATTER,
-    [SHI_OP_ALLTOALL]        = SHI_COLL_ALLTOALL,
-    [SHI_OP_ALLTOALLV]       = SHI_COLL_ALLTOALL,
-    [SHI_OP_GATHER]          = SHI_COLL_GATHER,
-    [SHI_OP_SCATTER]         = SHI_COLL_SCATTER,
-};
-
 // Bytes that enter the choice of algorithm: equal on every rank.
 static size_t
 selection_bytes(shoal_comm *comm, const struct coll_call *c, size_t es)
@@ -300,7 +287,7 @@ coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
     shi_req_fill(&req, c->kind, c->recv, count, c->dtype, c->root);
     req.sendbuf = c->send;
     req.op      = c->op;
-    req.algo    = shi_select(&comm->select, kind_coll[c->kind],
+    req.algo    = shi_select(&comm->select, shi_coll_of_op(c->kind),
            selection_bytes(comm, c, es), comm->size, comm->algos_available);
     req.counts_hash
         = c->kind == SHI_OP_ALLTOALLV ? 0 : hash_counts(c->counts, comm->size);

@@ -27,21 +27,6 @@
 
 enum { OP_WAITING = 0, OP_STARTED, OP_DONE };
 
-static const shi_coll op_coll[] = {
-    [SHI_OP_BARRIER]         = SHI_COLL_BARRIER,
-    [SHI_OP_BCAST]           = SHI_COLL_BROADCAST,
-    [SHI_OP_ALLREDUCE]       = SHI_COLL_ALLREDUCE,
-    [SHI_OP_REDUCE]          = SHI_COLL_REDUCE,
-    [SHI_OP_ALLGATHER]       = SHI_COLL_ALLGATHER,
-    [SHI_OP_ALLGATHERV]      = SHI_COLL_ALLGATHER,
-    [SHI_OP_REDUCE_SCATTER]  = SHI_COLL_REDUCE_SCATTER,
-    [SHI_OP_REDUCE_SCATTERV] = SHI_COLL_REDUCE_SCATTER,
-    [SHI_OP_ALLTOALL]        = SHI_COLL_ALLTOALL,
-    [SHI_OP_ALLTOALLV]       = SHI_COLL_ALLTOALL,
-    [SHI_OP_GATHER]          = SHI_COLL_GATHER,
-    [SHI_OP_SCATTER]         = SHI_COLL_SCATTER,
-};
-
 static int
 is_net_algo(int algo)
 {
@@ -340,8 +325,8 @@ shi_net_coll_step(shoal_comm *comm)
             size_t bytes = req->kind == SHI_OP_BCAST
                 ? req->count * shi_req_esize(req)
                 : 0;
-            req->algo    = shi_select(&comm->select, op_coll[req->kind], bytes,
-                   comm->size, comm->algos_available);
+            req->algo    = shi_select(&comm->select, shi_coll_of_op(req->kind),
+                   bytes, comm->size, comm->algos_available);
         }
         if (req->algo == SHI_ALGO_HIER) {
             n += shi_hier_step(comm, req);
