@@ -66,6 +66,12 @@ void test_skip(const char *fmt, ...)
 int test_run(const char *const *argv, const char *const *env, char **output,
     int timeout_s);
 
+// Runs `shoalrun -n N --tag-output shoal_mptest CASE [ARG]` (arg may be
+// NULL) with extra environment `env`, as test_run does; returns its exit
+// code and the output in *output (caller frees).
+int test_run_mptest(int n, const char *name, const char *arg,
+    const char *const *env, char **output, int timeout_s);
+
 // Path of a program built in the build tree ("shoalrun",
 // "tests/shoal_mptest").
 const char *test_build_path(const char *relative);

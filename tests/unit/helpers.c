@@ -140,3 +140,16 @@ test_run(const char *const *argv, const char *const *env, char **output,
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+int
+test_run_mptest(int n, const char *name, const char *arg,
+    const char *const *env, char **output, int timeout_s)
+{
+    char        nbuf[16];
+    const char *argv[]
+        = { test_build_path("tools/shoalrun"), "-n", nbuf, "--tag-output",
+              test_build_path("tests/shoal_mptest"), name, arg, NULL };
+
+    snprintf(nbuf, sizeof(nbuf), "%d", n);
+    return test_run(argv, env, output, timeout_s);
+}

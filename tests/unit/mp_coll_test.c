@@ -35,13 +35,9 @@ static void
 coll_expect_pass_env(int n, const char *name, const char *arg, int limit,
     const char *const *env)
 {
-    char        nbuf[16], *out;
-    const char *argv[]
-        = { test_build_path("tools/shoalrun"), "-n", nbuf, "--tag-output",
-              test_build_path("tests/shoal_mptest"), name, arg, NULL };
+    char *out;
+    int   rc = test_run_mptest(n, name, arg, env, &out, limit);
 
-    snprintf(nbuf, sizeof(nbuf), "%d", n);
-    int rc = test_run(argv, env, &out, limit);
     if (rc != 0 || test_count(out, " OK\n") < n) {
         test_fail(__FILE__, __LINE__,
             "case %s %s on %d ranks%s%s: exit %d\n%s", name, arg ? arg : "", n,

@@ -20,13 +20,9 @@ static void
 tcp_expect(int n, const char *name, const char *arg, const char *const *env,
     int want_rc, int want_ok, int limit)
 {
-    char        nbuf[16], *out;
-    const char *argv[]
-        = { test_build_path("tools/shoalrun"), "-n", nbuf, "--tag-output",
-              test_build_path("tests/shoal_mptest"), name, arg, NULL };
+    char *out;
+    int   rc = test_run_mptest(n, name, arg, env, &out, limit);
 
-    snprintf(nbuf, sizeof(nbuf), "%d", n);
-    int rc = test_run(argv, env, &out, limit);
     if (rc != want_rc || test_count(out, " OK\n") < want_ok) {
         test_fail(__FILE__, __LINE__,
             "case %s %s on %d ranks over TCP (%s%s%s): exit %d, wanted %d\n%s",

@@ -17,17 +17,10 @@ mptest_path(void)
     return test_build_path("tests/shoal_mptest");
 }
 
-// Runs `shoalrun -n N shoal_mptest CASE [arg]`; returns its exit code and
-// the output in *out (caller frees).
 static int
 run_case(int n, const char *name, const char *arg, char **out)
 {
-    char        nbuf[16];
-    const char *argv[] = { test_build_path("tools/shoalrun"), "-n", nbuf,
-        "--tag-output", mptest_path(), name, arg, NULL };
-
-    snprintf(nbuf, sizeof(nbuf), "%d", n);
-    return test_run(argv, NULL, out, 120);
+    return test_run_mptest(n, name, arg, NULL, out, 120);
 }
 
 // Every rank must print "case NAME OK" and the job must exit 0.
