@@ -72,8 +72,7 @@ copy_strides(int64_t *dst, const int64_t *src, const shi_box *b, int ndim)
 
 static int
 check_tensors(const char *what, int n, int want, const void *const *bases,
-    const shi_box *boxes, int ndim, const int64_t *const *strides, char *err,
-    size_t len)
+    const shi_box *boxes, int ndim, char *err, size_t len)
 {
     if (n != want) {
         snprintf(err, len,
@@ -89,9 +88,18 @@ check_tensors(const char *what, int n, int want, const void *const *bases,
             snprintf(err, len, "%s[%d] is NULL", what, i);
             return -1;
         }
-        for (int d = 0; d < ndim && strides != NULL && strides[i] != NULL
-             && what[0] == 'o';
-             d++) {
+    }
+    return 0;
+}
+
+// An output whose elements share memory (stride 0 over more than one
+// element) would be written twice.
+static int
+check_outputs_distinct(int n, const shi_box *boxes, int ndim,
+    const int64_t *const *strides, char *err, size_t len)
+{
+    for (int i = 0; i < n && strides != NULL; i++) {
+        for (int d = 0; d < ndim && strides[i] != NULL; d++) {
             if (strides[i][d] == 0 && boxes[i].hi[d] - boxes[i].lo[d] > 1) {
                 snprintf(err, len,
                     "outputs[%d] has stride 0 in dimension %d, so its "
@@ -344,10 +352,13 @@ shoal_plan_start(shoal_plan *p, int ninputs, const void *const *inputs,
     } else if (error != NULL) {
         snprintf(err, sizeof(err), "%s", error);
     } else if (check_tensors("inputs", ninputs, p->l.ninputs, inputs,
-                   p->l.inputs, p->l.ndim, input_strides, err, sizeof(err))
-        == 0) {
-        check_tensors("outputs", noutputs, p->l.noutputs,
-            (const void *const *) outputs, p->l.outputs, p->l.ndim,
+                   p->l.inputs, p->l.ndim, err, sizeof(err))
+            == 0
+        && check_tensors("outputs", noutputs, p->l.noutputs,
+               (const void *const *) outputs, p->l.outputs, p->l.ndim, err,
+               sizeof(err))
+            == 0) {
+        check_outputs_distinct(noutputs, p->l.outputs, p->l.ndim,
             output_strides, err, sizeof(err));
     }
     st = agree(p, err);

@@ -268,7 +268,8 @@ plan_check_buffer(const ext_plan *p, const ext_buffer *b, int index,
 // each; a non-Buffer or a mismatch becomes this rank's complaint in err.
 static int
 plan_buffers(ext_plan *p, PyObject *tuple, int n_want, int base,
-    const char *what, ext_buffer ***out, int *n, char *err, size_t len)
+    const char *what, int written, ext_buffer ***out, int *n, char *err,
+    size_t len)
 {
     *n   = (int) PyTuple_GET_SIZE(tuple);
     *out = calloc((size_t) *n + 1, sizeof(ext_buffer *));
@@ -290,7 +291,7 @@ plan_buffers(ext_plan *p, PyObject *tuple, int n_want, int base,
         if (err[0] == '\0' && *n == n_want) {
             plan_check_buffer(p, (*out)[i], base + i, what, i, err, len);
         }
-        if (err[0] == '\0' && what[0] == 'o' && (*out)[i]->readonly) {
+        if (err[0] == '\0' && written && (*out)[i]->readonly) {
             snprintf(err, len, "outputs[%d] is read-only", i);
         }
     }
@@ -397,11 +398,11 @@ plan_start(ext_plan *p, PyObject *args, PyObject *kwargs)
     out_t = in_t != NULL ? PySequence_Tuple(out_obj) : NULL;
     keep  = out_t != NULL ? PyTuple_Pack(2, in_t, out_t) : NULL;
     if (keep == NULL
-        || plan_buffers(p, in_t, p->ninputs, 0, "inputs", &a.ins, &a.nin, err,
-               sizeof(err))
+        || plan_buffers(p, in_t, p->ninputs, 0, "inputs", 0, &a.ins, &a.nin,
+               err, sizeof(err))
             < 0
-        || plan_buffers(p, out_t, p->noutputs, p->ninputs, "outputs", &a.outs,
-               &a.nout, err, sizeof(err))
+        || plan_buffers(p, out_t, p->noutputs, p->ninputs, "outputs", 1,
+               &a.outs, &a.nout, err, sizeof(err))
             < 0
         || plan_args_fill(&a) < 0) {
         // This rank cannot even describe its tensors: it still joins the
