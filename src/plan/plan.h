@@ -82,7 +82,6 @@ typedef struct shi_plan_layout {
     shi_plan_msg  *sends, *recvs; // peer ascending
     shi_plan_cell *cells;
     size_t         send_bytes, recv_bytes; // totals
-    int64_t        moved_elements; // over all ranks (for the dump)
 } shi_plan_layout;
 
 // Checks every rank's spec (agreement on ndim, shape, dtype, reduction;

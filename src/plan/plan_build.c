@@ -40,7 +40,6 @@ typedef struct build_ctx {
     int64_t    *count, *start; // per grid cell (start: CSR offsets)
     int        *who; // contributors per grid cell, candidate indexes
     int64_t     grid_cap, who_cap;
-    int64_t     moved;
 } build_ctx;
 
 int
@@ -308,9 +307,6 @@ emit_cell(
     for (int j = 0; j < n; j++) {
         const build_cand *k = &c->cands[who[j]];
 
-        if (k->rank != d) {
-            c->moved += shi_box_volume(box, c->ndim);
-        }
         if (cell != NULL) {
             cell->sources[j].rank  = k->rank;
             cell->sources[j].input = k->input;
@@ -582,7 +578,6 @@ shi_plan_build(
     if (st == SHOAL_OK) {
         st = compact_messages(&c);
     }
-    l->moved_elements = c.moved;
     build_ctx_free(&c);
     if (st < 0) {
         shi_plan_layout_free(l);
