@@ -26,6 +26,7 @@ usable; so do tensors that do not match the compiled specs.
 
 from . import _C, _arrays
 from .groups import find_process_group, native_comm
+from .memory import _dtype_name
 
 InvalidArgumentError = _C.InvalidArgumentError
 
@@ -50,26 +51,18 @@ def _shoal_comm(group):
     return c
 
 
-# ---- dtypes ------------------------------------------------------------------
-
-def _dtype_name(dtype):
-    """'float32' for torch.float32, numpy's float32, or 'float32'."""
-    if dtype is None:
-        return None
-    text = str(dtype)
-    for prefix in ("torch.", "<class 'numpy.", "dtype('"):
-        if text.startswith(prefix):
-            text = text[len(prefix):]
-    text = text.rstrip("')>")
-    aliases = {"float": "float32", "double": "float64", "half": "float16",
-               "long": "int64", "int": "int32", "bool_": "bool"}
-    return aliases.get(text, text)
-
-
 # ---- specs ---------------------------------------------------------------------
 
 class _SpecError(Exception):
     """This rank's own complaint about its arguments: sent to every rank."""
+
+
+def _complaint(e):
+    """The text every rank raises for this rank's exception: our own
+    messages as they are, anything else prefixed with its type."""
+    if isinstance(e, (_SpecError, InvalidArgumentError)):
+        return str(e)
+    return f"{type(e).__name__}: {e}"
 
 
 def _is_dtensor(x):
@@ -233,8 +226,7 @@ def compile_op(group, shape=None, dtype=None, inputs=None, outputs=None,
         ins = _parse(inputs, "inputs", len(ndim_shape), reduction)
         outs = _parse(outputs, "outputs", len(ndim_shape), reduction)
     except Exception as e:  # noqa: BLE001: every rank must hear of it
-        error = str(e) if isinstance(e, _SpecError) else \
-            f"{type(e).__name__}: {e}"
+        error = _complaint(e)
         ndim_shape, ins, outs = [], [], []
     plan = _C.Plan(c, ndim_shape, _C.DTYPES[dtype_name], red,
                    [(b.offset, b.shape) for b in ins if b.active],
@@ -355,10 +347,7 @@ class CustomOp:
             ins = self._check(input_tensors, self._ins, "input")
             outs = self._check(output_tensors, self._outs, "output")
         except Exception as e:  # noqa: BLE001: every rank must hear of it
-            error = str(e) if isinstance(e, (_SpecError,
-                                             InvalidArgumentError)) \
-                else f"{type(e).__name__}: {e}"
-            ins, outs = [], []
+            error, ins, outs = _complaint(e), [], []
         self._plan.start(ins, outs, error)
         self._runs += 1
         self._current = self._runs
