@@ -273,30 +273,46 @@ timeout_from(const shoal_config *cfg, int64_t *out)
     return SHOAL_OK;
 }
 
-// Opens the store; rank 0 serves a TCP store itself unless a launcher
-// does, or something already listens there.
+// Rank 0 serves a TCP store itself unless a launcher does, or something
+// already listens there. An address from the launch environment is the
+// meeting point of every communicator of the job: its server is kept for
+// the life of the process (store_keep.c). One given in the config is this
+// communicator's own, and its server stops with it.
+static void
+serve_store(shoal_comm *comm, const shi_launch *env)
+{
+    struct shi_store_ref *ref = comm->store;
+    char                  host[SHI_ADDR_MAX];
+    int                   port, st;
+
+    if (strchr(env->store, '/') != NULL || env->launcher_serves
+        || env->rank != 0
+        || shi_parse_host_port(env->store, host, sizeof(host), &port) != 0) {
+        return;
+    }
+    st = env->store_from_env
+        ? shi_store_server_keep(host, port, &comm->secret)
+        : shi_store_server_start(&ref->server, host, port, &comm->secret);
+    if (st != SHOAL_OK) {
+        SHI_INFO("not serving the store at %s (%s); connecting to it",
+            env->store, shi_error_text());
+        ref->server = NULL;
+    }
+}
+
+// Opens the store (serving it first where this rank should).
 static int
 open_store(shoal_comm *comm, const shi_launch *env, int64_t deadline)
 {
     struct shi_store_ref *ref = calloc(1, sizeof(*ref));
-    char                  host[SHI_ADDR_MAX];
-    int                   port, st;
+    int                   st;
 
     if (ref == NULL) {
         return shi_error(SHOAL_ENOMEM, "out of memory");
     }
     atomic_init(&ref->refs, 1);
     comm->store = ref;
-    if (strchr(env->store, '/') == NULL && !env->launcher_serves
-        && env->rank == 0
-        && shi_parse_host_port(env->store, host, sizeof(host), &port) == 0) {
-        if (shi_store_server_start(&ref->server, host, port, &comm->secret)
-            != SHOAL_OK) {
-            SHI_INFO("not serving the store at %s (%s); connecting to it",
-                env->store, shi_error_text());
-            ref->server = NULL;
-        }
-    }
+    serve_store(comm, env);
     st = shi_store_open(&ref->store, env->store, &comm->secret, deadline);
     if (st != SHOAL_OK) {
         return shi_error_wrap(st, "rank %d of %d (from %s): store %s",

@@ -113,6 +113,7 @@ detect_store(shi_launch *out)
     if (store != NULL && *store != '\0') {
         snprintf(out->store, sizeof(out->store), "%s", store);
         out->launcher_serves = getenv("SHOAL_LAUNCHER") != NULL;
+        out->store_from_env  = 1;
         return SHOAL_OK;
     }
     if ((st = shi_env_int("MASTER_PORT", -1, &port)) < 0) {
@@ -126,6 +127,7 @@ detect_store(shi_launch *out)
         }
         snprintf(
             out->store, sizeof(out->store), "%s:%lld", addr, port + torchrun);
+        out->store_from_env = 1;
         return SHOAL_OK;
     }
     if (out->size == 1) {

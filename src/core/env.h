@@ -15,6 +15,7 @@ typedef struct shi_launch {
     int         size;
     char        store[SHI_ADDR_MAX]; // "" when size == 1 and none was given
     int         launcher_serves; // 1: the launcher serves the store
+    int         store_from_env; // 1: every communicator of the job meets there
     const char *source; // where rank and size came from
 } shi_launch;
 

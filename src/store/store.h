@@ -78,4 +78,12 @@ int shi_store_server_port(const shi_store_server *srv);
 // NULL accepted.
 void shi_store_server_stop(shi_store_server *srv);
 
+// Makes sure this process serves a TCP store on host:port until it exits:
+// starts a server the first time an address is asked for, and answers
+// SHOAL_OK at once for an address it already serves with the same secret
+// (store_keep.c says why). Errors: those of shi_store_server_start (e.g.
+// someone else listens there), SHOAL_EAUTH (served with another secret).
+int shi_store_server_keep(
+    const char *host, int port, const shi_secret *secret);
+
 #endif

@@ -62,6 +62,23 @@ print("done")
     assert ok(spawn(3, code, store=False)) == ["done\n"] * 3
 
 
+def torchrun(code, nproc=2, timeout=120):
+    """Runs `code` on `nproc` ranks under torchrun; returns its result."""
+    env = dict(os.environ, TORCHCOMM_ABORT_ON_ERROR="0", OMP_NUM_THREADS="1",
+               TORCHCOMM_TIMEOUT_SECONDS="30")
+    env.pop("PYTHONUNBUFFERED", None)  # one write per line: ranks share a pipe
+    for name in ("SHOAL_RANK", "SHOAL_SIZE", "SHOAL_STORE"):
+        env.pop(name, None)
+    port = free_port()
+    r = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+         str(nproc), "--master-addr", "127.0.0.1", "--master-port",
+         str(port), "--no-python", sys.executable, "-c", code],
+        env=env, cwd=HERE, capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
 def test_torchrun():
     pytest.importorskip("torch")
     code = COMMON + """
@@ -70,18 +87,36 @@ allreduce_ones(comm)
 print(comm.get_rank(), comm.get_size())
 comm.finalize()
 """
-    env = dict(os.environ, TORCHCOMM_ABORT_ON_ERROR="0", OMP_NUM_THREADS="1")
-    env.pop("PYTHONUNBUFFERED", None)  # one write per line: ranks share a pipe
-    for name in ("SHOAL_RANK", "SHOAL_SIZE", "SHOAL_STORE"):
-        env.pop(name, None)
-    port = free_port()
-    r = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
-         "2", "--master-addr", "127.0.0.1", "--master-port", str(port),
-         "--no-python", sys.executable, "-c", code],
-        env=env, cwd=HERE, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
+    r = torchrun(code)
     assert sorted(r.stdout.split("\n")[:-1]) == ["0 2", "1 2"], r.stdout
+
+
+def test_torchrun_recreate():
+    """Communicators made, finalized and made again without a store, as
+    torchcomms' tests do: the store rank 0 serves outlives each of them, so
+    no rank meets a dying server or misses the next one. Each rank in turn
+    lags behind the others' next communicator, and two communicators overlap."""
+    pytest.importorskip("torch")
+    code = COMMON + """
+import time
+rank = int(os.environ["RANK"])
+for i in range(6):
+    comm = shoal.new_comm("shoal", "cpu", name="again")
+    allreduce_ones(comm)
+    if (i + rank) % 3 == 0:  # the others go on to the next one
+        time.sleep(0.3)
+    if i == 3:
+        other = shoal.new_comm("shoal", "cpu", name="beside")
+        allreduce_ones(other)
+    comm.finalize()
+    if i == 3:
+        allreduce_ones(other)
+        other.finalize()
+print("ok", rank)
+"""
+    r = torchrun(code, nproc=3, timeout=240)
+    assert sorted(r.stdout.split("\n")[:-1]) == ["ok 0", "ok 1", "ok 2"], (
+        r.stdout + r.stderr)
 
 
 def test_bundled_shoalrun():

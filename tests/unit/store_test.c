@@ -811,3 +811,46 @@ TEST(store_file_torn_record_is_recovered)
     shi_store_close(st);
     tmpdir_remove(dir);
 }
+
+// A port nobody listens on now (a server on port 0 tells it, then stops).
+static int
+unused_port(void)
+{
+    char              addr[ADDR_MAX];
+    shi_store_server *srv  = server_start("k", addr);
+    int               port = shi_store_server_port(srv);
+
+    shi_store_server_stop(srv);
+    return port;
+}
+
+TEST(store_kept_server_outlives_its_users)
+{
+    int        port = unused_port();
+    char       addr[ADDR_MAX];
+    shi_secret s = secret_of("job"), other = secret_of("other");
+    shi_store *st;
+    pid_t      child;
+    int        status;
+
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    CHECK_OK(shi_store_server_keep("127.0.0.1", port, &s));
+    st = store_open(addr, "job");
+    CHECK_OK(shi_store_set(st, "k", "v", 1, shi_deadline_in_ms(1000)));
+    shi_store_close(st);
+    // Asked again (the next communicator): the same server, keys intact.
+    CHECK_OK(shi_store_server_keep("127.0.0.1", port, &s));
+    st = store_open(addr, "job");
+    check_value(st, "k", "v");
+    shi_store_close(st);
+    CHECK_ST(shi_store_server_keep("127.0.0.1", port, &other), SHOAL_EAUTH);
+    CHECK(strstr(shi_error_text(), "SHOAL_SECRET") != NULL);
+    // A forked child does not take its parent's server for its own.
+    child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        _exit(shi_store_server_keep("127.0.0.1", port, &s) == SHOAL_OK);
+    }
+    CHECK(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
