@@ -550,6 +550,156 @@ def fsdp_parity(state, full):
     return _parity(state, wrap)
 
 
+def powersgd_parity(state, full):
+    """DDP with PowerSGD compression, whose hook waits inside a future's
+    callback for further all-reduces (a single thread completing futures
+    and running their callbacks deadlocks on it)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import (
+        powerSGD_hook as psgd)
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def wrap(m, g):
+        ddp = DDP(m, process_group=g, bucket_cap_mb=0.0005)
+        st = psgd.PowerSGDState(process_group=g, matrix_approximation_rank=1,
+                                start_powerSGD_iter=2, random_seed=0)
+        ddp.register_comm_hook(st, psgd.powerSGD_hook)
+        return ddp
+
+    state.group  # the default (gloo) group too
+    return _parity(state, wrap)
+
+
+def nested_future_wait(state, full):
+    """A callback on one collective's future waits for another collective,
+    on its own future and through Work.wait (DDP hooks do); chains of them
+    too. Nothing may deadlock."""
+    g, n = state.group, state.size
+    x, y, z = torch.ones(4), torch.ones(4), torch.ones(4)
+
+    def inner(fut):
+        w = dist.all_reduce(y, group=g, async_op=True)
+        return w.get_future().wait()[0] + fut.value()[0]
+
+    def deeper(fut):
+        dist.all_reduce(z, group=g, async_op=True).wait()
+        return fut.value() + z
+
+    chained = dist.all_reduce(x, group=g, async_op=True).get_future()
+    got = chained.then(inner).then(deeper).wait()
+    check(got, np.full(4, 3.0 * n), "float32", "nested callbacks")
+    # Work.result() is the output tensors, as gloo's.
+    t = torch.full((3,), float(state.rank))
+    w = dist.all_reduce(t, group=g, async_op=True)
+    assert w.result()[0].data_ptr() == t.data_ptr()
+    check(t, np.full(3, float(sum(range(n)))), "float32", "result()")
+    return True
+
+
+def all_gather_coalesced(state, full):
+    """dist.all_gather_coalesced: output_tensor_lists[r][i] is input i of
+    rank r, as gloo (the default group) computes it, for 1 and 2 inputs."""
+    g, rank, n = state.group, state.rank, state.size
+    for k in (1, 2, 3):
+        ins = [torch.arange(i + 1, dtype=torch.float32) + 10 * rank + i
+               for i in range(k)]
+        got = [[torch.zeros(i + 1) for i in range(k)] for _ in range(n)]
+        want = [[torch.zeros(i + 1) for i in range(k)] for _ in range(n)]
+        dist.all_gather_coalesced(got, ins, group=g)
+        dist.all_gather_coalesced(want, ins)
+        for r in range(n):
+            for i in range(k):
+                check(got[r][i], want[r][i], "float32",
+                      f"all_gather_coalesced rank {r} input {i} of {k}")
+        # Lists of the wrong shape are refused, not misread.
+        bad = [[torch.zeros(1)] * (k + 1)] * n
+        assert "one per rank" in _raises(
+            lambda: dist.all_gather_coalesced(bad, ins, group=g))
+    return True
+
+
+def sparse_all_reduce(state, full):
+    """Sparse COO all_reduce sums like gloo's (overlapping and disjoint
+    indices, dense trailing dimensions, a rank with no entries); DDP with
+    a sparse embedding trains like gloo; other ops are refused."""
+    g, rank, n = state.group, state.rank, state.size
+    for dense in ((), (3,)):
+        idx = torch.tensor([[rank, 5, 0][:rank + 1]]) if rank < 3 else \
+            torch.zeros((1, 0), dtype=torch.int64)
+        vals = torch.ones((idx.shape[1],) + dense) * (rank + 1)
+        a = torch.sparse_coo_tensor(idx, vals, (8,) + dense)
+        b = a.clone()
+        dist.all_reduce(a, group=g)
+        dist.all_reduce(b)
+        check(a.to_dense(), b.to_dense(), "float32", f"sparse {dense}")
+    text = _raises(lambda: dist.all_reduce(
+        torch.sparse_coo_tensor([[0]], [1.0], (2,)), dist.ReduceOp.MAX,
+        group=g))
+    assert "sparse" in text and "SUM" in text, text
+
+    def wrap(m, grp):
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        return DDP(m, process_group=grp)
+
+    def train(grp):
+        torch.manual_seed(0)
+        m = wrap(torch.nn.Sequential(torch.nn.Embedding(10, 4, sparse=True),
+                                     torch.nn.Linear(4, 1)), grp)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        for step in range(3):
+            ids = torch.tensor([[(rank + step) % 10, 3]])
+            m(ids).sum().backward()
+            opt.step()
+            opt.zero_grad()
+        return torch.cat([p.detach().reshape(-1) for p in m.parameters()])
+
+    diff = (train(None) - train(g)).abs().max().item()
+    assert diff < 1e-6, f"sparse DDP differs from gloo by {diff}"
+    return True
+
+
+def backend_hooks(state, full):
+    """What torch asks of a group's per-device backend: _get_backend for
+    the CPU (and an error for CUDA), _set_pg_timeout, monitored_barrier;
+    profiler events for the operations."""
+    g, rank = state.group, state.rank
+    assert g._get_backend(torch.device("cpu")) is g
+    assert "cuda" in _raises(lambda: g._get_backend(torch.device("cuda")))
+    g._get_backend(torch.device("cpu"))._set_default_timeout(
+        datetime.timedelta(seconds=25))
+    assert g.comm.get_timeout() == 25.0
+    g._set_default_timeout(TIMEOUT)
+    for wait_all in (False, True):
+        g.monitored_barrier(datetime.timedelta(seconds=10), wait_all)
+    with torch.profiler.profile(activities=[
+            torch.profiler.ProfilerActivity.CPU]) as prof:
+        t = torch.ones(4)
+        dist.all_reduce(t, group=g)
+        dist.all_reduce(t, group=g, async_op=True).wait()
+        dist.broadcast(t, 0, group=g)
+    names = [e.name for e in prof.events()]
+    assert names.count("shoal:all_reduce") == 2, names
+    assert "shoal:broadcast" in names, names
+    return True
+
+
+def monitored_barrier_names_absent(state, full):
+    """monitored_barrier on rank 0 names the ranks that did not come (the
+    first, or all with wait_all_ranks); the others hear it at once."""
+    n, rank = state.size, state.rank
+    state.group  # the default (gloo) group too
+    texts = []
+    for wait_all in (False, True):
+        g = dist.new_group(backend="shoal", timeout=TIMEOUT)
+        if rank in (1, n - 1):  # absent
+            texts.append(None)
+        else:
+            texts.append(_raises(lambda: g.monitored_barrier(
+                datetime.timedelta(seconds=1), wait_all)))
+        dist.barrier()  # the default (gloo) group: everyone done
+        dist.destroy_process_group(g)
+    return texts
+
+
 # ---- faults -----------------------------------------------------------------
 
 

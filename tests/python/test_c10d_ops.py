@@ -41,6 +41,29 @@ def test_training_matches_gloo(c10d_pools, n, case):
     c10d_pools.get(n).check(case, FULL)
 
 
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("case", [
+    "powersgd_parity", "nested_future_wait", "all_gather_coalesced",
+    "sparse_all_reduce", "backend_hooks",
+])
+def test_drop_in(c10d_pools, n, case):
+    """Behaviours real training code relies on (each failed before)."""
+    c10d_pools.get(n).check(case, FULL)
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_monitored_barrier_names_absent_ranks(c10d_pools, n):
+    texts = c10d_pools.get(n).check("monitored_barrier_names_absent", FULL)
+    first, every = texts[0]
+    assert "Rank 1 failed to pass monitoredBarrier in 1000 ms" in first, first
+    absent = sorted({1, n - 1})
+    names = ", ".join(map(str, absent))
+    want = (f"Rank {names}" if len(absent) == 1 else f"Ranks {names}")
+    assert f"{want} failed to pass monitoredBarrier" in every, every
+    for r in range(2, n - 1):  # present ranks hear rank 0's verdict
+        assert all("reports" in t for t in texts[r]), texts[r]
+
+
 @pytest.mark.parametrize("n", [1, 3])
 def test_bad_inputs_raise_everywhere(c10d_pools, n):
     errors = c10d_pools.get(n).check("bad_inputs", FULL)

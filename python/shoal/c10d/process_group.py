@@ -19,11 +19,14 @@ import datetime
 import itertools
 import os
 
+import torch
 import torch.distributed as dist
 
 from .. import _C, _env, bootstrap, groups
 from ..comm import Comm
 from ..reduce_op import ReduceOp
+from . import monitored, sparse
+from .profiled import profiled
 from .work import Completer, Work
 
 BACKEND = "shoal"
@@ -112,6 +115,20 @@ class ProcessGroupShoal(dist.ProcessGroup):
     def getBackendName(self):
         return BACKEND
 
+    # torch looks for a group's per-device backend (monitored_barrier,
+    # _set_pg_timeout, splitting); this group is its own CPU backend.
+    def _get_backend(self, device):
+        device = torch.device(device)
+        if device.type != "cpu":
+            raise RuntimeError(
+                f"process group {self._group_name!r} (backend shoal) has no "
+                f"backend for device {device}: shoal runs on CPUs")
+        return self
+
+    def _set_default_timeout(self, timeout):
+        """The deadline of later operations (torch's _set_pg_timeout)."""
+        self._comm.set_timeout(timeout)
+
     # torch keeps a group's name and description in its C++ backends, which
     # a Python group has none of: the trampoline asks these instead.
     def getGroupName(self):
@@ -176,9 +193,19 @@ class ProcessGroupShoal(dist.ProcessGroup):
     def allreduce(self, tensors, opts=None):
         opts = opts or dist.AllreduceOptions()
         op, t = _reduce_op(opts.reduceOp), _timeout(opts)
+        if any(x.layout != torch.strided for x in tensors):
+            return self._allreduce_sparse(tensors, op, t)
         works = [self._comm.all_reduce(x, op, True, timeout=t)
                  for x in tensors]
         return self._work(opts, works, tensors)
+
+    def _allreduce_sparse(self, tensors, op, t):
+        # Runs to completion here: the sum's size is known only at the end.
+        for x in tensors:
+            sparse.check(x, op)
+        for x in tensors:
+            sparse.all_reduce_sum(self._comm, x, timeout=t)
+        return Work([], tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
         # One operation per tensor, each in place: shoal queues them.
@@ -203,6 +230,12 @@ class ProcessGroupShoal(dist.ProcessGroup):
         works = [self._comm.barrier(True, timeout=_timeout(opts))]
         return self._work(opts, works, [])
 
+    def monitored_barrier(self, timeout=None, wait_all_ranks=False):
+        """A barrier that names the ranks which did not reach it in time
+        (gloo's semantics; it meets through the store, so it also works
+        when the communicator is stuck)."""
+        monitored.barrier(self, timeout, wait_all_ranks)
+
     # ---- gathers ------------------------------------------------------------
 
     def allgather(self, output_tensors, input_tensors, opts=None):
@@ -212,7 +245,22 @@ class ProcessGroupShoal(dist.ProcessGroup):
         return self._work(opts, works, output_tensors)
 
     def allgather_coalesced(self, output_lists, input_list, opts=None):
-        return self.allgather(output_lists, input_list, opts)
+        """output_lists[r][i] receives input i of rank r (torch's layout for
+        all_gather_coalesced: the outer list is over ranks, unlike
+        allgather's, whose outer list is over inputs)."""
+        n = self.size()
+        if len(output_lists) != n or any(
+                len(outs) != len(input_list) for outs in output_lists):
+            raise _C.InvalidArgumentError(
+                f"allgather_coalesced: output_tensor_lists must hold "
+                f"{n} lists (one per rank) of {len(input_list)} tensors "
+                f"(one per input); got {len(output_lists)} lists of "
+                f"{[len(o) for o in output_lists]}")
+        t = _timeout(opts)
+        works = [self._comm.all_gather([outs[i] for outs in output_lists], x,
+                                       True, timeout=t)
+                 for i, x in enumerate(input_list)]
+        return self._work(opts, works, output_lists)
 
     def all_gather_single(self, output, input, opts=None):
         return self.all_gather_single_coalesced([output], [input], opts)
@@ -303,3 +351,6 @@ class ProcessGroupShoal(dist.ProcessGroup):
         raise _C.InvalidArgumentError(
             "recv: shoal receives from a named rank only (it matches "
             "messages by source and tag): pass src")
+
+
+profiled(ProcessGroupShoal)

@@ -4,7 +4,8 @@ A Work wraps the shoal.Work(s) of one torch call. wait() blocks on them
 (without the GIL); get_future() returns a torch Future that completes on
 its own, which DDP needs: its comm hooks chain callbacks on the future of
 each bucket's all-reduce and only wait at the end of backward. A thread
-that waits for the operation completes that future (see Completer).
+that waits for the operation marks it done, and another one completes the
+future and runs its callbacks (see Completer).
 """
 
 import datetime
@@ -70,6 +71,11 @@ class Work(dist.Work):
     def exception(self):
         return self._error
 
+    def result(self):
+        """The operation's output tensors, once it has completed (waits)."""
+        self.wait()
+        return self._result
+
     def get_future(self):
         with _future_lock:
             if self._future is not None:
@@ -85,10 +91,9 @@ class Work(dist.Work):
         return fut
 
     def _finish(self):
-        """In a waiting thread: wait, then complete the future."""
+        """In a waiting thread: wait for the works, mark them done."""
         self._wait_works(None)
         self._done.set()
-        self._settle()
 
     def _settle(self):
         if self._error is not None:
@@ -108,6 +113,12 @@ class Completer:
     complete in issue order on every rank, so waiting for an earlier one
     never delays a later one that could otherwise have completed.
     Point-to-point works have no such order and get a thread each.
+
+    Completing a future runs the callbacks chained on it with then(), and
+    a callback may wait for another collective (DDP's PowerSGD hook does).
+    So a waiting thread never completes a future itself: it hands the
+    future to the Callbacks pool and goes on waiting, and a blocked
+    callback holds up nothing but itself.
     """
 
     def __init__(self, name):
@@ -116,6 +127,7 @@ class Completer:
         self._thread = None
         self._others = set()  # point-to-point threads still running
         self._lock = threading.Lock()
+        self._callbacks = Callbacks(name)
 
     def put(self, work, ordered=True):
         with self._lock:
@@ -139,14 +151,17 @@ class Completer:
             if work is None:
                 return
             work._finish()
+            self._callbacks.put(work._settle)
 
     def _run_one(self, work):
         work._finish()
+        self._callbacks.put(work._settle)
         with self._lock:
             self._others.discard(threading.current_thread())
 
     def close(self):
-        """Lets pending works finish, then stops the threads."""
+        """Lets pending works finish, then stops the waiting threads (their
+        futures' callbacks may still be running)."""
         with self._lock:
             thread, self._thread = self._thread, None
             others, self._others = list(self._others), set()
@@ -155,3 +170,44 @@ class Completer:
             thread.join()
         for t in others:
             t.join()
+
+
+class Callbacks:
+    """A pool of threads that complete futures, in the order handed in.
+
+    A thread is started only when every thread of the pool is busy (a
+    callback that blocks), so callbacks usually run one after another on
+    one thread; idle threads end after IDLE_SECONDS.
+    """
+
+    IDLE_SECONDS = 10.0
+
+    def __init__(self, name):
+        self._name = name
+        self._queue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def put(self, complete):
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1  # claimed: the next put must not count it
+        self._queue.put(complete)
+        if start:
+            threading.Thread(target=self._run, daemon=True,
+                             name=f"shoal-callbacks-{self._name}").start()
+
+    def _run(self):
+        while True:
+            try:
+                complete = self._queue.get(timeout=self.IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0 and self._queue.empty():
+                        self._idle -= 1
+                        return
+                continue
+            complete()
+            with self._lock:
+                self._idle += 1
