@@ -276,11 +276,47 @@ SHOAL_API int shoal_isend(shoal_comm *comm, const void *buf, size_t count,
     shoal_dtype dtype, int peer, int tag, shoal_request **req);
 
 // Receives `count` elements of `dtype` from rank `peer` into `buf`. Blocks
-// until the data is in `buf`. Errors as shoal_send.
+// until the data is in `buf`. `peer` may be SHOAL_ANY_SOURCE (see below).
+// Errors as shoal_send; SHOAL_ANY_SOURCE on a communicator of one rank is
+// SHOAL_EINVAL (no other rank can send, and sends to oneself are refused).
 SHOAL_API int shoal_recv(shoal_comm *comm, void *buf, size_t count,
     shoal_dtype dtype, int peer, int tag);
 SHOAL_API int shoal_irecv(shoal_comm *comm, void *buf, size_t count,
     shoal_dtype dtype, int peer, int tag, shoal_request **req);
+
+// `peer` of a receive that takes a message with its tag from any rank.
+//
+// Matching: a message goes to the earliest posted receive, named or
+// any-source, that matches its sender and tag (post order, as in MPI); a
+// receive takes the earliest arrived message that matches it. Messages
+// from one sender with one tag still arrive in send order. Among senders,
+// "arrived" is the order in which this rank first sees a message (its
+// first bytes, found by the progress engine's pass over every sender),
+// not the order of the send calls: so a message that has reached this
+// rank waits only for those seen before it, and no sender's message waits
+// forever while receives for its tag keep being posted. Nothing more is
+// promised about which sender goes first.
+//
+// A size different from the message's fails the receive (SHOAL_EMISMATCH),
+// as for a named receive. Any rank's death aborts the communicator and so
+// fails a pending any-source receive (SHOAL_EPEER), since that rank might
+// have been its sender. Until it matches a message it also fails with
+// SHOAL_EPEER once every other rank has destroyed its communicator; a rank
+// that leaves while others remain does not fail it. Deadlines and aborts
+// as for any request.
+#define SHOAL_ANY_SOURCE (-1)
+
+// Returns the rank whose message a completed receive got: its `peer`, or
+// for SHOAL_ANY_SOURCE the sender it matched. Never blocks. Errors:
+// SHOAL_EINVAL (req NULL, not a receive, still in progress, or failed).
+SHOAL_API int shoal_request_source(const shoal_request *req);
+
+// shoal_recv with SHOAL_ANY_SOURCE that also says who sent: on success
+// *source (if not NULL) is the sender's rank; on failure it is
+// SHOAL_ANY_SOURCE. Blocks until the data is in `buf`. Errors as
+// shoal_recv.
+SHOAL_API int shoal_recv_any(shoal_comm *comm, void *buf, size_t count,
+    shoal_dtype dtype, int tag, int *source);
 
 // ---------------------------------------------------------------------------
 // Collectives

@@ -73,6 +73,23 @@ def _desc(b):
     return _arrays.describe(b)
 
 
+class _RecvWork(Work):
+    """A receive's Work: source() says whose message it got."""
+
+    __slots__ = ("_recv",)
+
+    def __init__(self, c_work=None, after=None):
+        super().__init__(c_work, after)
+        self._recv = c_work  # kept after wait(), which drops _c
+
+    def source(self):
+        """The rank whose message this receive got: its src, or the sender
+        when src was None. Raises RuntimeError while the receive is still
+        in flight, and the receive's own error if it failed."""
+        self.is_completed()  # finishes it if done, copying staged results
+        return self._recv.source()
+
+
 class Comm:
     """A communicator (made by shoal.new_comm or Comm.split)."""
 
@@ -193,8 +210,9 @@ class Comm:
                               f"as many as {ref_what}")
 
     @staticmethod
-    def _run(stage, c_work, async_op):
-        work = Work(c_work, stage.finish() if stage is not None else None)
+    def _run(stage, c_work, async_op, work_type=Work):
+        work = work_type(c_work,
+                         stage.finish() if stage is not None else None)
         if not async_op:
             work.wait()
         return work
@@ -212,13 +230,21 @@ class Comm:
 
     def recv(self, tensor, src, async_op=False, hints=None, timeout=None,
              tag=0):
-        """Receives into tensor from rank src (same size and dtype)."""
-        self._check_rank("recv", src, "src")
+        """Receives into tensor from rank src (same size and dtype).
+
+        src=None receives the first message with `tag` from any rank
+        (messages from one sender still arrive in send order); the Work's
+        source() then names the sender. A receive posted earlier, named or
+        not, is matched first. On a communicator of one rank src=None
+        raises InvalidArgumentError: nobody could send."""
+        if src is not None:
+            self._check_rank("recv", src, "src")
         s = _Stage("recv")
         b = s.write(tensor, "tensor")
-        return self._run(s, self._c.recv(b, src, tag,
+        peer = _C.ANY_SOURCE if src is None else src
+        return self._run(s, self._c.recv(b, peer, tag,
                                          _env.op_timeout_ms(timeout)),
-                         async_op)
+                         async_op, _RecvWork)
 
     # ---- collectives in place -------------------------------------------
 

@@ -26,6 +26,7 @@ enum shi_peer_state {
 // A message that arrived before its receive was posted (small ones only).
 struct shi_unexpected {
     struct shi_unexpected *next;
+    uint64_t               arrival; // comm->p2p_arrivals when first seen
     int                    tag;
     size_t                 bytes;
     unsigned char          data[];
@@ -41,9 +42,13 @@ struct shi_peer {
     shi_req_queue          recvs; // posted receives from it, in post order
     struct shi_unexpected *unexpected, *unexpected_tail;
     shoal_request         *active_recv; // consuming a multi-slot message
-    uint64_t               send_slot; // next slot we write to it
-    uint64_t               send_free; // slots known free up to (exclusive)
-    uint64_t               recv_slot; // next slot we read from it
+    // Arrival number of the message waiting at the head of the channel for
+    // its receive (too large to buffer), 0 if none: any-source receives
+    // take messages in arrival order, buffered or not.
+    uint64_t head_seen;
+    uint64_t send_slot; // next slot we write to it
+    uint64_t send_free; // slots known free up to (exclusive)
+    uint64_t recv_slot; // next slot we read from it
     // Collective state.
     uint64_t box_slot; // next slot of this peer's outbox
     uint32_t coll_checked; // collectives verified against this peer
@@ -85,6 +90,8 @@ struct shoal_comm {
     uint32_t        coll_seq;
     uint64_t        p2p_seq;
     int64_t         unexpected_bytes;
+    shi_req_queue   any_recvs; // any-source receives not matched, post order
+    uint64_t        p2p_arrivals; // messages seen before their receive
     int             p2p_active; // incomplete sends and receives
     pthread_t       progress_thread;
     int             progress_started;

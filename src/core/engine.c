@@ -71,8 +71,10 @@ shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
     }
     if (req->kind == SHI_OP_SEND) {
         shi_queue_remove(&comm->peers[req->peer].sends, req);
+    } else if (req->kind == SHI_OP_RECV && req->source < 0) {
+        shi_queue_remove(&comm->any_recvs, req); // any-source, not matched
     } else if (req->kind == SHI_OP_RECV) {
-        struct shi_peer *p = &comm->peers[req->peer];
+        struct shi_peer *p = &comm->peers[req->source];
         if (p->active_recv == req) {
             p->active_recv = NULL;
         } else {
@@ -147,16 +149,39 @@ step_locked(shoal_comm *comm)
     return n;
 }
 
-// Aborts with a time-out or a departed peer if an active request calls for
-// it. Under the lock.
-// The first active request waiting for a peer that is gone, or NULL.
+// Whether every rank but this one is gone: then an any-source receive
+// that matched nothing yet can never complete.
+static int
+all_others_departed(shoal_comm *comm)
+{
+    for (int p = 0; p < comm->size; p++) {
+        if (p != comm->rank
+            && atomic_load(&comm->peers[p].state) == SHI_PEER_LIVE) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+// The first active request waiting for a peer that is gone (blocked_on),
+// or an unmatched any-source receive when every peer is gone, or NULL.
 static shoal_request *
 waits_for_departed(shoal_comm *comm)
 {
+    int orphans = -1; // all_others_departed, computed once if needed
+
     for (shoal_request *r = comm->active.head; r != NULL; r = r->anext) {
         int p = r->blocked_on;
         if (p >= 0 && atomic_load(&comm->peers[p].state) != SHI_PEER_LIVE) {
             return r;
+        }
+        if (r->kind == SHI_OP_RECV && r->source < 0) {
+            if (orphans < 0) {
+                orphans = all_others_departed(comm);
+            }
+            if (orphans) {
+                return r;
+            }
         }
     }
     return NULL;
@@ -228,7 +253,13 @@ housekeeping_locked(shoal_comm *comm, int64_t now)
         return;
     }
     step_locked(comm);
-    if ((r = waits_for_departed(comm)) != NULL) {
+    if ((r = waits_for_departed(comm)) != NULL && r->blocked_on < 0) {
+        shi_req_describe(r, desc, sizeof(desc));
+        shi_comm_abort(comm, SHOAL_EPEER,
+            "%s on rank %d can never complete: every other rank destroyed "
+            "its communicator or died before sending a matching message",
+            desc, comm->rank);
+    } else if (r != NULL) {
         int p = r->blocked_on;
         shi_req_describe(r, desc, sizeof(desc));
         shi_comm_abort(comm, SHOAL_EPEER,

@@ -61,21 +61,50 @@ shi_req_fill(shoal_request *req, int kind, const void *buf, size_t count,
     int dtype, int peer)
 {
     memset(req, 0, sizeof(*req));
-    req->kind  = kind;
-    req->buf   = (unsigned char *) buf;
-    req->count = count;
-    req->dtype = dtype;
-    req->bytes = count * shoal_dtype_size(dtype);
-    req->peer  = peer;
+    req->kind   = kind;
+    req->buf    = (unsigned char *) buf;
+    req->count  = count;
+    req->dtype  = dtype;
+    req->bytes  = count * shoal_dtype_size(dtype);
+    req->peer   = peer;
+    req->source = -1;
+}
+
+// An any-source receive needs another rank that could send to it.
+static int
+check_any_source(shoal_comm *comm, int kind)
+{
+    if (kind == SHI_OP_SEND) {
+        return bad_arg(comm,
+            "send: peer %d is SHOAL_ANY_SOURCE, which only receives accept; "
+            "name the destination rank",
+            SHOAL_ANY_SOURCE);
+    }
+    if (comm->size == 1) {
+        return bad_arg(comm,
+            "recv: SHOAL_ANY_SOURCE on communicator '%s' of one rank: no "
+            "other rank can send to it (sending to oneself is not "
+            "supported)",
+            comm->name);
+    }
+    return SHOAL_OK;
 }
 
 static int
-check_p2p(shoal_comm *comm, const char *op, const void *buf, size_t count,
-    int dtype, int peer, int tag)
+check_p2p(shoal_comm *comm, int kind, const void *buf, size_t count, int dtype,
+    int peer, int tag)
 {
-    int st = check_buffer(comm, op, buf, count, dtype);
+    const char *op = kind == SHI_OP_SEND ? "send" : "recv";
+    int         st = check_buffer(comm, op, buf, count, dtype);
 
-    if (st == SHOAL_OK) {
+    if (st == SHOAL_OK && peer == SHOAL_ANY_SOURCE) {
+        st = check_any_source(comm, kind);
+    } else if (st == SHOAL_OK && kind == SHI_OP_RECV
+        && (peer < 0 || peer >= comm->size)) {
+        st = bad_arg(comm,
+            "recv: peer %d is outside 0..%d (or SHOAL_ANY_SOURCE, -1)", peer,
+            comm->size - 1);
+    } else if (st == SHOAL_OK) {
         st = check_rank(comm, op, "peer", peer);
     }
     if (st == SHOAL_OK && peer == comm->rank) {
@@ -123,25 +152,35 @@ shi_start_async(
     return SHOAL_OK;
 }
 
+// Checks and runs a send or receive: started when `out` is given, else
+// blocking (then *source, if given, says who sent).
 static int
 p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
-    shoal_dtype dtype, int peer, int tag, shoal_request **out)
+    shoal_dtype dtype, int peer, int tag, shoal_request **out, int *source)
 {
-    const char   *op = kind == SHI_OP_SEND ? "send" : "recv";
     shoal_request req;
     int           st;
 
     if (out != NULL) {
         *out = NULL;
     }
-    st = check_p2p(comm, op, buf, count, (int) dtype, peer, tag);
+    if (source != NULL) {
+        *source = SHOAL_ANY_SOURCE;
+    }
+    st = check_p2p(comm, kind, buf, count, (int) dtype, peer, tag);
     if (st != SHOAL_OK) {
         return st;
     }
     shi_req_fill(&req, kind, buf, count, (int) dtype, peer);
     req.tag = tag;
-    return out != NULL ? shi_start_async(comm, &req, out)
-                       : shi_run_blocking(comm, &req);
+    if (out != NULL) {
+        return shi_start_async(comm, &req, out);
+    }
+    st = shi_run_blocking(comm, &req);
+    if (st == SHOAL_OK && source != NULL) {
+        *source = req.source;
+    }
+    return st;
 }
 
 int
@@ -159,7 +198,7 @@ int
 shoal_send(shoal_comm *comm, const void *buf, size_t count, shoal_dtype dtype,
     int peer, int tag)
 {
-    return p2p(comm, SHI_OP_SEND, buf, count, dtype, peer, tag, NULL);
+    return p2p(comm, SHI_OP_SEND, buf, count, dtype, peer, tag, NULL, NULL);
 }
 
 int
@@ -169,14 +208,14 @@ shoal_isend(shoal_comm *comm, const void *buf, size_t count, shoal_dtype dtype,
     if (req == NULL) {
         return shi_error(SHOAL_EINVAL, "isend: req is NULL");
     }
-    return p2p(comm, SHI_OP_SEND, buf, count, dtype, peer, tag, req);
+    return p2p(comm, SHI_OP_SEND, buf, count, dtype, peer, tag, req, NULL);
 }
 
 int
 shoal_recv(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
     int peer, int tag)
 {
-    return p2p(comm, SHI_OP_RECV, buf, count, dtype, peer, tag, NULL);
+    return p2p(comm, SHI_OP_RECV, buf, count, dtype, peer, tag, NULL, NULL);
 }
 
 int
@@ -186,7 +225,42 @@ shoal_irecv(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
     if (req == NULL) {
         return shi_error(SHOAL_EINVAL, "irecv: req is NULL");
     }
-    return p2p(comm, SHI_OP_RECV, buf, count, dtype, peer, tag, req);
+    return p2p(comm, SHI_OP_RECV, buf, count, dtype, peer, tag, req, NULL);
+}
+
+int
+shoal_recv_any(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
+    int tag, int *source)
+{
+    return p2p(comm, SHI_OP_RECV, buf, count, dtype, SHOAL_ANY_SOURCE, tag,
+        NULL, source);
+}
+
+int
+shoal_request_source(const shoal_request *req)
+{
+    int st;
+
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "request_source: req is NULL");
+    }
+    if (req->kind != SHI_OP_RECV) {
+        return shi_error(SHOAL_EINVAL,
+            "request_source: the request is a %s, not a receive",
+            shi_op_kind_name(req->kind));
+    }
+    st = atomic_load_explicit(&req->status, memory_order_acquire);
+    if (st == SHOAL_INPROGRESS) {
+        return shi_error(SHOAL_EINVAL,
+            "request_source: the receive has not completed yet; call "
+            "shoal_wait (or shoal_test until SHOAL_OK) first");
+    }
+    if (st < 0) {
+        return shi_error(SHOAL_EINVAL,
+            "request_source: the receive failed (%s), so it got no message",
+            shoal_status_name(st));
+    }
+    return req->source;
 }
 
 static int

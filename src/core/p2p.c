@@ -6,6 +6,16 @@
 // aside if it fits in one slot (and the unexpected budget), otherwise it
 // waits at the head of the channel until its receive is posted. Messages
 // with the same tag therefore arrive in send order.
+//
+// Any-source receives wait on one queue of the communicator. A message
+// goes to the earliest posted receive that matches it, named (the
+// sender's queue) or any-source (by post number, req->seq). A message
+// that finds no receive gets an arrival number when first seen, whether
+// it is copied aside or waits at the head of its channel; a new
+// any-source receive takes the lowest-numbered one with its tag, so
+// messages are taken in the order they were seen and none is passed over
+// forever. Invariant, after every post and every step: no arrived message
+// matches a posted receive.
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,9 +65,10 @@ buffer_unexpected(shoal_comm *comm, int src, struct shm_slot_header *h)
     if (u == NULL) {
         return 0;
     }
-    u->next  = NULL;
-    u->tag   = (int) h->tag;
-    u->bytes = h->chunk_bytes;
+    u->next    = NULL;
+    u->arrival = p->head_seen != 0 ? p->head_seen : ++comm->p2p_arrivals;
+    u->tag     = (int) h->tag;
+    u->bytes   = h->chunk_bytes;
     if (h->chunk_bytes > 0) {
         memcpy(u->data, shm_slot_data(h), h->chunk_bytes);
     }
@@ -67,21 +78,52 @@ buffer_unexpected(shoal_comm *comm, int src, struct shm_slot_header *h)
         p->unexpected = u;
     }
     p->unexpected_tail = u;
+    p->head_seen       = 0;
     comm->unexpected_bytes += (int64_t) u->bytes;
     consume_slot(comm, src);
     return 1;
 }
 
 static shoal_request *
-take_posted(struct shi_peer *p, int tag)
+first_with_tag(const shi_req_queue *q, int tag)
 {
-    for (shoal_request *r = p->recvs.head; r != NULL; r = r->qnext) {
+    for (shoal_request *r = q->head; r != NULL; r = r->qnext) {
         if (r->tag == tag) {
-            shi_queue_remove(&p->recvs, r);
             return r;
         }
     }
     return NULL;
+}
+
+// Takes the receive a message from `src` with `tag` goes to: the earliest
+// posted of src's named receives and the any-source ones.
+static shoal_request *
+take_posted(shoal_comm *comm, int src, int tag)
+{
+    struct shi_peer *p     = &comm->peers[src];
+    shoal_request   *named = first_with_tag(&p->recvs, tag);
+    shoal_request   *any   = first_with_tag(&comm->any_recvs, tag);
+
+    if (any != NULL && (named == NULL || any->seq < named->seq)) {
+        shi_queue_remove(&comm->any_recvs, any);
+        any->source     = src;
+        any->blocked_on = src; // from now on it needs this sender only
+        return any;
+    }
+    if (named != NULL) {
+        shi_queue_remove(&p->recvs, named);
+    }
+    return named;
+}
+
+// The message at the head of src's channel found no receive: number it
+// once, so any-source receives can weigh it against buffered ones.
+static void
+note_waiting_head(shoal_comm *comm, struct shi_peer *p)
+{
+    if (p->head_seen == 0) {
+        p->head_seen = ++comm->p2p_arrivals;
+    }
 }
 
 // Drains the channel from `src` as far as posted receives allow.
@@ -99,15 +141,17 @@ recv_step(shoal_comm *comm, int src)
             return n;
         }
         if (p->active_recv == NULL) {
-            shoal_request *r = take_posted(p, (int) h->tag);
+            shoal_request *r = take_posted(comm, src, (int) h->tag);
             if (r == NULL) {
                 if (!(h->flags & SHM_LAST)
                     || !buffer_unexpected(comm, src, h)) {
+                    note_waiting_head(comm, p);
                     return n;
                 }
                 n++;
                 continue;
             }
+            p->head_seen   = 0;
             p->active_recv = r;
             if (h->msg_bytes != r->bytes) {
                 return size_mismatch(comm, src, (int) h->tag, h->msg_bytes, r);
@@ -188,55 +232,153 @@ shi_p2p_step(shoal_comm *comm)
     return n;
 }
 
-// Matches a new receive against buffered unexpected messages first, so
-// that same-tag messages keep their order.
-static int
-match_unexpected(shoal_comm *comm, shoal_request *req)
+// The first buffered message from `p` with `tag` (*prev: the one before
+// it in the list, NULL if it is the first), or NULL.
+static struct shi_unexpected *
+find_unexpected(
+    const struct shi_peer *p, int tag, struct shi_unexpected **prev)
 {
-    struct shi_peer       *p    = &comm->peers[req->peer];
-    struct shi_unexpected *prev = NULL;
+    *prev = NULL;
+    for (struct shi_unexpected *u = p->unexpected; u; *prev = u, u = u->next) {
+        if (u->tag == tag) {
+            return u;
+        }
+    }
+    return NULL;
+}
 
-    for (struct shi_unexpected *u = p->unexpected; u; prev = u, u = u->next) {
-        if (u->tag != req->tag) {
-            continue;
+// Completes `req` with the buffered message u from `src` (prev: the one
+// before u in src's list), which it unlinks and frees.
+static void
+deliver_unexpected(shoal_comm *comm, int src, struct shi_unexpected *u,
+    struct shi_unexpected *prev, shoal_request *req)
+{
+    struct shi_peer *p = &comm->peers[src];
+
+    if (prev != NULL) {
+        prev->next = u->next;
+    } else {
+        p->unexpected = u->next;
+    }
+    if (p->unexpected_tail == u) {
+        p->unexpected_tail = prev;
+    }
+    comm->unexpected_bytes -= (int64_t) u->bytes;
+    req->source = src;
+    if (u->bytes != req->bytes) {
+        size_mismatch(comm, src, u->tag, u->bytes, req);
+    } else {
+        if (u->bytes > 0) {
+            memcpy(req->buf, u->data, u->bytes);
         }
-        if (prev != NULL) {
-            prev->next = u->next;
-        } else {
-            p->unexpected = u->next;
-        }
-        if (p->unexpected_tail == u) {
-            p->unexpected_tail = prev;
-        }
-        comm->unexpected_bytes -= (int64_t) u->bytes;
-        if (u->bytes != req->bytes) {
-            size_mismatch(comm, req->peer, u->tag, u->bytes, req);
-        } else {
-            if (u->bytes > 0) {
-                memcpy(req->buf, u->data, u->bytes);
-            }
-            shi_engine_complete(comm, req, SHOAL_OK);
-        }
-        free(u);
+        shi_engine_complete(comm, req, SHOAL_OK);
+    }
+    free(u);
+}
+
+// Whether a message with `tag` waits at the head of src's channel for a
+// receive (seen before, too large to buffer).
+static int
+head_waits_with_tag(shoal_comm *comm, int src, int tag)
+{
+    struct shi_peer *p = &comm->peers[src];
+
+    return p->head_seen != 0 && p->active_recv == NULL
+        && (int) shm_p2p_slot(&comm->seg, src, comm->rank, p->recv_slot)->tag
+        == tag;
+}
+
+// Makes the message waiting at the head of src's channel req's: the next
+// step of recv_step copies it in.
+static void
+bind_waiting_head(shoal_comm *comm, int src, shoal_request *req)
+{
+    struct shi_peer        *p = &comm->peers[src];
+    struct shm_slot_header *h
+        = shm_p2p_slot(&comm->seg, src, comm->rank, p->recv_slot);
+
+    p->head_seen    = 0;
+    p->active_recv  = req;
+    req->source     = src;
+    req->blocked_on = src;
+    if (h->msg_bytes != req->bytes) {
+        size_mismatch(comm, src, (int) h->tag, h->msg_bytes, req);
+    }
+}
+
+// Matches a new named receive against what arrived from its peer: the
+// buffered messages come before the one waiting at the head of the
+// channel, so that same-tag messages keep their order.
+static int
+match_arrived(shoal_comm *comm, shoal_request *req)
+{
+    struct shi_unexpected *prev, *u;
+
+    u = find_unexpected(&comm->peers[req->peer], req->tag, &prev);
+    if (u != NULL) {
+        deliver_unexpected(comm, req->peer, u, prev, req);
+        return 1;
+    }
+    if (head_waits_with_tag(comm, req->peer, req->tag)) {
+        bind_waiting_head(comm, req->peer, req);
         return 1;
     }
     return 0;
 }
 
+// Matches a new any-source receive against the message with its tag that
+// arrived first from any sender, buffered or waiting at a channel's head.
+static int
+match_arrived_any(shoal_comm *comm, shoal_request *req)
+{
+    struct shi_unexpected *best = NULL, *best_prev = NULL;
+    uint64_t               best_arrival = UINT64_MAX;
+    int                    best_src = -1, best_is_head = 0;
+
+    for (int src = 0; src < comm->size; src++) {
+        struct shi_unexpected *prev, *u;
+        if (src == comm->rank) {
+            continue;
+        }
+        u = find_unexpected(&comm->peers[src], req->tag, &prev);
+        if (u != NULL && u->arrival < best_arrival) {
+            best = u, best_prev = prev, best_arrival = u->arrival;
+            best_src = src, best_is_head = 0;
+        } else if (u == NULL && head_waits_with_tag(comm, src, req->tag)
+            && comm->peers[src].head_seen < best_arrival) {
+            best_arrival = comm->peers[src].head_seen;
+            best_src = src, best_is_head = 1;
+        }
+    }
+    if (best_src < 0) {
+        return 0;
+    }
+    if (best_is_head) {
+        bind_waiting_head(comm, best_src, req);
+    } else {
+        deliver_unexpected(comm, best_src, best, best_prev, req);
+    }
+    return 1;
+}
+
 int
 shi_p2p_post(shoal_comm *comm, shoal_request *req)
 {
+    int any = req->peer == SHOAL_ANY_SOURCE;
+
     req->seq        = ++comm->p2p_seq;
-    req->blocked_on = req->peer;
+    req->blocked_on = req->peer; // -1 (no one yet) for any-source
+    req->source     = req->peer;
     comm->p2p_active++;
     if (req->kind == SHI_OP_SEND) {
         shi_queue_push(&comm->peers[req->peer].sends, req);
         return 0;
     }
-    if (match_unexpected(comm, req)) {
+    if (any ? match_arrived_any(comm, req) : match_arrived(comm, req)) {
         return 1;
     }
-    shi_queue_push(&comm->peers[req->peer].recvs, req);
+    shi_queue_push(
+        any ? &comm->any_recvs : &comm->peers[req->peer].recvs, req);
     return 0;
 }
 

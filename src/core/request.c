@@ -83,6 +83,26 @@ describe_collective(const shoal_request *req, char *buf, size_t len)
         reduces ? shoal_op_name(req->op.kind) : "");
 }
 
+// "recv #3 from rank 1 (tag 0, 8 x int32)"; an any-source receive says
+// "from any rank", and which rank it matched if it did.
+static void
+describe_recv(const shoal_request *req, char *buf, size_t len)
+{
+    char from[48];
+
+    if (req->peer >= 0) {
+        snprintf(from, sizeof(from), "rank %d", req->peer);
+    } else if (req->source >= 0) {
+        snprintf(
+            from, sizeof(from), "any rank (matched rank %d)", req->source);
+    } else {
+        snprintf(from, sizeof(from), "any rank");
+    }
+    snprintf(buf, len, "recv #%llu from %s (tag %d, %zu x %s)",
+        (unsigned long long) req->seq, from, req->tag, req->count,
+        shoal_dtype_name(req->dtype));
+}
+
 void
 shi_req_describe(const shoal_request *req, char *buf, size_t len)
 {
@@ -95,9 +115,7 @@ shi_req_describe(const shoal_request *req, char *buf, size_t len)
                 dt);
             break;
         case SHI_OP_RECV:
-            snprintf(buf, len, "recv #%llu from rank %d (tag %d, %zu x %s)",
-                (unsigned long long) req->seq, req->peer, req->tag, req->count,
-                dt);
+            describe_recv(req, buf, len);
             break;
         case SHI_OP_BARRIER:
             snprintf(buf, len, "barrier #%llu", (unsigned long long) req->seq);

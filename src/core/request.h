@@ -44,7 +44,8 @@ struct shoal_request {
     int64_t        start_ns;
     int64_t        deadline;
     uint64_t       seq; // collective number or point-to-point number
-    int            peer; // p2p peer, or broadcast root
+    int            peer; // p2p peer (SHOAL_ANY_SOURCE too), or broadcast root
+    int            source; // receive: the sender matched, -1 until then
     int            tag;
     unsigned char *buf;
     size_t         bytes;

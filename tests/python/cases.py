@@ -277,6 +277,64 @@ def send_recv(state, libname):
                       dtype, f"recv {dtype} x{count} {mode}")
 
 
+def recv_any(state, libname):
+    """recv with src=None: rank 0 takes every other rank's small and large
+    messages without naming the sender; each Work's source() names it,
+    and each sender's messages come in send order."""
+    lib, comm = Lib(libname), state.comm
+    rank, n = comm.get_rank(), comm.get_size()
+    sizes = {5: 100, 7: 150000}  # tag: int64 elements (1.2 MB: chunked)
+    if n == 1:
+        _expect_invalid(lambda: comm.recv(lib.zeros(4, "int64"), None),
+                        ["SHOAL_ANY_SOURCE", "one rank"])
+        return []
+    if rank != 0:
+        for i in range(3):
+            for tag, count in sizes.items():
+                comm.send(lib.make(np.array([rank, i] * (count // 2)),
+                                   "int64"), 0, tag=tag)
+        return _recv_any_pending(comm, lib)
+    order, taken = [], {tag: [0] * n for tag in sizes}
+    for j in range(3 * (n - 1)):
+        for tag, count in sizes.items():
+            async_op = j % 2 == 0
+            into = lib.zeros(count, "int64")
+            if tag == 5 and j == 1:
+                into = strided(lib, np.zeros(count), "int64")
+            w = comm.recv(into, None, async_op=async_op, tag=tag)
+            finish(w, async_op)
+            src = w.source()
+            want = [src, taken[tag][src]] * (count // 2)
+            check(lib, into, want, "int64", f"tag {tag} from rank {src}")
+            taken[tag][src] += 1
+            order.append(src)
+    assert all(taken[tag][1:] == [3] * (n - 1) for tag in sizes), taken
+    _recv_any_pending(comm, lib)
+    return order
+
+
+def _recv_any_pending(comm, lib):
+    """source() of a receive still in flight raises; once rank 1's message
+    arrives (after the barrier) it names rank 1."""
+    rank = comm.get_rank()
+    into = lib.zeros(1, "int64")
+    if rank == 0:
+        w = comm.recv(into, None, async_op=True, tag=6)
+        try:
+            w.source()
+        except RuntimeError as e:
+            assert "not completed" in str(e), e
+        else:
+            raise AssertionError("source() of a pending receive returned")
+    comm.barrier()
+    if rank == 1:
+        comm.send(lib.make(np.array([41]), "int64"), 0, tag=6)
+    if rank == 0:
+        w.wait()
+        assert w.source() == 1 and lib.numpy(into).tolist() == [41]
+    return []
+
+
 def barrier(state):
     comm = state.comm
     comm.barrier()

@@ -28,6 +28,12 @@ def test_send_recv(pools, n, lib):
 
 
 @pytest.mark.parametrize("n", SIZES)
+def test_recv_any_source(pools, n, lib):
+    order = pools.get(n).check("recv_any", lib)[0]
+    assert sorted(order) == sorted(list(range(1, n)) * 6)
+
+
+@pytest.mark.parametrize("n", SIZES)
 def test_barrier(pools, n):
     assert pools.get(n).check("barrier") == [True] * n
 

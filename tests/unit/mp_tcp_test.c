@@ -57,6 +57,18 @@ TCP_CASE(tcp_p2p_4, 4, "p2p", NULL, TCP, TINY)
 TCP_CASE(tcp_p2p_tags_3, 3, "p2p_tags", NULL, TCP, TINY, SOCKETS3)
 TCP_CASE(tcp_p2p_async_3, 3, "p2p_async", NULL, TCP)
 TCP_CASE(tcp_progress_2, 2, "progress", NULL, TCP)
+TCP_CASE(tcp_p2p_any_2, 2, "p2p_any", NULL, TCP)
+TCP_CASE(tcp_p2p_any_3, 3, "p2p_any", NULL, TCP, TINY, SOCKETS3)
+TCP_CASE(tcp_p2p_any_4, 4, "p2p_any", NULL, TCP)
+TCP_CASE(tcp_p2p_any_early_2, 2, "p2p_any_early", NULL, TCP)
+TCP_CASE(tcp_p2p_any_early_3, 3, "p2p_any_early", NULL, TCP, TINY)
+TCP_CASE(tcp_p2p_any_early_4, 4, "p2p_any_early", NULL, TCP)
+TCP_CASE(tcp_p2p_any_mixed_2, 2, "p2p_any_mixed", NULL, TCP, TINY)
+TCP_CASE(tcp_p2p_any_mixed_3, 3, "p2p_any_mixed", NULL, TCP)
+TCP_CASE(tcp_p2p_any_mixed_4, 4, "p2p_any_mixed", NULL, TCP, TINY, SOCKETS3)
+TCP_CASE(tcp_p2p_any_left_3, 3, "p2p_any_errors", "left", TCP)
+TCP_CASE(tcp_p2p_any_timeout_2, 2, "p2p_any_errors", "timeout", TCP)
+TCP_CASE(tcp_p2p_any_mismatch_3, 3, "p2p_any_errors", "mismatch", TCP)
 TCP_CASE(tcp_bcast_3, 3, "bcast", NULL, TCP, TINY)
 TCP_CASE(tcp_barrier_5, 5, "barrier", NULL, TCP)
 TCP_CASE(tcp_split_4, 4, "split", NULL, TCP)
@@ -120,6 +132,12 @@ TCP_CASE(tcp_p2p_mismatch_3, 3, "p2p_mismatch", NULL, TCP)
 TEST_T(tcp_kill_3, 60)
 {
     tcp_expect(3, "kill", NULL, ENV(TCP), 137, 2, 50);
+}
+
+// A rank killed while rank 0 waits in an any-source receive.
+TEST_T(tcp_p2p_any_kill_3, 60)
+{
+    tcp_expect(3, "p2p_any_kill", NULL, ENV(TCP), 137, 2, 50);
 }
 
 // A bad SHOAL_TRANSPORT or SHOAL_SOCKETS_PER_PEER is a clear error.

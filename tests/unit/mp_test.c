@@ -67,6 +67,38 @@ MP_TEST(mp_bcast, "bcast", NULL)
 MP_TEST(mp_barrier, "barrier", NULL)
 MP_TEST(mp_split, "split", NULL)
 MP_TEST(mp_bad_args, "bad_args", NULL)
+
+// Any-source receives on 2, 3 and 4 ranks (rank 0 receives from all).
+#define MP_TEST_234(name, case_name, arg)                                     \
+    TEST_T(name##_2, 120)                                                     \
+    {                                                                         \
+        expect_pass(2, case_name, arg);                                       \
+    }                                                                         \
+    TEST_T(name##_3, 120)                                                     \
+    {                                                                         \
+        expect_pass(3, case_name, arg);                                       \
+    }                                                                         \
+    TEST_T(name##_4, 120)                                                     \
+    {                                                                         \
+        expect_pass(4, case_name, arg);                                       \
+    }
+
+MP_TEST_234(mp_p2p_any, "p2p_any", NULL)
+MP_TEST_234(mp_p2p_any_early, "p2p_any_early", NULL)
+MP_TEST_234(mp_p2p_any_mixed, "p2p_any_mixed", NULL)
+MP_TEST_234(mp_p2p_any_left, "p2p_any_errors", "left")
+TEST_T(mp_p2p_any_errors_1, 60)
+{
+    expect_pass(1, "p2p_any_errors", NULL);
+}
+TEST_T(mp_p2p_any_timeout_3, 60)
+{
+    expect_pass(3, "p2p_any_errors", "timeout");
+}
+TEST_T(mp_p2p_any_mismatch_3, 60)
+{
+    expect_pass(3, "p2p_any_errors", "mismatch");
+}
 // Compiled custom collectives (compile_op's core).
 MP_TEST(mp_plan_examples, "plan_examples", NULL)
 MP_TEST(mp_plan_random, "plan_random", "150")
@@ -83,36 +115,49 @@ TEST_T(mp_idle_cpu_8, 60)
     expect_pass(8, "idle", NULL);
 }
 
-// A rank killed mid-broadcast: the others fail within 2 s naming it, the
-// launcher reports the kill and exits 137.
+// The last rank kills itself (case `name`): the others fail within 2 s
+// naming it, the launcher reports the kill and exits 137.
 static void
-expect_kill(int n)
+expect_killed(int n, const char *name)
 {
     char *out;
-    char  want[64];
-    int   rc = run_case(n, "kill", NULL, &out);
+    char  want[64], ok[64];
+    int   rc = run_case(n, name, NULL, &out);
 
     snprintf(want, sizeof(want), "rank %d killed by signal 9", n - 1);
+    snprintf(ok, sizeof(ok), "case %s OK", name);
     CHECK_MSG(rc == 137, "exit %d, wanted 137\n%s", rc, out);
     CHECK_MSG(strstr(out, want) != NULL, "no '%s' in\n%s", want, out);
-    CHECK_MSG(test_count(out, "case kill OK") == n - 1,
+    CHECK_MSG(test_count(out, ok) == n - 1,
         "not every survivor saw the failure:\n%s", out);
     free(out);
 }
 
+// A rank killed mid-broadcast.
 TEST_T(mp_kill_2, 60)
 {
-    expect_kill(2);
+    expect_killed(2, "kill");
 }
 
 TEST_T(mp_kill_4, 60)
 {
-    expect_kill(4);
+    expect_killed(4, "kill");
 }
 
 TEST_T(mp_kill_8, 90)
 {
-    expect_kill(8);
+    expect_killed(8, "kill");
+}
+
+// A rank killed while rank 0 waits in an any-source receive.
+TEST_T(mp_p2p_any_kill_2, 60)
+{
+    expect_killed(2, "p2p_any_kill");
+}
+
+TEST_T(mp_p2p_any_kill_4, 60)
+{
+    expect_killed(4, "p2p_any_kill");
 }
 
 TEST_T(mp_timeout_3, 60)

@@ -192,6 +192,7 @@ ops_p2p(ext_comm *self, PyObject *args, int is_send)
     long long   timeout;
     ext_buffer *b;
     ops_call    c;
+    PyObject   *work;
 
     if (!PyArg_ParseTuple(args, "OiiL", &obj, &peer, &tag, &timeout)
         || ops_begin(&c, self, timeout) < 0
@@ -205,7 +206,11 @@ ops_p2p(ext_comm *self, PyObject *args, int is_send)
                self->comm, b->data, b->count, b->dtype, peer, tag, &c.req)
                    : shoal_irecv(self->comm, b->data, b->count, b->dtype, peer,
                        tag, &c.req);
-    return ops_end(&c, b, NULL);
+    work = ops_end(&c, b, NULL);
+    if (work != NULL && !is_send) {
+        ext_work_mark_recv(work);
+    }
+    return work;
 }
 
 static PyObject *
@@ -580,7 +585,9 @@ PyMethodDef ext_comm_op_methods[] = {
     { "send", (PyCFunction) ops_send, METH_VARARGS,
         "send(buf, dst, tag, timeout_ms) -> Work" },
     { "recv", (PyCFunction) ops_recv, METH_VARARGS,
-        "recv(buf, src, tag, timeout_ms) -> Work" },
+        "recv(buf, src, tag, timeout_ms) -> Work; src ANY_SOURCE (-1) "
+        "takes a message with the tag from any rank (Work.source() names "
+        "it)" },
     { "barrier", (PyCFunction) ops_barrier, METH_VARARGS,
         "barrier(timeout_ms) -> Work" },
     { "broadcast", (PyCFunction) ops_broadcast, METH_VARARGS,

@@ -80,6 +80,8 @@ typedef struct ext_work {
     PyObject                    *keep; // buffers used until completion
     struct ext_work             *prev, *next; // comm->works
     int                          waiting; // a thread is in shoal_wait
+    int                          recv; // a receive: source() applies
+    int                          source; // its sender, once it succeeded
 } ext_work;
 
 extern PyTypeObject ext_work_type;
@@ -88,6 +90,10 @@ extern PyTypeObject ext_work_type;
 // the request completes. Steals nothing. On failure frees `req` (waiting
 // for it) and returns NULL with an exception set.
 PyObject *ext_work_new(ext_comm *comm, shoal_request *req, PyObject *keep);
+
+// Marks a work just made by ext_work_new as a receive, whose sender its
+// source() reports once complete.
+void ext_work_mark_recv(PyObject *work);
 
 // torchcomms' abort_process_on_timeout_or_error: when `comm` asks for it
 // and `status` is a fault that broke the communicator, prints `text` and

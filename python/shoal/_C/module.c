@@ -98,7 +98,8 @@ PyInit__C(void)
         || ext_errors_init(m) < 0
         || module_add_names(m, "DTYPES", SHOAL_DTYPE_COUNT, shoal_dtype_name)
             < 0
-        || module_add_names(m, "OPS", SHOAL_OP_COUNT, shoal_op_name) < 0) {
+        || module_add_names(m, "OPS", SHOAL_OP_COUNT, shoal_op_name) < 0
+        || PyModule_AddIntConstant(m, "ANY_SOURCE", SHOAL_ANY_SOURCE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -61,6 +61,9 @@ work_finish(ext_work *w, int st)
     shoal_request *req = w->req;
 
     w->status = st;
+    if (w->recv && st == SHOAL_OK) {
+        w->source = shoal_request_source(req); // before req is freed
+    }
     if (st < 0) {
         const char *text = shoal_last_error();
 
@@ -118,8 +121,16 @@ ext_work_new(ext_comm *comm, shoal_request *req, PyObject *keep)
     w->comm    = (ext_comm *) Py_NewRef(comm);
     w->keep    = Py_XNewRef(keep);
     w->waiting = 0;
+    w->recv    = 0;
+    w->source  = SHOAL_ANY_SOURCE;
     work_link(w);
     return (PyObject *) w;
+}
+
+void
+ext_work_mark_recv(PyObject *work)
+{
+    ((ext_work *) work)->recv = 1;
 }
 
 int
@@ -191,6 +202,37 @@ work_is_completed(ext_work *w, PyObject *unused)
     Py_RETURN_TRUE;
 }
 
+// The rank whose message a completed receive got (its src, or the sender
+// an any-source receive matched). Finishes a receive found complete, as
+// is_completed() does; raises the receive's error if it failed.
+static PyObject *
+work_source(ext_work *w, PyObject *unused)
+{
+    (void) unused;
+    if (!w->recv) {
+        PyErr_SetString(PyExc_RuntimeError,
+            "source: this work is not a receive; only a recv's work has a "
+            "source");
+        return NULL;
+    }
+    if (w->req != NULL && !w->waiting) {
+        int st = shoal_test(w->req);
+        if (st != SHOAL_INPROGRESS) {
+            work_finish(w, st);
+        }
+    }
+    if (w->req != NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+            "source: the receive has not completed yet; call wait() first "
+            "(or poll is_completed())");
+        return NULL;
+    }
+    if (w->status < 0) {
+        return work_result(w);
+    }
+    return PyLong_FromLong(w->source);
+}
+
 static PyObject *
 work_get_status(ext_work *w, void *closure)
 {
@@ -219,6 +261,11 @@ static PyMethodDef work_methods[] = {
     { "is_completed", (PyCFunction) work_is_completed, METH_NOARGS,
         "True once the operation has finished (wait() raises if it "
         "failed)." },
+    { "source", (PyCFunction) work_source, METH_NOARGS,
+        "source(): the rank whose message a completed receive got (its "
+        "src, or the sender when src was any). Raises RuntimeError before "
+        "completion or for a work that is not a receive, and the "
+        "receive's error if it failed." },
     { NULL, NULL, 0, NULL },
 };
 

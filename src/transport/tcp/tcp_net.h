@@ -83,6 +83,8 @@ struct shi_net {
     struct shi_tcp_peer *peers;
     struct shi_net_run   run;
     int64_t              unexpected_bytes;
+    struct shi_tcp_queue p2p_any; // any-source receives not matched yet
+    uint64_t             p2p_arrivals; // P2P messages before their receive
     int                  abort_sent;
     shoal_request       *hier_sub; // host-aware stage in flight
     int                  hier_started;

@@ -1,7 +1,8 @@
 // Point-to-point operations over TCP: each send or receive is one message
 // on the peer's point-to-point channel (see tcp_xfer.h), matched by tag in
-// send order. A send completes once its bytes are in the kernel's socket
-// buffers, so the caller may reuse its buffer then.
+// send order; an any-source receive takes the message with its tag that
+// arrives first on any channel. A send completes once its bytes are in the
+// kernel's socket buffers, so the caller may reuse its buffer then.
 #include <stdlib.h>
 
 #include "core/comm.h"
@@ -9,6 +10,7 @@
 #include "transport/tcp/tcp_net.h"
 
 void shi_net_p2p_done(shoal_comm *comm, shi_tcp_msg *msg);
+void shi_net_p2p_matched(shoal_comm *comm, shi_tcp_msg *msg);
 
 void
 shi_net_p2p_done(shoal_comm *comm, shi_tcp_msg *msg)
@@ -20,13 +22,26 @@ shi_net_p2p_done(shoal_comm *comm, shi_tcp_msg *msg)
     shi_engine_complete(comm, req, SHOAL_OK);
 }
 
+// An any-source receive found its sender: from now on it waits for that
+// rank alone (and shoal_request_source will name it).
+void
+shi_net_p2p_matched(shoal_comm *comm, shi_tcp_msg *msg)
+{
+    shoal_request *req = msg->owner;
+
+    (void) comm;
+    req->source     = msg->peer;
+    req->blocked_on = msg->peer;
+}
+
 int
 shi_net_p2p_post(shoal_comm *comm, shoal_request *req)
 {
     shi_tcp_msg *m = calloc(1, sizeof(*m));
 
     req->seq        = ++comm->p2p_seq;
-    req->blocked_on = req->peer;
+    req->blocked_on = req->peer; // -1 (no one yet) for any-source
+    req->source     = req->peer;
     comm->p2p_active++;
     if (m == NULL) {
         shi_comm_abort(comm, SHOAL_ENOMEM, "out of memory for a message");
@@ -37,6 +52,7 @@ shi_net_p2p_post(shoal_comm *comm, shoal_request *req)
     m->tag    = req->tag;
     m->buf    = req->buf;
     m->total  = req->bytes;
+    m->posted = req->seq;
     m->owner  = req;
     req->xfer = m;
     if (req->kind == SHI_OP_SEND) {

@@ -18,8 +18,10 @@
 
 #define FRAME_BYTES sizeof(struct shi_tcp_frame)
 
-// Point-to-point completion (net_p2p.c).
+// Point-to-point completion, and an any-source receive's sender found
+// (tcp_p2p.c).
 void shi_net_p2p_done(shoal_comm *comm, shi_tcp_msg *msg);
+void shi_net_p2p_matched(shoal_comm *comm, shi_tcp_msg *msg);
 
 static void
 queue_push(struct shi_tcp_queue *q, shi_tcp_msg *m)
@@ -353,6 +355,27 @@ data_target(struct shi_net *net, int p, const struct shi_tcp_frame *h)
     return m;
 }
 
+// Takes the receive a P2P message from p with `tag` goes to: the earliest
+// posted of p's named receives and the any-source ones.
+static shi_tcp_msg *
+take_posted(struct shi_net *net, int p, int tag)
+{
+    struct shi_tcp_peer *peer  = &net->peers[p];
+    shi_tcp_msg         *named = queue_find_tag(&peer->p2p_posted, tag);
+    shi_tcp_msg         *any   = queue_find_tag(&net->p2p_any, tag);
+
+    if (any != NULL && (named == NULL || any->posted < named->posted)) {
+        queue_remove(&net->p2p_any, any);
+        any->peer = p;
+        shi_net_p2p_matched(net->comm, any);
+        return any;
+    }
+    if (named != NULL) {
+        queue_remove(&peer->p2p_posted, named);
+    }
+    return named;
+}
+
 static shi_tcp_msg *
 p2p_target(struct shi_net *net, int p, const struct shi_tcp_frame *h)
 {
@@ -368,15 +391,15 @@ p2p_target(struct shi_net *net, int p, const struct shi_tcp_frame *h)
         }
         return m;
     }
-    m = queue_find_tag(&peer->p2p_posted, (int) h->coll_seq);
+    m = take_posted(net, p, (int) h->coll_seq);
     if (m != NULL) {
-        queue_remove(&peer->p2p_posted, m);
         if (m->total != h->total) {
             mismatch(net, p, h, m);
             return NULL;
         }
         m->id = h->id;
     } else if ((m = new_unexpected(net, h, p)) != NULL) {
+        m->arrival = ++net->p2p_arrivals;
         queue_push(&peer->p2p_unexp, m);
     }
     peer->p2p_cur = m;
@@ -636,10 +659,35 @@ adopt(struct shi_net *net, shi_tcp_msg *m, shi_tcp_msg *u)
     return 0;
 }
 
+// Posts an any-source P2P receive: it adopts the earliest arrived message
+// with its tag from any peer, or waits for one on net->p2p_any.
+static int
+recv_any(struct shi_net *net, shi_tcp_msg *m)
+{
+    shi_tcp_msg *best = NULL;
+
+    for (int p = 0; p < net->comm->size; p++) {
+        shi_tcp_msg *u = p == net->comm->rank
+            ? NULL
+            : queue_find_tag(&net->peers[p].p2p_unexp, m->tag);
+        if (u != NULL && (best == NULL || u->arrival < best->arrival)) {
+            best = u;
+        }
+    }
+    if (best == NULL) {
+        queue_push(&net->p2p_any, m);
+        return 0;
+    }
+    queue_remove(&net->peers[best->peer].p2p_unexp, best);
+    m->peer = best->peer;
+    shi_net_p2p_matched(net->comm, m);
+    return adopt(net, m, best);
+}
+
 int
 shi_tcp_recv(struct shi_net *net, shi_tcp_msg *m)
 {
-    struct shi_tcp_peer *peer = &net->peers[m->peer];
+    struct shi_tcp_peer *peer;
     shi_tcp_msg         *u;
 
     m->moved = m->handed = 0;
@@ -647,6 +695,10 @@ shi_tcp_recv(struct shi_net *net, shi_tcp_msg *m)
     m->done              = 0;
     m->forward           = NULL;
     m->owned             = 0;
+    if (m->type == SHI_TCP_P2P && m->peer == SHOAL_ANY_SOURCE) {
+        return recv_any(net, m);
+    }
+    peer = &net->peers[m->peer];
     if (m->type == SHI_TCP_DATA) {
         if ((u = queue_find_id(&peer->unexp, m->id)) != NULL) {
             queue_remove(&peer->unexp, u);
@@ -756,6 +808,7 @@ shi_tcp_purge(struct shi_net *net)
         return;
     }
     net->purged = (shi_tcp_msg) { .type = SHI_TCP_DATA, .total = SIZE_MAX };
+    purge_queue(&net->p2p_any, 0);
     for (int p = 0; p < net->comm->size; p++) {
         struct shi_tcp_peer *peer = &net->peers[p];
         purge_queue(&peer->data_out, 0);

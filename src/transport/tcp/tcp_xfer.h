@@ -17,7 +17,11 @@
 //    peer in a different collective is a mismatch, not corrupted data;
 //  - point-to-point: matched by tag in send order, as over shared memory;
 //    they go over the first socket only, whole messages one after the
-//    other, so their order is the send order.
+//    other, so their order is the send order. A message that arrives
+//    before its receive is kept whole (numbered in arrival order); a
+//    message goes to the earliest posted receive for it, named or
+//    any-source (one queue per communicator), and a new any-source
+//    receive takes the earliest arrived message with its tag.
 // Control frames (abort with its text, goodbye) also use the first socket.
 //
 // Frames are in the host's byte order; the magic number tells a peer of
@@ -50,6 +54,8 @@ typedef struct shi_tcp_msg {
     uint32_t            coll_seq; // DATA: collective number
     uint64_t            call_hash; // DATA: the call's descriptor hash
     uint64_t            id; // position on its channel
+    uint64_t            posted; // P2P receive: post number (request seq)
+    uint64_t            arrival; // P2P unexpected: arrival number
     unsigned char      *buf;
     size_t              total;
     size_t              handed; // send: bytes given to frames
@@ -67,9 +73,10 @@ typedef struct shi_tcp_msg {
 void shi_tcp_send(struct shi_net *net, shi_tcp_msg *msg);
 
 // Posts a receive (DATA: message msg->id of the peer's data channel, from
-// its data_rx_id; P2P: the next message with msg->tag). A message already
-// (partly) here is adopted. Returns 1 if msg completed at once. Under the comm
-// lock.
+// its data_rx_id; P2P: the next message with msg->tag, from msg->peer or,
+// for SHOAL_ANY_SOURCE, from any peer, with msg->posted set). A message
+// already (partly) here is adopted. Returns 1 if msg completed at once.
+// Under the comm lock.
 int shi_tcp_recv(struct shi_net *net, shi_tcp_msg *msg);
 
 // Moves bytes on every socket that is ready (epoll, no wait) and returns
