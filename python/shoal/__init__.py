@@ -22,12 +22,14 @@ from ._C import (
     PeerError,
     ShoalError,
 )
+from .batch import BatchP2POptions, BatchSendRecv, P2POp
 from .bootstrap import new_comm
 from .comm import Comm
 from .compile_op import CustomOp, Future, compile_op
 from .groups import find_process_group
 from .memory import (empty, empty_like, is_shared, share_memory_, zeros,
                      zeros_like)
+from .options import CommOptions
 from .reduce_op import ReduceOp, RedOpType
 from .work import Work
 
@@ -35,7 +37,8 @@ __version__ = "%d.%d.%d" % (_C.version() // 10000, _C.version() // 100 % 100,
                             _C.version() % 100)
 
 __all__ = [
-    "AbortedError", "Comm", "CommTimeoutError", "CustomOp", "Future",
+    "AbortedError", "BatchP2POptions", "BatchSendRecv", "Comm",
+    "CommOptions", "CommTimeoutError", "CustomOp", "Future", "P2POp",
     "InvalidArgumentError", "compile_op", "find_process_group",
     "MismatchError", "PeerError", "RedOpType", "ReduceOp", "ShoalError",
     "Work", "get_include", "get_library_dir", "new_comm",

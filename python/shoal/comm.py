@@ -12,7 +12,11 @@ Contiguous CPU arrays are used in place. Strided arrays and tensor lists
 go through contiguous temporaries, copied in before and out after.
 """
 
+import datetime
+
 from . import _C, _arrays, _env, groups
+from .batch import BatchSendRecv
+from .options import CommOptions
 from .reduce_op import as_reduce_op
 from .work import Work
 
@@ -124,6 +128,20 @@ class Comm:
 
     def get_hints(self):
         return dict(self._hints)
+
+    def get_options(self):
+        """The options this communicator was made with (torchcomms'
+        CommOptions: abort_process_on_timeout_or_error, timeout, store,
+        name, hints)."""
+        return CommOptions(
+            abort_process_on_timeout_or_error=self._abort,
+            timeout=datetime.timedelta(seconds=self.get_timeout()),
+            name=self.get_name(), hints=self.get_hints())
+
+    def batch_op_create(self):
+        """A BatchSendRecv: add send()s and recv()s, then issue() them
+        together (any order, no deadlock)."""
+        return BatchSendRecv(self)
 
     def get_timeout(self):
         """The default deadline of operations, in seconds."""

@@ -407,18 +407,31 @@ def send_recv(state, full):
 
 
 def recv_any_source(state, full):
-    """recv without a source raises on every rank; collectives go on."""
-    g = state.group
-    try:
-        dist.recv(torch.zeros(2), group=g)
-    except RuntimeError as e:
-        text = str(e)
+    """dist.recv without src (and irecv) takes whichever rank sends first
+    and returns the sender, like gloo; every rank but 0 sends its rank."""
+    g, rank, n = state.group, state.rank, state.size
+    senders = []
+    if rank == 0:
+        for _ in range(n - 1):
+            t = torch.zeros(3)
+            src = dist.recv(t, group=g)
+            check(t, np.full(3, float(src)), "float32", f"from {src}")
+            senders.append(src)
+        assert sorted(senders) == list(range(1, n)), senders
     else:
-        raise AssertionError("recv without src did not raise")
-    t = torch.ones(2)
-    dist.all_reduce(t, group=g)
-    check(t, np.full(2, float(state.size)), "float32", "after recv")
-    return text
+        dist.send(torch.full((3,), float(rank)), 0, group=g)
+    if rank == 0 and n > 1:  # torch's irecv without src: the same path
+        t = torch.zeros(2)
+        w = dist.irecv(t, group=g, tag=5)
+        dist.barrier(group=g)
+        w.wait()
+        assert w._source_rank() == n - 1 and t.tolist() == [7.0, 7.0]
+    elif rank == n - 1:
+        dist.barrier(group=g)
+        dist.send(torch.full((2,), 7.0), 0, group=g, tag=5)
+    else:
+        dist.barrier(group=g)
+    return senders
 
 
 def barrier(state, full):

@@ -29,10 +29,9 @@ def test_send_recv(c10d_pools, n):
     c10d_pools.get(n).check("send_recv", FULL)
 
 
-@pytest.mark.parametrize("n", SIZES)
-def test_recv_needs_a_source(c10d_pools, n):
-    texts = c10d_pools.get(n).check("recv_any_source", FULL)
-    assert all("pass src" in t for t in texts), texts
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_recv_any_source(c10d_pools, n):
+    c10d_pools.get(n).check("recv_any_source", FULL)
 
 
 @pytest.mark.parametrize("n", SIZES)

@@ -119,6 +119,31 @@ print("ok", rank)
         r.stdout + r.stderr)
 
 
+@pytest.mark.parametrize("launcher", ["torchrun", "shoalrun"])
+def test_torchcomms_behaviours(launcher):
+    """What torchcomms' integration tests check, each behaviour on a
+    communicator of its own, under both launchers (4 ranks)."""
+    pytest.importorskip("torch")
+    script = os.path.join(HERE, "torchcomms_behaviours.py")
+    if launcher == "torchrun":
+        out = torchrun(open(script).read(), nproc=4, timeout=400).stdout
+    else:
+        env = dict(os.environ, TORCHCOMM_ABORT_ON_ERROR="0",
+                   TORCHCOMM_TIMEOUT_SECONDS="60", OMP_NUM_THREADS="1")
+        env.pop("PYTHONUNBUFFERED", None)
+        r = subprocess.run(
+            [sys.executable, "-m", "shoal.run", "-n", "4", sys.executable,
+             script], env=env, cwd=HERE, capture_output=True, text=True,
+            timeout=400)
+        assert r.returncode == 0, r.stdout + r.stderr
+        out = r.stdout
+    lines = set(out.split("\n")) - {""}
+    import torchcomms_behaviours as tb
+    want = {f"{b.__name__} ok rank {r}" for b in tb.BEHAVIOURS
+            for r in range(4)}
+    assert lines == want, sorted(want - lines)
+
+
 def test_bundled_shoalrun():
     code = COMMON + """
 comm = shoal.new_comm("shoal", "cpu")

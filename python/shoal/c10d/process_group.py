@@ -116,7 +116,15 @@ class ProcessGroupShoal(dist.ProcessGroup):
         return BACKEND
 
     # torch looks for a group's per-device backend (monitored_barrier,
-    # _set_pg_timeout, splitting); this group is its own CPU backend.
+    # _set_pg_timeout, splitting); this group is its own CPU backend, and
+    # says which of a backend's optional abilities it lacks (splitting
+    # goes through new_group; coalescing is done by torch's generic path).
+    supports_splitting = False
+    supports_coalescing = False
+    supports_time_estimate = False
+    supports_tensor_alloc = False
+    supports_shrinking = False
+
     def _get_backend(self, device):
         device = torch.device(device)
         if device.type != "cpu":
@@ -348,9 +356,13 @@ class ProcessGroupShoal(dist.ProcessGroup):
                      for x in tensors], tensors, self._completer, False)
 
     def recv_anysource(self, tensors, tag=0):
-        raise _C.InvalidArgumentError(
-            "recv: shoal receives from a named rank only (it matches "
-            "messages by source and tag): pass src")
+        """Receives from whichever rank sends with `tag` first; the Work's
+        _source_rank() names it (torch's recv returns it)."""
+        if len(tensors) != 1:
+            raise _C.InvalidArgumentError(
+                f"recv_anysource: expected one tensor, got {len(tensors)}")
+        w = self._comm.recv(tensors[0], None, True, tag=tag)
+        return Work([w], tensors, self._completer, False, source=w)
 
 
 profiled(ProcessGroupShoal)

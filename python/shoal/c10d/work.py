@@ -27,9 +27,11 @@ class Work(dist.Work):
     """One process-group operation: shoal works and the tensors its future
     yields (torch's convention: the output tensors)."""
 
-    def __init__(self, works, result, completer=None, ordered=True):
+    def __init__(self, works, result, completer=None, ordered=True,
+                 source=None):
         super().__init__()
         self._works = works  # shoal.Work list; emptied once waited for
+        self._source = source  # an any-source receive's shoal.Work
         self._result = result
         self._completer = completer  # completes futures (None: done ones)
         self._ordered = ordered  # collectives; False for point-to-point
@@ -70,6 +72,14 @@ class Work(dist.Work):
 
     def exception(self):
         return self._error
+
+    def _source_rank(self):
+        """The sender of a completed receive (torch's recv(src=None))."""
+        if self._source is None:
+            raise RuntimeError("_source_rank: this work is not a receive "
+                               "from any source")
+        self.wait()
+        return self._source.source()
 
     def result(self):
         """The operation's output tensors, once it has completed (waits)."""
