@@ -58,6 +58,13 @@ python-env: | deps
 test-python: python-env
 	cd tests/python && $(abspath $(PYENV))/bin/python -m pytest -q $(PYTEST_ARGS)
 
+# PyTorch's own distributed test suite (in the torch wheel) for gloo, for
+# backend "shoal", and for shoal run under gloo's name (every group a shoal
+# group) on 2 and 3 ranks; fails when shoal-as-gloo fails a test gloo passes.
+.PHONY: test-torch-suite
+test-torch-suite: python-env
+	$(PYENV)/bin/python tests/torch_suite/run_suite.py
+
 # The whole collective matrix (every dtype x op x count x world size), in C
 # and through torch.distributed, instead of the sample `make test` runs.
 # Takes much longer.
