@@ -683,15 +683,22 @@ def backend_hooks(state, full):
     g._set_default_timeout(TIMEOUT)
     for wait_all in (False, True):
         g.monitored_barrier(datetime.timedelta(seconds=10), wait_all)
-    with torch.profiler.profile(activities=[
-            torch.profiler.ProfilerActivity.CPU]) as prof:
+    # As a C++ backend's: asynchronous events (ended on another thread)
+    # with the input shapes, ended once wait() returns.
+    with torch.autograd.profiler.profile(record_shapes=True) as prof:
         t = torch.ones(4)
         dist.all_reduce(t, group=g)
         dist.all_reduce(t, group=g, async_op=True).wait()
         dist.broadcast(t, 0, group=g)
-    names = [e.name for e in prof.events()]
-    assert names.count("shoal:all_reduce") == 2, names
+        dist.all_reduce_coalesced([t, torch.ones(2, 3)], group=g)
+    events = [e for e in prof.function_events if e.name.startswith("shoal:")]
+    names = [e.name for e in events]
+    assert names.count("shoal:all_reduce") == 3, names
     assert "shoal:broadcast" in names, names
+    assert all(e.is_async for e in events), [(e.name, e.is_async)
+                                             for e in events]
+    shapes = [e.input_shapes for e in events if e.name.endswith("reduce")]
+    assert shapes == [[[4]], [[4]], [[4], [2, 3]]], shapes
     return True
 
 

@@ -42,8 +42,15 @@ def _seconds(pg, timeout):
 
 def _lead(pg, store, key, timeout, wait_all_ranks):
     deadline = time.monotonic() + timeout
+    ms = int(timeout * 1000)
     missing = []
     for r in range(1, pg.size()):
+        if not wait_all_ranks and time.monotonic() >= deadline and \
+                not store.check([f"{key}/{_ARRIVED}/{r}"]):
+            # The time ran out before this rank's turn (gloo's wording).
+            _fail(store, key, f"[Rank 0]: Rank 0 timed out in "
+                  f"monitoredBarrier after {ms} ms, still waiting for "
+                  f"rank {r} (ranks 1 to {r - 1} arrived)")
         if not _arrives(store, f"{key}/{_ARRIVED}/{r}", deadline):
             missing.append(r)
             if not wait_all_ranks:
@@ -51,10 +58,14 @@ def _lead(pg, store, key, timeout, wait_all_ranks):
     if not missing:
         store.set(f"{key}/{_DONE}", "ok")
         return
-    ms = int(timeout * 1000)
     who = (f"Rank {missing[0]}" if len(missing) == 1 else
            "Ranks " + ", ".join(str(r) for r in missing))
-    text = f"[Rank 0]: {who} failed to pass monitoredBarrier in {ms} ms"
+    _fail(store, key, f"[Rank 0]: {who} failed to pass monitoredBarrier "
+          f"in {ms} ms")
+
+
+def _fail(store, key, text):
+    """Tells the other ranks, then raises."""
     store.set(f"{key}/{_DONE}", text)
     raise _C.CommTimeoutError(text)
 
@@ -75,13 +86,14 @@ def _follow(pg, store, key, timeout):
     store.set(f"{key}/{_ARRIVED}/{pg.rank()}", "1")
     done = f"{key}/{_DONE}"
     # Rank 0 answers within its own timeout; allow it that much again.
+    # gloo's wording for a failure seen from here.
+    failed = (f"[Rank {pg.rank()}]: Rank {pg.rank()} successfully reached "
+              f"monitoredBarrier, but received errors while waiting for "
+              f"send/recv from rank 0")
     if not _arrives(store, done, time.monotonic() + 2 * timeout):
         raise _C.CommTimeoutError(
-            f"[Rank {pg.rank()}]: reached monitoredBarrier, but rank 0 did "
-            f"not answer within {int(2 * timeout * 1000)} ms: check rank "
-            "0's logs")
+            f"{failed}: rank 0 did not answer within "
+            f"{int(2 * timeout * 1000)} ms; check its logs")
     verdict = store.get(done).decode()
     if verdict != "ok":
-        raise _C.CommTimeoutError(
-            f"[Rank {pg.rank()}]: reached monitoredBarrier, but rank 0 "
-            f"reports: {verdict}")
+        raise _C.CommTimeoutError(f"{failed}: rank 0 reports: {verdict}")

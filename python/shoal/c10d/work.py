@@ -38,12 +38,15 @@ class Work(dist.Work):
         self._future = None
         self._done = None  # an Event once a thread owns the waiting
         self._error = None
+        self._profiled = None  # a Future: the profiler event has ended
 
     def wait(self, timeout=None):
         if self._done is not None:
             self._done.wait()
         elif self._works:
             self._wait_works(_seconds(timeout))
+        if self._profiled is not None:
+            self._profiled.wait()
         if self._error is not None:
             raise self._error
         return True
@@ -168,6 +171,10 @@ class Completer:
         self._callbacks.put(work._settle)
         with self._lock:
             self._others.discard(threading.current_thread())
+
+    def call_soon(self, fn):
+        """Runs fn() on a callback thread."""
+        self._callbacks.put(fn)
 
     def close(self):
         """Lets pending works finish, then stops the waiting threads (their
