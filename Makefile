@@ -32,6 +32,7 @@ test: build
 	$(BUILD)/tests/shoal_tests
 	scripts/check-install.sh $(BUILD)
 	$(MAKE) --no-print-directory test-python
+	$(MAKE) --no-print-directory test-torch-suite TORCH_SUITE_ARGS="--world-sizes 2 --jobs 2"
 	$(MAKE) --no-print-directory test-net
 
 # Hosts as network namespaces (tests/net, about 2 s): skipped, not failed,
@@ -61,9 +62,10 @@ test-python: python-env
 # PyTorch's own distributed test suite (in the torch wheel) for gloo, for
 # backend "shoal", and for shoal run under gloo's name (every group a shoal
 # group) on 2 and 3 ranks; fails when shoal-as-gloo fails a test gloo passes.
+# `make test` runs it on 2 ranks (about 2.5 minutes), test-full on 2 and 3.
 .PHONY: test-torch-suite
 test-torch-suite: python-env
-	$(PYENV)/bin/python tests/torch_suite/run_suite.py
+	$(PYENV)/bin/python tests/torch_suite/run_suite.py $(TORCH_SUITE_ARGS)
 
 # The whole collective matrix (every dtype x op x count x world size), in C
 # and through torch.distributed, instead of the sample `make test` runs.
@@ -72,6 +74,7 @@ test-full: build
 	SHOAL_COLL_FULL=1 $(BUILD)/tests/shoal_tests mp_coll
 	SHOAL_NET_FULL=1 $(MAKE) --no-print-directory test-net
 	SHOAL_PY_FULL=1 $(MAKE) --no-print-directory test-python PYTEST_ARGS=test_c10d_ops.py
+	$(MAKE) --no-print-directory test-torch-suite
 
 test-unit: build
 	$(BUILD)/tests/shoal_tests $(FILTER)
