@@ -197,6 +197,13 @@ SHOAL_API const char *shoal_comm_name(const shoal_comm *comm);
 // now on. Local. Errors: SHOAL_EINVAL (timeout_ms <= 0).
 SHOAL_API int shoal_comm_set_timeout(shoal_comm *comm, int64_t timeout_ms);
 
+// Aborts the communicator on every rank: operations in flight and later
+// ones fail with SHOAL_EABORTED, and a message naming this rank and
+// `reason` (NULL: "aborted by the application"). Does not block; the
+// communicator must still be destroyed. A communicator that failed before
+// keeps its first cause. Errors: SHOAL_EINVAL (NULL comm).
+SHOAL_API int shoal_comm_abort(shoal_comm *comm, const char *reason);
+
 // The last error recorded on `comm`: operation, its sequence number, the
 // peer involved and the time waited. "" when nothing failed. Valid until
 // the next failing call on `comm`.
@@ -249,6 +256,13 @@ SHOAL_API int shoal_test(shoal_request *req);
 // wait. A passed deadline fails the operation (SHOAL_ETIMEDOUT) and aborts
 // the communicator, as partial transfers cannot be taken back.
 SHOAL_API int shoal_wait(shoal_request *req, int64_t timeout_ms);
+
+// Blocks at most wait_ms (>= 0) for the operation without failing it:
+// SHOAL_OK if it completed, SHOAL_INPROGRESS if it is still running, or its
+// error (its own deadline still applies). For callers that must look up
+// between waits, such as a thread checking for Ctrl-C. SHOAL_EINVAL for a
+// NULL req or a negative wait_ms.
+SHOAL_API int shoal_wait_for(shoal_request *req, int64_t wait_ms);
 
 // Releases a request. An incomplete request is waited for first (up to its
 // deadline). NULL is accepted.

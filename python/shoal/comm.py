@@ -155,6 +155,12 @@ class Comm:
             raise InvalidArgumentError("set_timeout: timeout must be > 0")
         self._c.set_timeout(ms)
 
+    def abort(self, reason=None):
+        """Aborts the communicator on every rank: operations in flight and
+        later ones raise AbortedError naming this rank and `reason`. It
+        must still be finalized."""
+        self._c.abort(None if reason is None else str(reason))
+
     def finalize(self):
         """Waits for this rank's pending operations, then releases the
         communicator. Local; later operations raise."""

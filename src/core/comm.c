@@ -444,6 +444,20 @@ shoal_comm_set_timeout(shoal_comm *comm, int64_t timeout_ms)
     return SHOAL_OK;
 }
 
+int
+shoal_comm_abort(shoal_comm *comm, const char *reason)
+{
+    if (comm == NULL) {
+        return shi_error(SHOAL_EINVAL, "comm_abort: comm is NULL");
+    }
+    // Peers hear of it as of any abort: the engine tells them over TCP at
+    // its next step, the shared segment's abort record otherwise.
+    shi_comm_abort(comm, SHOAL_EABORTED,
+        "rank %d aborted the communicator: %s", comm->rank,
+        reason != NULL ? reason : "aborted by the application");
+    return SHOAL_OK;
+}
+
 const char *
 shoal_comm_last_error(const shoal_comm *comm)
 {

@@ -95,17 +95,21 @@ shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
     atomic_store_explicit(&req->status, status, memory_order_release);
 }
 
-// Takes over an abort announced by another rank in shared memory.
-static void
-adopt_remote_abort(shoal_comm *comm)
+int
+shi_adopt_remote_abort(shoal_comm *comm)
 {
-    struct shm_abort *ab = shm_abort_of(&comm->seg);
+    struct shm_abort *ab;
 
+    if (comm->seg.base == NULL) {
+        return 0;
+    }
+    ab = shm_abort_of(&comm->seg);
     if (atomic_load_explicit(&ab->state, memory_order_acquire) != 2) {
-        return;
+        return 0;
     }
     shi_comm_abort(
         comm, ab->status, "rank %d reported: %s", ab->by_rank, ab->text);
+    return 1;
 }
 
 static void
@@ -126,7 +130,7 @@ step_locked(shoal_comm *comm)
 
     if (comm->net == NULL && comm->seg.base != NULL
         && !atomic_load(&comm->failed)) {
-        adopt_remote_abort(comm);
+        shi_adopt_remote_abort(comm);
     }
     if (atomic_load(&comm->failed)) {
         shi_net_flush_abort(comm);
@@ -320,9 +324,12 @@ sleep_on_doorbell(shoal_comm *comm, shoal_request *req, int64_t deadline)
 
 // Drives until `req` completes (req NULL: until nothing is active), the
 // caller's `deadline` passes, or, for the progress thread (`app` 0), until
-// an application thread takes over.
+// an application thread takes over. An application thread also returns
+// when `until` passes, leaving req running (a caller that looks up between
+// waits, such as a Python thread checking for Ctrl-C).
 static void
-drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
+drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
+    int64_t until)
 {
     int64_t now = 0, idle_since = 0;
     int     yields = 0;
@@ -354,6 +361,10 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
         if ((iter & 255) == 0 || yields >= yield_iter) {
             housekeeping_locked(comm, now);
         }
+        if (app && now > until) {
+            pthread_mutex_unlock(&comm->lock);
+            return;
+        }
         if (req != NULL && now > deadline && deadline < req->deadline) {
             shi_req_describe(req, desc, sizeof(desc));
             shi_comm_abort(comm, SHOAL_ETIMEDOUT,
@@ -370,7 +381,9 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
         } else if (yields < yield_iter || now - idle_since < yield_ns) {
             sched_yield();
             yields++;
-        } else if (sleep_on_doorbell(comm, req, deadline) == 0) {
+        } else if (sleep_on_doorbell(
+                       comm, req, until < deadline ? until : deadline)
+            == 0) {
             idle_since = shi_now_ns();
         }
     }
@@ -392,9 +405,10 @@ fail_text_status(shoal_comm *comm, shoal_request *req, int st)
 // Drives the engine from an application thread already counted in
 // app_drivers until req is done, then hands over to the progress thread.
 static int
-drive_as_app(shoal_comm *comm, shoal_request *req, int64_t deadline)
+drive_as_app(
+    shoal_comm *comm, shoal_request *req, int64_t deadline, int64_t until)
 {
-    drive(comm, req, deadline, 1);
+    drive(comm, req, deadline, 1, until);
     pthread_mutex_lock(&comm->lock);
     if (--comm->app_drivers == 0 && comm->active.head != NULL) {
         pthread_cond_signal(&comm->cv);
@@ -404,7 +418,7 @@ drive_as_app(shoal_comm *comm, shoal_request *req, int64_t deadline)
 }
 
 int
-shi_engine_wait(shoal_request *req, int64_t deadline)
+shi_engine_wait_until(shoal_request *req, int64_t deadline, int64_t until)
 {
     shoal_comm *comm = req->comm;
     int         st = atomic_load_explicit(&req->status, memory_order_acquire);
@@ -413,9 +427,15 @@ shi_engine_wait(shoal_request *req, int64_t deadline)
         pthread_mutex_lock(&comm->lock);
         comm->app_drivers++;
         pthread_mutex_unlock(&comm->lock);
-        st = drive_as_app(comm, req, deadline);
+        st = drive_as_app(comm, req, deadline, until);
     }
     return st < 0 ? fail_text_status(comm, req, st) : st;
+}
+
+int
+shi_engine_wait(shoal_request *req, int64_t deadline)
+{
+    return shi_engine_wait_until(req, deadline, SHI_NO_DEADLINE);
 }
 
 int
@@ -459,7 +479,7 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
         // announces it, saving a lock round trip on the fast path).
         comm->app_drivers++;
         pthread_mutex_unlock(&comm->lock);
-        st = drive_as_app(comm, req, req->deadline);
+        st = drive_as_app(comm, req, req->deadline, SHI_NO_DEADLINE);
     } else {
         if (st == SHOAL_INPROGRESS) {
             // The progress thread may sleep on the doorbell or on the cv.
@@ -482,7 +502,7 @@ shi_engine_sync(shoal_comm *comm, int64_t deadline)
     comm->app_drivers++;
     pthread_mutex_unlock(&comm->lock);
     if (last != NULL) {
-        drive(comm, NULL, deadline, 1);
+        drive(comm, NULL, deadline, 1, SHI_NO_DEADLINE);
     }
     pthread_mutex_lock(&comm->lock);
     comm->app_drivers--;
@@ -512,7 +532,7 @@ progress_main(void *arg)
         // A caller that just posted non-blocking work often waits for it
         // next: let it get there before competing for the lock.
         sched_yield();
-        drive(comm, NULL, SHI_NO_DEADLINE, 0);
+        drive(comm, NULL, SHI_NO_DEADLINE, 0, SHI_NO_DEADLINE);
         pthread_mutex_lock(&comm->lock);
     }
     pthread_mutex_unlock(&comm->lock);

@@ -28,6 +28,13 @@ int shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking);
 // communicator is aborted with SHOAL_ETIMEDOUT). Returns req's status, with
 // the message recorded on the comm and the thread.
 int shi_engine_wait(shoal_request *req, int64_t deadline);
+// As shi_engine_wait, but returns SHOAL_INPROGRESS, leaving req running,
+// once `until` passes first.
+int shi_engine_wait_until(shoal_request *req, int64_t deadline, int64_t until);
+
+// Takes over an abort another rank announced in shared memory; returns 1
+// if there was one (0 too for a communicator without a segment).
+int shi_adopt_remote_abort(shoal_comm *comm);
 
 // Waits for every request of the comm; returns the first error or OK.
 int shi_engine_sync(shoal_comm *comm, int64_t deadline);

@@ -358,6 +358,22 @@ shoal_wait(shoal_request *req, int64_t timeout_ms)
     return shi_engine_wait(req, deadline);
 }
 
+int
+shoal_wait_for(shoal_request *req, int64_t wait_ms)
+{
+    if (req == NULL) {
+        return shi_error(SHOAL_EINVAL, "wait_for: req is NULL");
+    }
+    if (wait_ms < 0) {
+        return shi_error(SHOAL_EINVAL,
+            "wait_for: wait_ms is %lld; give 0 or more (shoal_wait waits "
+            "without a bound of its own)",
+            (long long) wait_ms);
+    }
+    return shi_engine_wait_until(
+        req, req->deadline, shi_deadline_in_ms(wait_ms));
+}
+
 void
 shoal_request_free(shoal_request *req)
 {

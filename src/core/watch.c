@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/comm.h"
+#include "core/engine.h"
 #include "core/log.h"
 
 // Handles readable data or a hang-up on peer `r`'s socket. Returns 1 when
@@ -37,6 +38,11 @@ watch_peer_event(shoal_comm *comm, int r)
     }
     if (atomic_load(&p->state) == SHI_PEER_LIVE) {
         atomic_store(&p->state, SHI_PEER_DEAD);
+        // A rank that aborted the communicator before it went left the
+        // cause in shared memory: that is the news, not its exit.
+        if (shi_adopt_remote_abort(comm)) {
+            return 1;
+        }
         shi_comm_abort(comm, SHOAL_EPEER,
             "rank %d (pid %d on %s) died: its connection to rank "
             "%d closed without a goodbye",

@@ -163,3 +163,51 @@ mp_case_idle(shoal_comm *comm, int argc, char **argv)
     MP_CHECK(waiting < 0.1 * wall + 0.02);
     return 0;
 }
+
+// shoal_wait_for returns SHOAL_INPROGRESS while a late peer has not come,
+// leaving the operation running (it then completes); shoal_comm_abort on
+// rank 0 fails a later operation everywhere, naming rank 0 and the reason.
+int
+mp_case_wait_for_abort(shoal_comm *comm, int argc, char **argv)
+{
+    int            rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    float          x = 1.0f;
+    shoal_request *req;
+    (void) argc;
+    (void) argv;
+    MP_CHECK(size > 1);
+    if (rank == size - 1) {
+        mp_sleep_ms(300);
+    }
+    MP_OK(shoal_iall_reduce(
+        comm, &x, &x, 1, SHOAL_FLOAT32, SHOAL_REDUCE_OP(SHOAL_SUM), &req));
+    if (rank == 0) {
+        double t0 = mp_now();
+        MP_EXPECT(shoal_wait_for(req, 20), SHOAL_INPROGRESS);
+        MP_CHECK(mp_now() - t0 < 1.0);
+    }
+    MP_EXPECT(shoal_wait_for(NULL, 1), SHOAL_EINVAL);
+    MP_EXPECT(shoal_wait_for(req, -1), SHOAL_EINVAL);
+    // Rank 0 is done once it has every rank's value and then aborts; the
+    // abort fails what is still in flight elsewhere, this all-reduce
+    // included, and every later barrier.
+    int st = shoal_wait(req, -1);
+    shoal_request_free(req);
+    MP_CHECK(st == SHOAL_OK || (rank != 0 && st == SHOAL_EABORTED));
+    MP_CHECK(st != SHOAL_OK || x == (float) size);
+    if (rank == 0) {
+        MP_OK(shoal_comm_abort(comm, "stopped by the test"));
+        MP_OK(shoal_comm_abort(comm, "a second time")); // keeps the first
+    }
+    while (st == SHOAL_OK) {
+        st = shoal_barrier(comm);
+    }
+    printf(
+        "rank %d: %s: %s\n", rank, shoal_status_name(st), shoal_last_error());
+    MP_CHECK(st == SHOAL_EABORTED);
+    MP_CHECK(strstr(shoal_last_error(),
+                 "rank 0 aborted the communicator: stopped by the test")
+        != NULL);
+    MP_EXPECT(shoal_comm_abort(NULL, NULL), SHOAL_EINVAL);
+    return 0;
+}

@@ -197,3 +197,61 @@ def test_abort_on_error_by_default():
     rc, out, err = results[0]
     assert rc == -signal.SIGABRT, (rc, out, err)
     assert "aborting the process" in err, err
+
+
+INTERRUPTED = """
+import os, signal, sys, threading, time
+import torch, shoal
+import torch.distributed as dist
+rank = int(os.environ["TORCHCOMM_RANK"])
+dist.init_process_group(
+    "shoal", init_method=f"tcp://127.0.0.1:{os.environ['TEST_STORE_PORT']}",
+    rank=rank, world_size=2)
+comm = dist.group.WORLD.comm
+t = torch.ones(1 << 10)
+if rank == 1:  # late: rank 0 is interrupted while it waits for us
+    time.sleep(3)
+    try:
+        comm.all_reduce(t, shoal.ReduceOp.SUM)
+    except shoal.ShoalError as e:
+        print(type(e).__name__, e)
+    sys.exit(0)
+sent = []
+def interrupt():
+    time.sleep(0.5)
+    sent.append(time.monotonic())
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    if MODE == "comm":
+        comm.all_reduce(t, shoal.ReduceOp.SUM)
+    elif MODE == "pg":
+        dist.all_reduce(t)
+    else:  # a future's completer thread waits; this thread waits on it
+        w = dist.all_reduce(t, async_op=True)
+        w.get_future()
+        w.wait()
+except KeyboardInterrupt:
+    print(f"KeyboardInterrupt after {time.monotonic() - sent[0]:.3f} s")
+try:
+    comm.all_reduce(t, shoal.ReduceOp.SUM)
+except shoal.AbortedError as e:
+    print("AbortedError", e)
+"""
+
+
+@pytest.mark.parametrize("mode", ["comm", "pg", "pg_future"])
+def test_ctrl_c_interrupts_a_wait(mode):
+    """SIGINT to a rank waiting in a collective (shoal API, process group,
+    a future's wait) raises KeyboardInterrupt within about 100 ms, and the
+    communicator is aborted with that cause on every rank."""
+    pytest.importorskip("torch")
+    code = f"MODE = {mode!r}\n" + INTERRUPTED
+    (rc0, out0, err0), (rc1, out1, err1) = spawn(2, code, store=False,
+                                                timeout=60)
+    assert rc0 == 0 and rc1 == 0, (out0, err0, out1, err1)
+    first, second = out0.splitlines()[:2]
+    assert first.startswith("KeyboardInterrupt after"), (out0, err0)
+    assert float(first.split()[2]) < 0.5, first  # ~0.05 s; CI is loaded
+    assert "interrupted by a signal (KeyboardInterrupt)" in second, second
+    assert "AbortedError" in out1 and "rank 0 aborted" in out1, (out1, err1)

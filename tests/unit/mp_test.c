@@ -115,6 +115,10 @@ TEST_T(mp_idle_cpu_8, 60)
     expect_pass(8, "idle", NULL);
 }
 
+// shoal_wait_for leaves a late operation running; shoal_comm_abort fails
+// every rank with its reason.
+MP_TEST_234(mp_wait_for_abort, "wait_for_abort", NULL)
+
 // The last rank kills itself (case `name`): the others fail within 2 s
 // naming it, the launcher reports the kill and exits 137.
 static void

@@ -195,6 +195,21 @@ comm_set_timeout(ext_comm *self, PyObject *arg)
 }
 
 static PyObject *
+comm_abort(ext_comm *self, PyObject *arg)
+{
+    const char *reason = arg == Py_None ? NULL : PyUnicode_AsUTF8(arg);
+
+    if (arg != Py_None && reason == NULL) {
+        return NULL;
+    }
+    if (ext_comm_check_open(self) < 0) {
+        return NULL;
+    }
+    shoal_comm_abort(self->comm, reason);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 comm_get_rank(ext_comm *self, void *closure)
 {
     (void) closure;
@@ -250,6 +265,9 @@ static PyMethodDef comm_methods[] = {
     { "split", (PyCFunction) comm_split, METH_O,
         "split(ranks): collective; the listed ranks form a new "
         "communicator in list order; [] returns None." },
+    { "abort", (PyCFunction) comm_abort, METH_O,
+        "abort(reason): fail every operation of the communicator, on "
+        "every rank, naming this rank and reason (None: a default)" },
     { "set_timeout", (PyCFunction) comm_set_timeout, METH_O,
         "set_timeout(ms): default deadline of later operations." },
     { NULL, NULL, 0, NULL },

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 static void
 work_link(ext_work *w)
@@ -56,7 +57,7 @@ ext_abort_if_asked(const ext_comm *comm, int status, const char *text)
 // that returned it, so this thread's last error is its message), then
 // releases the request and the buffers.
 static void
-work_finish(ext_work *w, int st)
+work_finish_as(ext_work *w, int st, int may_abort_process)
 {
     shoal_request *req = w->req;
 
@@ -79,8 +80,16 @@ work_finish(ext_work *w, int st)
     work_unlink(w);
     shoal_request_free(req); // complete: returns at once
     Py_CLEAR(w->keep);
-    ext_abort_if_asked(
-        w->comm, st, w->error != NULL ? PyUnicode_AsUTF8(w->error) : NULL);
+    if (may_abort_process) {
+        ext_abort_if_asked(
+            w->comm, st, w->error != NULL ? PyUnicode_AsUTF8(w->error) : NULL);
+    }
+}
+
+static void
+work_finish(ext_work *w, int st)
+{
+    work_finish_as(w, st, 1);
 }
 
 // Blocks in shoal_wait without the GIL, then finishes the work.
@@ -94,6 +103,81 @@ work_block(ext_work *w, int64_t timeout_ms)
     Py_BEGIN_ALLOW_THREADS st         = shoal_wait(req, timeout_ms);
     Py_END_ALLOW_THREADS   w->waiting = 0;
     work_finish(w, st);
+}
+
+// How often a waiting thread looks for signals. CPython runs a signal's
+// handler (Ctrl-C: KeyboardInterrupt) only when the main thread holds the
+// GIL and asks, so a wait without the GIL must come up for air.
+#define WAIT_SLICE_MS 50
+
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+// shoal_wait (bounded: shoal_wait_for, which leaves the operation running
+// when the time is up) without the GIL.
+static int
+wait_without_gil(shoal_request *req, int64_t ms, int bounded)
+{
+    int st;
+
+    Py_BEGIN_ALLOW_THREADS st
+        = bounded ? shoal_wait_for(req, ms) : shoal_wait(req, ms);
+    Py_END_ALLOW_THREADS return st;
+}
+
+// A signal's handler raised while we waited: the rank stops halfway
+// through an operation its peers are in, which only an abort can tell
+// them. The work fails with that cause (never aborting the process: the
+// user asked to stop), and the handler's exception propagates.
+static void
+work_interrupted(ext_work *w)
+{
+    PyObject *type, *value, *trace;
+    char      why[256];
+
+    PyErr_Fetch(&type, &value, &trace);
+    snprintf(why, sizeof(why),
+        "interrupted by a signal (%s) while waiting for an operation",
+        type != NULL ? ((PyTypeObject *) type)->tp_name : "?");
+    shoal_comm_abort(w->comm->comm, why);
+    work_finish_as(w, wait_without_gil(w->req, -1, 0), 0); // fails at once
+    PyErr_Restore(type, value, trace);
+}
+
+// As work_block, but a signal handler that raises (Ctrl-C) ends the wait
+// within WAIT_SLICE_MS: returns -1 with the handler's exception set.
+static int
+work_block_interruptible(ext_work *w, int64_t timeout_ms)
+{
+    int64_t until = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+    int     st;
+
+    w->waiting = 1;
+    for (;;) {
+        int64_t left = until < 0 ? WAIT_SLICE_MS + 1 : until - now_ms();
+        if (left <= WAIT_SLICE_MS) { // the last slice: its end fails it
+            st = wait_without_gil(w->req, left > 0 ? left : 0, 0);
+            break;
+        }
+        st = wait_without_gil(w->req, WAIT_SLICE_MS, 1);
+        if (st != SHOAL_INPROGRESS) {
+            break;
+        }
+        if (PyErr_CheckSignals() < 0) {
+            w->waiting = 0;
+            work_interrupted(w);
+            return -1;
+        }
+    }
+    w->waiting = 0;
+    work_finish(w, st);
+    return 0;
 }
 
 static PyObject *
@@ -176,8 +260,8 @@ work_wait(ext_work *w, PyObject *args, PyObject *kwargs)
             PyExc_RuntimeError, "another thread is waiting on this work");
         return NULL;
     }
-    if (w->req != NULL) {
-        work_block(w, ms);
+    if (w->req != NULL && work_block_interruptible(w, ms) < 0) {
+        return NULL;
     }
     return work_result(w);
 }

@@ -103,7 +103,7 @@ class ProcessGroupShoal(dist.ProcessGroup):
         super().__init__(comm.get_rank(), comm.get_size())
         self._comm = comm
         self._store = store
-        self._completer = Completer(comm.get_name())
+        self._completer = Completer(comm)
         self._group_name = self._group_desc = comm.get_name()
         groups.register(self, comm.get_name())
 

@@ -15,6 +15,8 @@ import threading
 import torch
 import torch.distributed as dist
 
+from .. import _C
+
 
 def _seconds(timeout):
     """torch's per-wait timeout (timedelta; zero: none) as seconds or None."""
@@ -42,7 +44,7 @@ class Work(dist.Work):
 
     def wait(self, timeout=None):
         if self._done is not None:
-            self._done.wait()
+            self._wait_done()
         elif self._works:
             self._wait_works(_seconds(timeout))
         if self._profiled is not None:
@@ -51,11 +53,28 @@ class Work(dist.Work):
             raise self._error
         return True
 
+    def _wait_done(self):
+        """Waits for the completer's thread to finish the works. Ctrl-C
+        here stops this rank halfway through an operation its peers are
+        in: the communicator is aborted so that they hear of it."""
+        try:
+            self._done.wait()
+        except KeyboardInterrupt:
+            self._completer.abort("interrupted by a signal "
+                                  "(KeyboardInterrupt) while waiting")
+            raise
+
     def _wait_works(self, timeout):
         try:
             while self._works:
                 self._works[0].wait(timeout)
                 self._works.pop(0)
+        except KeyboardInterrupt:  # shoal aborted the communicator
+            self._works = []
+            self._error = _C.AbortedError(
+                "the wait was interrupted (KeyboardInterrupt) and the "
+                "communicator aborted")
+            raise
         except BaseException as e:
             self._works = []
             self._error = e
@@ -134,13 +153,14 @@ class Completer:
     callback holds up nothing but itself.
     """
 
-    def __init__(self, name):
-        self._name = name
+    def __init__(self, comm):
+        self._name = comm.get_name()
+        self.abort = comm.abort  # what an interrupted wait calls
         self._queue = queue.SimpleQueue()
         self._thread = None
         self._others = set()  # point-to-point threads still running
         self._lock = threading.Lock()
-        self._callbacks = Callbacks(name)
+        self._callbacks = Callbacks(self._name)
 
     def put(self, work, ordered=True):
         with self._lock:
