@@ -227,6 +227,7 @@ shi_comm_free(shoal_comm *comm)
     comm->local = comm->leaders = NULL;
     shi_watch_stop(comm);
     shi_engine_stop(comm);
+    shi_req_detach_all(comm);
     shi_net_free(comm->net);
     comm->net = NULL;
     for (int i = 0; i < comm->size; i++) {

@@ -91,6 +91,7 @@ struct shoal_comm {
     uint64_t        p2p_seq;
     int64_t         unexpected_bytes;
     shi_req_queue   any_recvs; // any-source receives not matched, post order
+    shoal_request  *owned; // non-blocking requests not freed yet (onext)
     uint64_t        p2p_arrivals; // messages seen before their receive
     int             p2p_active; // incomplete sends and receives
     pthread_t       progress_thread;

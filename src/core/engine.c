@@ -421,7 +421,12 @@ int
 shi_engine_wait_until(shoal_request *req, int64_t deadline, int64_t until)
 {
     shoal_comm *comm = req->comm;
-    int         st = atomic_load_explicit(&req->status, memory_order_acquire);
+    int         st;
+
+    if (comm == NULL) { // its communicator was destroyed: it is final
+        return shi_req_detached_status(req);
+    }
+    st = atomic_load_explicit(&req->status, memory_order_acquire);
 
     if (st == SHOAL_INPROGRESS) {
         pthread_mutex_lock(&comm->lock);
@@ -489,6 +494,19 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
         pthread_mutex_unlock(&comm->lock);
     }
     return st < 0 ? fail_text_status(comm, req, st) : st;
+}
+
+void
+shi_engine_fail_pending(shoal_comm *comm)
+{
+    pthread_mutex_lock(&comm->lock);
+    if (comm->active.head != NULL) {
+        shi_comm_abort(comm, SHOAL_EABORTED,
+            "rank %d destroyed the communicator with operations in flight",
+            comm->rank);
+        step_locked(comm); // fails every active request
+    }
+    pthread_mutex_unlock(&comm->lock);
 }
 
 int

@@ -36,6 +36,10 @@ int shi_engine_wait_until(shoal_request *req, int64_t deadline, int64_t until);
 // if there was one (0 too for a communicator without a segment).
 int shi_adopt_remote_abort(shoal_comm *comm);
 
+// Fails every request still in flight (aborting the communicator if it
+// has not failed yet): for destruction, after the progress thread stopped.
+void shi_engine_fail_pending(shoal_comm *comm);
+
 // Waits for every request of the comm; returns the first error or OK.
 int shi_engine_sync(shoal_comm *comm, int64_t deadline);
 

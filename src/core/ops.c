@@ -148,6 +148,7 @@ shi_start_async(
         free(req);
         return st;
     }
+    shi_req_own(comm, req);
     *out = req;
     return SHOAL_OK;
 }
@@ -384,7 +385,11 @@ shoal_request_free(shoal_request *req)
         == SHOAL_INPROGRESS) {
         shi_engine_wait(req, req->deadline);
     }
+    if (req->comm != NULL && req->heap) {
+        shi_req_disown(req->comm, req);
+    }
     free(req->counts); // v-collectives' copies (rcounts shares the block)
+    free(req->detached_text);
     free(req);
 }
 

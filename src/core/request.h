@@ -69,10 +69,24 @@ struct shoal_request {
     size_t               pos; // algorithm's progress (bytes, chunk)
     uint64_t             slab_use; // staging use of the current chunk
     void                *xfer; // over TCP: the message carrying a p2p op
-    // Links: `anext` on comm->active, `qnext` on one per-kind queue.
+    // Links: `anext` on comm->active, `qnext` on one per-kind queue,
+    // `onext` on comm->owned (non-blocking requests not yet freed).
     shoal_request *anext, *aprev;
     shoal_request *qnext;
+    shoal_request *onext, *oprev;
+    // Set when the communicator is destroyed first (shi_req_detach): the
+    // final status's message, so the request never reads the freed comm.
+    char *detached_text;
 };
+
+// The non-blocking requests a communicator handed out and that are not
+// freed yet (request_owned.c): own at creation, disown at free; destroying
+// the communicator detaches them (req->comm becomes NULL), and a detached
+// request's status and message come from shi_req_detached_status.
+void shi_req_own(shoal_comm *comm, shoal_request *req);
+void shi_req_disown(shoal_comm *comm, shoal_request *req);
+void shi_req_detach_all(shoal_comm *comm);
+int  shi_req_detached_status(const shoal_request *req);
 
 // Short description for messages: "broadcast #12 (root 0, 1024 x float32)".
 void shi_req_describe(const shoal_request *req, char *buf, size_t len);

@@ -37,4 +37,15 @@ int shi_plan_exchange(
     shoal_comm *comm, const shoal_plan_spec *mine, shi_plan_spec **specs);
 void shi_plan_specs_free(shi_plan_spec *specs, int size);
 
+// A spec blob: SHI_PLAN_SPEC_MAGIC ndim dtype reduction ninputs noutputs
+// errlen, the shape, each input's then each output's offsets and sizes,
+// then the error text (errlen bytes in int64s).
+#define SHI_PLAN_SPEC_MAGIC 0x53504c414e000001LL // "SPLAN", version 1
+
+// Decodes one rank's n values into *s (free its inputs, outputs and error).
+// A blob that does not parse, or whose values are out of range, becomes
+// that rank's error text, never a large allocation: SHOAL_OK either way,
+// SHOAL_ENOMEM only when memory runs out. Untrusted input.
+int shi_plan_spec_decode(shi_plan_spec *s, const int64_t *v, size_t n);
+
 #endif

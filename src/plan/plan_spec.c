@@ -9,9 +9,11 @@
 #include "core/error.h"
 #include "plan/plan_obj.h"
 
-#define SPEC_MAGIC     0x53504c414e000001LL // "SPLAN", version 1
 #define SPEC_HEADER    7 // magic ndim dtype reduction ninputs noutputs errlen
 #define SPEC_MAX_VALUE (INT64_C(1) << 62) // |offsets| and |sizes| are below
+// Values one rank's spec may take (8 bytes each): far beyond any real
+// spec, and a bound on what a peer can make every rank allocate.
+#define SPEC_MAX_VALUES (INT64_C(1) << 24)
 
 typedef struct spec_blob {
     int64_t *v;
@@ -92,7 +94,7 @@ spec_encode(const shoal_plan_spec *s, spec_blob *b)
     if (b->v == NULL) {
         return shi_error(SHOAL_ENOMEM, "compile_op: out of memory");
     }
-    b->v[k++] = SPEC_MAGIC;
+    b->v[k++] = SHI_PLAN_SPEC_MAGIC;
     b->v[k++] = nd;
     b->v[k++] = bad ? 0 : (int64_t) s->dtype;
     b->v[k++] = bad ? SHOAL_PLAN_COPY : s->reduction;
@@ -111,6 +113,26 @@ spec_encode(const shoal_plan_spec *s, spec_blob *b)
     return SHOAL_OK;
 }
 
+// A blob that does not parse becomes its rank's error (a rank of another
+// shoal version, or not shoal at all): every rank reports the same.
+static int
+spec_unreadable(shi_plan_spec *s, const char *why)
+{
+    char text[256];
+
+    snprintf(
+        text, sizeof(text), "sent a spec this shoal cannot read (%s)", why);
+    free(s->inputs);
+    free(s->outputs);
+    s->inputs = s->outputs = NULL;
+    s->ninputs = s->noutputs = s->ndim = 0;
+    s->error                           = strdup(text);
+    return s->error != NULL ? SHOAL_OK
+                            : shi_error(SHOAL_ENOMEM, "out of memory");
+}
+
+// Boxes arrive as offsets and sizes, each checked to lie within
+// +-SPEC_MAX_VALUE first, so lo + size cannot overflow.
 static void
 boxes_decode(shi_box *out, const int64_t *v, int n, int nd)
 {
@@ -122,21 +144,16 @@ boxes_decode(shi_box *out, const int64_t *v, int n, int nd)
     }
 }
 
-// Decodes one rank's n values; a blob that does not parse becomes that
-// rank's error (ranks of another shoal version).
-static int
-spec_decode(shi_plan_spec *s, const int64_t *v, size_t n)
+int
+shi_plan_spec_decode(shi_plan_spec *s, const int64_t *v, size_t n)
 {
     int64_t nd, ni, no, elen;
     size_t  need;
 
     memset(s, 0, sizeof(*s));
     s->reduction = SHOAL_PLAN_COPY;
-    if (n < SPEC_HEADER || v[0] != SPEC_MAGIC) {
-        s->error = strdup("sent a spec this shoal cannot read (another "
-                          "shoal version?)");
-        return s->error != NULL ? SHOAL_OK
-                                : shi_error(SHOAL_ENOMEM, "out of memory");
+    if (n < SPEC_HEADER || v[0] != SHI_PLAN_SPEC_MAGIC) {
+        return spec_unreadable(s, "another shoal version?");
     }
     nd   = v[1];
     ni   = v[4];
@@ -144,12 +161,20 @@ spec_decode(shi_plan_spec *s, const int64_t *v, size_t n)
     elen = v[6];
     if (nd < 0 || nd > SHI_BOX_MAX_DIMS || ni < 0 || no < 0 || elen < 0
         || ni > INT32_MAX / 2 || no > INT32_MAX / 2 || elen > (1 << 20)) {
-        return spec_decode(s, v, 0);
+        return spec_unreadable(s, "header values out of range");
+    }
+    // Boxes of a 0-d spec take no values: their count is bounded by the
+    // values received, so a short blob cannot make ranks allocate much.
+    if ((uint64_t) (ni + no) > n) {
+        return spec_unreadable(s, "more boxes than values");
     }
     need = SPEC_HEADER + (size_t) nd + (size_t) ((ni + no) * 2 * nd)
         + (size_t) (elen + 7) / 8;
     if (need != n) {
-        return spec_decode(s, v, 0);
+        return spec_unreadable(s, "its length does not match its header");
+    }
+    if (!values_ok(v + SPEC_HEADER, (size_t) (nd + (ni + no) * 2 * nd))) {
+        return spec_unreadable(s, "a shape, offset or size beyond 2^62");
     }
     s->ndim      = (int) nd;
     s->dtype     = (int) v[2];
@@ -205,6 +230,14 @@ gather_blobs(
     }
     st = shoal_all_gather(comm, &mine, lens, 1, SHOAL_INT64);
     for (int r = 0; st == SHOAL_OK && r < comm->size; r++) {
+        // Every rank sees the same lengths, so all refuse alike.
+        if (lens[r] < 0 || lens[r] > SPEC_MAX_VALUES) {
+            st = shi_error(SHOAL_EINVAL,
+                "compile_op: rank %d sent a spec of %lld values; at most "
+                "%lld are accepted",
+                r, (long long) lens[r], (long long) SPEC_MAX_VALUES);
+            break;
+        }
         (*counts)[r] = (size_t) lens[r];
         total += (size_t) lens[r];
     }
@@ -239,7 +272,7 @@ shi_plan_exchange(
                                 : shi_error(SHOAL_ENOMEM, "out of memory");
     }
     for (int r = 0; st == SHOAL_OK && r < comm->size; r++) {
-        st = spec_decode(&(*specs)[r], all + at, counts[r]);
+        st = shi_plan_spec_decode(&(*specs)[r], all + at, counts[r]);
         at += counts[r];
     }
     free(b.v);

@@ -211,3 +211,51 @@ mp_case_wait_for_abort(shoal_comm *comm, int argc, char **argv)
     MP_EXPECT(shoal_comm_abort(NULL, NULL), SHOAL_EINVAL);
     return 0;
 }
+
+// Requests outlive their communicator: the last rank dies, the others'
+// receive from it fails, they destroy the communicator while still holding
+// that request and a completed one, then test, wait for and free both
+// (under ASan this proves nothing reads the freed communicator).
+int
+mp_case_req_after_destroy(shoal_comm *world, int argc, char **argv)
+{
+    int            size = shoal_comm_size(world), victim = size - 1;
+    int            all[64], x                            = 0;
+    shoal_comm    *comm;
+    shoal_request *done, *failed;
+    char           name[32];
+    (void) argc;
+    (void) argv;
+    MP_CHECK(size > 1 && size <= 64);
+    for (int r = 0; r < size; r++) {
+        all[r] = r;
+    }
+    MP_OK(shoal_comm_split_ranks(world, all, size, &comm));
+    MP_OK(shoal_ibarrier(comm, &done));
+    MP_OK(shoal_wait(done, -1));
+    // The victim dies once everyone is past the barrier (it may leave
+    // the barrier first): each survivor tells it so.
+    if (shoal_comm_rank(comm) == victim) {
+        for (int r = 0; r < victim; r++) {
+            MP_OK(shoal_recv(comm, &x, 1, SHOAL_INT32, r, 1));
+        }
+        raise(SIGKILL);
+    }
+    MP_OK(shoal_send(comm, &x, 1, SHOAL_INT32, victim, 1));
+    MP_OK(shoal_irecv(comm, &x, 1, SHOAL_INT32, victim, 3, &failed));
+    MP_EXPECT(shoal_wait(failed, -1), SHOAL_EPEER);
+    MP_OK(shoal_comm_destroy(comm)); // failed: a local release
+    snprintf(name, sizeof(name), "rank %d", victim);
+    MP_OK(shoal_test(done));
+    MP_OK(shoal_wait(done, -1));
+    MP_OK(shoal_wait_for(done, 0));
+    MP_EXPECT(shoal_test(failed), SHOAL_EPEER);
+    MP_CHECK(strstr(shoal_last_error(), name) != NULL);
+    MP_CHECK(strstr(shoal_last_error(), "recv") != NULL);
+    MP_EXPECT(shoal_wait(failed, -1), SHOAL_EPEER);
+    MP_EXPECT(shoal_wait_for(failed, 10), SHOAL_EPEER);
+    MP_EXPECT(shoal_request_source(failed), SHOAL_EINVAL);
+    shoal_request_free(done);
+    shoal_request_free(failed);
+    return 0;
+}

@@ -24,6 +24,7 @@ static const struct {
     { "bad_args", mp_case_bad_args },
     { "kill", mp_case_kill },
     { "wait_for_abort", mp_case_wait_for_abort },
+    { "req_after_destroy", mp_case_req_after_destroy },
     { "timeout", mp_case_timeout },
     { "mismatch", mp_case_mismatch },
     { "p2p_mismatch", mp_case_p2p_mismatch },

@@ -137,6 +137,17 @@ expect_killed(int n, const char *name)
     free(out);
 }
 
+// Requests kept past their communicator's destruction (a peer died).
+TEST_T(mp_req_after_destroy_2, 60)
+{
+    expect_killed(2, "req_after_destroy");
+}
+
+TEST_T(mp_req_after_destroy_3, 60)
+{
+    expect_killed(3, "req_after_destroy");
+}
+
 // A rank killed mid-broadcast.
 TEST_T(mp_kill_2, 60)
 {

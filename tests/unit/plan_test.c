@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "plan/plan.h"
+#include "plan/plan_obj.h"
 #include "test.h"
 
 #define MAX_RANKS 8
@@ -355,4 +356,64 @@ TEST(plan_senders_and_receivers_agree)
         shi_plan_layout_free(&l[r]);
     }
     specs_free(s, n);
+}
+
+// Decodes a blob and returns its error text ("" when it decoded), freeing
+// what it allocated; *boxes gets the decoded box count.
+static char *
+decode_error(const int64_t *v, size_t n, int *boxes)
+{
+    shi_plan_spec s;
+    char         *err;
+
+    CHECK_OK(shi_plan_spec_decode(&s, v, n));
+    *boxes = s.ninputs + s.noutputs;
+    err    = strdup(s.error != NULL ? s.error : "");
+    CHECK((s.error != NULL) == (s.inputs == NULL));
+    free(s.inputs);
+    free(s.outputs);
+    free(s.error);
+    return err;
+}
+
+static void
+expect_unreadable(const int64_t *v, size_t n, const char *why)
+{
+    int   boxes;
+    char *err = decode_error(v, n, &boxes);
+
+    CHECK_MSG(strstr(err, why) != NULL, "'%s' lacks '%s'", err, why);
+    CHECK(boxes == 0);
+    free(err);
+}
+
+TEST(plan_spec_decoder_trusts_nothing)
+{
+    const int64_t M = SHI_PLAN_SPEC_MAGIC;
+    // A good one: shape [4], input [0:4], output [1:3].
+    int64_t good[]
+        = { M, 1, SHOAL_FLOAT32, SHOAL_PLAN_COPY, 1, 1, 0, 4, 0, 4, 1, 2 };
+    int   boxes;
+    char *err = decode_error(good, 12, &boxes);
+    CHECK_MSG(err[0] == '\0' && boxes == 2, "%s", err);
+    free(err);
+    // 0-d with a billion boxes in 7 values: refused, nothing allocated.
+    int64_t huge[] = { M, 0, SHOAL_FLOAT32, SHOAL_PLAN_COPY, 1 << 29, 0, 0 };
+    expect_unreadable(huge, 7, "more boxes than values");
+    // An offset near INT64_MAX (lo + size would overflow).
+    int64_t far[] = { M, 1, SHOAL_FLOAT32, SHOAL_PLAN_COPY, 1, 0, 0, 10,
+        INT64_MAX - 1, 5 };
+    expect_unreadable(far, 10, "beyond 2^62");
+    int64_t negative[]
+        = { M, 1, SHOAL_FLOAT32, SHOAL_PLAN_COPY, 1, 0, 0, 10, INT64_MIN, 5 };
+    expect_unreadable(negative, 10, "beyond 2^62");
+    // Lengths that do not add up, bad header values, another magic.
+    expect_unreadable(good, 11, "does not match");
+    int64_t dims[] = { M, 99, SHOAL_FLOAT32, SHOAL_PLAN_COPY, 0, 0, 0 };
+    expect_unreadable(dims, 7, "out of range");
+    int64_t neg[] = { M, 1, SHOAL_FLOAT32, SHOAL_PLAN_COPY, -1, 0, 0, 4 };
+    expect_unreadable(neg, 8, "out of range");
+    int64_t other[] = { M + 1, 1, 0, 0, 0, 0, 0, 4 };
+    expect_unreadable(other, 8, "another shoal version");
+    expect_unreadable(good, 3, "another shoal version");
 }
