@@ -1,6 +1,8 @@
 // Logging (see log.h). The level is read once from SHOAL_DEBUG.
 #include "log.h"
 
+#include "core/log_impl.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -8,12 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
-static pthread_once_t log_once  = PTHREAD_ONCE_INIT;
-static int            log_level = SHI_LOG_WARN;
-static atomic_int     log_rank  = -1;
-static char           log_host[64];
+static pthread_once_t    log_once  = PTHREAD_ONCE_INIT;
+static int               log_level = SHI_LOG_WARN;
+static atomic_int        log_rank  = -1;
+static char              log_host[64];
+static _Thread_local int log_never_block; // this thread queues its lines
 
 static void
 log_init(void)
@@ -55,7 +59,7 @@ static void
 log_write(int level, const char *fmt, va_list ap)
 {
     static const char *names[] = { "NONE", "WARN", "INFO", "TRACE" };
-    char               line[2048];
+    char               line[SHI_LOG_LINE_MAX];
     int                n;
     int                rank = atomic_load(&log_rank);
 
@@ -72,9 +76,68 @@ log_write(int level, const char *fmt, va_list ap)
     vsnprintf(line + n, sizeof(line) - (size_t) n - 1, fmt, ap);
     n         = (int) strlen(line);
     line[n++] = '\n';
+    if (log_never_block && shi_log_enqueue(line, (size_t) n)) {
+        return;
+    }
     // One write per line keeps lines of concurrent ranks from interleaving.
     if (write(STDERR_FILENO, line, (size_t) n) < 0) {
         return;
+    }
+}
+
+void
+shi_log_never_block(void)
+{
+    log_never_block = 1;
+}
+
+static int64_t
+log_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// Whether a line of `lim`'s cause may be printed now; if so, *missed is
+// how many were held back since the last one.
+static int
+log_limit_pass(shi_log_limit *lim, long *missed)
+{
+    int64_t now  = log_now_ns();
+    int64_t last = atomic_load(&lim->last_ns);
+
+    if (last != 0 && now - last < SHI_LOG_LIMIT_NS) {
+        atomic_fetch_add(&lim->held, 1);
+        return 0;
+    }
+    if (!atomic_compare_exchange_strong(&lim->last_ns, &last, now)) {
+        atomic_fetch_add(&lim->held, 1); // another thread prints this one
+        return 0;
+    }
+    *missed = atomic_exchange(&lim->held, 0);
+    return 1;
+}
+
+void
+shi_log_limited(shi_log_limit *lim, int level, const char *fmt, ...)
+{
+    char    text[SHI_LOG_LINE_MAX - 256];
+    long    missed;
+    va_list ap;
+
+    if (!shi_log_enabled(level) || !log_limit_pass(lim, &missed)) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (missed > 0) {
+        shi_log(level, "%s (and %ld more like it in the last %d s)", text,
+            missed, (int) (SHI_LOG_LIMIT_NS / 1000000000));
+    } else {
+        shi_log(level, "%s", text);
     }
 }
 

@@ -105,6 +105,10 @@ conn_update_events(shi_store_server *srv, conn *c)
     c->events = ev;
 }
 
+// Strangers can knock as often as they like: their warnings come at most
+// once per interval and cause, with a count of those held back.
+static shi_log_limit drop_limit, refuse_limit, accept_limit;
+
 // Closes c, logging `why` at `level` (0: not at all).
 static void
 conn_drop(shi_store_server *srv, conn *c, int level, const char *why)
@@ -113,8 +117,8 @@ conn_drop(shi_store_server *srv, conn *c, int level, const char *why)
         return;
     }
     if (level != 0) {
-        shi_log(level, "store server: closing connection from %s: %s", c->peer,
-            why);
+        shi_log_limited(&drop_limit, level,
+            "store server: closing connection from %s: %s", c->peer, why);
     }
     epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
@@ -326,8 +330,8 @@ conn_handshake(shi_store_server *srv, conn *c)
         c->deadline = SHI_NO_DEADLINE;
         SHI_TRACE("store server: %s connected", c->peer);
     } else {
-        shi_log(SHI_LOG_WARN, "store server: refusing a connection: %s",
-            shi_error_text());
+        shi_log_limited(&refuse_limit, SHI_LOG_WARN,
+            "store server: refusing a connection: %s", shi_error_text());
         c->state    = CONN_CLOSING;
         c->deadline = shi_now_ns() + SERVER_CLOSING_NS;
     }
@@ -520,7 +524,7 @@ server_accept(shi_store_server *srv)
         if (shi_auth_make_hello(&srv->secret, c->ns, hello) != SHOAL_OK
             || shi_wire_buf_append(&c->out, hello, sizeof(hello)) != SHOAL_OK
             || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
-            shi_log(SHI_LOG_WARN,
+            shi_log_limited(&accept_limit, SHI_LOG_WARN,
                 "store server: dropping connection from %s: %s", c->peer,
                 shi_error_text());
             close(fd);
@@ -592,6 +596,8 @@ server_main(void *arg)
     shi_store_server  *srv = arg;
     struct epoll_event events[SERVER_EVENTS];
     int                stop = 0;
+
+    shi_log_never_block(); // a stalled stderr must not stall the store
 
     while (!stop) {
         int n

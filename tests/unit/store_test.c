@@ -854,3 +854,77 @@ TEST(store_kept_server_outlives_its_users)
     CHECK(waitpid(child, &status, 0) == child);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
+
+// Points stderr at a pipe that is already full and that nobody reads: any
+// thread that writes a log line synchronously blocks for good. Returns the
+// pipe's read end (kept open so writes block rather than fail).
+static int
+stderr_to_full_pipe(void)
+{
+    int  fds[2];
+    char junk[4096];
+
+    memset(junk, 'x', sizeof(junk));
+    CHECK(pipe(fds) == 0);
+    CHECK(fcntl(fds[1], F_SETFL, O_NONBLOCK) == 0);
+    while (write(fds[1], junk, sizeof(junk)) > 0) { }
+    CHECK(fcntl(fds[1], F_SETFL, 0) == 0);
+    CHECK(dup2(fds[1], STDERR_FILENO) == STDERR_FILENO);
+    close(fds[1]);
+    return fds[0];
+}
+
+// Strangers make the store warn; with stderr stalled the store must go on
+// serving (its loop queues log lines instead of writing them).
+TEST(store_tcp_serves_while_stderr_is_stalled)
+{
+    char              addr[ADDR_MAX];
+    shi_store_server *srv   = server_start("right", addr);
+    shi_store        *bad   = NULL, *good;
+    shi_secret        wrong = secret_of("wrong");
+    int               rfd   = stderr_to_full_pipe();
+
+    for (int i = 0; i < 3; i++) {
+        CHECK_ST(shi_store_open(&bad, addr, &wrong, shi_deadline_in_ms(2000)),
+            SHOAL_EAUTH);
+    }
+    good = store_open(addr, "right");
+    CHECK_OK(shi_store_set(good, "k", "v", 1, shi_deadline_in_ms(3000)));
+    check_value(good, "k", "v");
+    shi_store_close(good);
+    shi_store_server_stop(srv);
+    close(rfd);
+}
+
+// 20 strangers in a row: one warning line, not 20.
+TEST(store_tcp_stranger_warnings_are_rate_limited)
+{
+    char              addr[ADDR_MAX];
+    char              path[] = "/tmp/shoal-log-XXXXXX";
+    char              text[65536];
+    shi_store_server *srv   = server_start("right", addr);
+    shi_store        *bad   = NULL;
+    shi_secret        wrong = secret_of("wrong");
+    int               fd    = mkstemp(path);
+    ssize_t           n;
+    int               lines = 0;
+
+    CHECK(fd >= 0);
+    unlink(path);
+    CHECK(dup2(fd, STDERR_FILENO) == STDERR_FILENO);
+    for (int i = 0; i < 20; i++) {
+        CHECK_ST(shi_store_open(&bad, addr, &wrong, shi_deadline_in_ms(2000)),
+            SHOAL_EAUTH);
+    }
+    shi_store_server_stop(srv);
+    usleep(200 * 1000); // the log's writer thread
+    n = pread(fd, text, sizeof(text) - 1, 0);
+    CHECK(n >= 0);
+    text[n] = '\0';
+    for (char *p = text; (p = strstr(p, "refusing a connection")) != NULL;
+         p++) {
+        lines++;
+    }
+    CHECK_MSG(lines == 1, "%d warning lines:\n%s", lines, text);
+    close(fd);
+}

@@ -148,7 +148,11 @@ accept_one(
             SHOAL_EPROTO, "rank %d socket %d connected twice", h.rank, h.sock);
     }
     if (st != SHOAL_OK) {
-        SHI_WARN("communicator '%s': refused a TCP connection from %s: %s",
+        // Strangers may knock repeatedly: a line per cause and interval.
+        static shi_log_limit refused_auth, refused_other;
+        shi_log_limited(st == SHOAL_EAUTH ? &refused_auth : &refused_other,
+            SHI_LOG_WARN,
+            "communicator '%s': refused a TCP connection from %s: %s",
             comm->name, who, shi_error_text());
         close(fd);
         return SHOAL_OK;
