@@ -50,4 +50,9 @@ int shi_store_add_value(const char *key, const void *old, size_t old_len,
 #define SHI_STORE_AUTH_TIMEOUT_MS 30000
 void shi_store_server_set_auth_timeout(shi_store_server *srv, int ms);
 
+// How long a connection may leave a frame half sent before it is closed
+// (default SHI_STORE_FRAME_IDLE_MS); for tests.
+#define SHI_STORE_FRAME_IDLE_MS 30000
+void shi_store_server_set_frame_idle_timeout(shi_store_server *srv, int ms);
+
 #endif

@@ -46,6 +46,9 @@
 #define SERVER_ACCEPT_PAUSE_NS 100000000 // out of fds: retry after 100 ms
 #define SERVER_CLOSING_NS      1000000000 // time to get a refusal out
 #define SERVER_KEEP_BYTES      (1u << 20) // larger idle buffers are freed
+// Without a job secret anyone may connect: frames are kept small, so
+// strangers cannot pin much memory (a secret lifts it to the wire's limit).
+#define SERVER_OPEN_FRAME_MAX (1u << 20)
 
 enum conn_state {
     CONN_HANDSHAKE,
@@ -60,7 +63,7 @@ typedef struct conn {
     int            state;
     int            parked;
     uint32_t       events; // as registered with epoll
-    int64_t        deadline; // HANDSHAKE and CLOSING must end by then
+    int64_t        deadline; // HANDSHAKE, CLOSING and a partial frame end then
     unsigned char  ns[SHI_AUTH_NONCE_LEN];
     char           peer[64];
     unsigned char *rbuf; // the proof, or the frame being read
@@ -74,6 +77,7 @@ struct shi_store_server {
     int        listen_fd, epfd, wake_fd, port;
     shi_secret secret;
     atomic_int auth_timeout_ms;
+    atomic_int frame_idle_ms; // a frame half sent, then silence: dropped
     pthread_t  thread;
     conn      *conns; // live connections
     conn      *dead; // closed in this batch, freed after it
@@ -295,7 +299,8 @@ conn_request(shi_store_server *srv, conn *c)
     shi_wire_msg m;
     int          rc;
 
-    rc = shi_wire_decode(c->rbuf + SHI_WIRE_LEN_BYTES, c->flen, &m);
+    c->deadline = SHI_NO_DEADLINE; // the frame is whole (it may park)
+    rc          = shi_wire_decode(c->rbuf + SHI_WIRE_LEN_BYTES, c->flen, &m);
     if (rc == SHOAL_OK && (m.cmd & SHI_WIRE_REPLY)) {
         rc = shi_error(SHOAL_EPROTO, "client sent a reply frame");
     }
@@ -399,6 +404,13 @@ conn_got(shi_store_server *srv, conn *c)
     if (c->rlen == SHI_WIRE_LEN_BYTES && c->flen == 0) {
         if (shi_wire_frame_length(c->rbuf, &c->flen) != SHOAL_OK) {
             conn_drop(srv, c, SHI_LOG_WARN, shi_error_text());
+        } else if (!srv->secret.set && c->flen > SERVER_OPEN_FRAME_MAX) {
+            char why[160];
+            snprintf(why, sizeof(why),
+                "a %u-byte frame; a store without a job secret takes at "
+                "most %u bytes a frame (set SHOAL_SECRET for larger values)",
+                c->flen, SERVER_OPEN_FRAME_MAX);
+            conn_drop(srv, c, SHI_LOG_WARN, why);
         }
         return 0;
     }
@@ -444,6 +456,10 @@ conn_read(shi_store_server *srv, conn *c)
             return;
         }
         c->rlen += (size_t) n;
+        if (c->state == CONN_READY) { // a frame under way must keep moving
+            c->deadline = shi_now_ns()
+                + (int64_t) atomic_load(&srv->frame_idle_ms) * 1000000;
+        }
         frames += conn_got(srv, c);
     }
 }
@@ -556,7 +572,12 @@ server_timers(shi_store_server *srv)
         if (c->deadline == SHI_NO_DEADLINE) {
             continue;
         }
-        if (now >= c->deadline) {
+        if (now >= c->deadline && c->state == CONN_READY) {
+            snprintf(why, sizeof(why),
+                "it sent part of a frame, then nothing for %d ms",
+                atomic_load(&srv->frame_idle_ms));
+            conn_drop(srv, c, SHI_LOG_WARN, why);
+        } else if (now >= c->deadline) {
             snprintf(why, sizeof(why),
                 "no complete handshake within %d ms (a silent or slow "
                 "client, or not a shoal client)",
@@ -695,6 +716,7 @@ shi_store_server_start(shi_store_server **out, const char *host, int port,
     }
     srv->epfd = srv->wake_fd = -1;
     atomic_init(&srv->auth_timeout_ms, SHI_STORE_AUTH_TIMEOUT_MS);
+    atomic_init(&srv->frame_idle_ms, SHI_STORE_FRAME_IDLE_MS);
     if (secret != NULL) {
         srv->secret = *secret;
     }
@@ -734,6 +756,12 @@ void
 shi_store_server_set_auth_timeout(shi_store_server *srv, int ms)
 {
     atomic_store(&srv->auth_timeout_ms, ms);
+}
+
+void
+shi_store_server_set_frame_idle_timeout(shi_store_server *srv, int ms)
+{
+    atomic_store(&srv->frame_idle_ms, ms);
 }
 
 void

@@ -928,3 +928,43 @@ TEST(store_tcp_stranger_warnings_are_rate_limited)
     CHECK_MSG(lines == 1, "%d warning lines:\n%s", lines, text);
     close(fd);
 }
+
+// Without a secret anyone may connect: frames over 1 MiB are refused, and
+// a frame left half sent is dropped after the idle timeout, so strangers
+// cannot pin memory; a waiting get is not a half-sent frame.
+TEST(store_tcp_open_store_bounds_what_strangers_pin)
+{
+    char              addr[ADDR_MAX];
+    shi_store_server *srv  = server_start(NULL, addr);
+    shi_store        *good = store_open(addr, NULL);
+    blocked_get       b    = { .st = good, .key = "late" };
+    int64_t           dl   = shi_deadline_in_ms(2000);
+    unsigned char     frame[64];
+    pthread_t         th;
+    int               fd;
+
+    shi_store_server_set_frame_idle_timeout(srv, 300);
+    fd = raw_authenticated(addr);
+    shi_wire_put_u32(frame, (1u << 20) + 1);
+    CHECK_OK(shi_write_all(fd, frame, 4, dl));
+    CHECK(closed_by_server(fd));
+    close(fd);
+    // Half a frame, then silence: closed after the idle timeout.
+    fd = raw_authenticated(addr);
+    shi_wire_put_u32(frame, 1000);
+    memset(frame + 4, 0, 60);
+    CHECK_OK(shi_write_all(fd, frame, 64, dl));
+    CHECK(closed_by_server(fd));
+    close(fd);
+    // A get parked for longer than the idle timeout still gets its value.
+    pthread_create(&th, NULL, blocked_get_main, &b);
+    usleep(600 * 1000);
+    shi_store *other = store_open(addr, NULL);
+    CHECK_OK(shi_store_set(other, "late", "v", 1, shi_deadline_in_ms(2000)));
+    pthread_join(th, NULL);
+    CHECK_OK(b.rc);
+    free(b.value);
+    shi_store_close(other);
+    shi_store_close(good);
+    shi_store_server_stop(srv);
+}
