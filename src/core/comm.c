@@ -213,6 +213,7 @@ shi_comm_alloc(
     pthread_mutex_init(&comm->err_lock, NULL);
     pthread_cond_init(&comm->cv, NULL);
     choose_wait_policy(comm);
+    shi_fork_mark(comm);
     *out = comm;
     return SHOAL_OK;
 }
@@ -394,6 +395,9 @@ shoal_comm_destroy(shoal_comm *comm)
     if (comm == NULL) {
         return SHOAL_OK;
     }
+    if (shi_fork_check(comm, "comm_destroy") != SHOAL_OK) {
+        return SHOAL_OK; // a forked child's copy: let go, touch nothing
+    }
     st = atomic_load(&comm->failed) ? SHOAL_OK : shoal_comm_sync(comm);
     // Say goodbye, so peers tell a clean exit from a crash.
     if (comm->net != NULL) {
@@ -450,6 +454,9 @@ shoal_comm_abort(shoal_comm *comm, const char *reason)
 {
     if (comm == NULL) {
         return shi_error(SHOAL_EINVAL, "comm_abort: comm is NULL");
+    }
+    if (shi_fork_check(comm, "comm_abort") != SHOAL_OK) {
+        return SHOAL_EINVAL; // it would abort the parent's job
     }
     // Peers hear of it as of any abort: the engine tells them over TCP at
     // its next step, the shared segment's abort record otherwise.

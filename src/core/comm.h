@@ -92,6 +92,8 @@ struct shoal_comm {
     int64_t         unexpected_bytes;
     shi_req_queue   any_recvs; // any-source receives not matched, post order
     shoal_request  *owned; // non-blocking requests not freed yet (onext)
+    unsigned        fork_generation; // forked.c: the process it belongs to
+    int             creator_pid;
     uint64_t        p2p_arrivals; // messages seen before their receive
     int             p2p_active; // incomplete sends and receives
     pthread_t       progress_thread;
@@ -175,7 +177,12 @@ int  shi_coll_agree_table(shoal_comm *comm, int64_t deadline);
 void shi_coll_teardown(shoal_comm *comm);
 
 // Store references (comm.c).
-struct shi_store     *shi_comm_store(shoal_comm *comm);
+struct shi_store *shi_comm_store(shoal_comm *comm);
+// fork() safety (forked.c): mark a new communicator as this process's;
+// check returns SHOAL_EINVAL (message naming `op`) in a forked child.
+void shi_fork_mark(shoal_comm *comm);
+int  shi_fork_check(const shoal_comm *comm, const char *op);
+
 struct shi_store_ref *shi_store_ref_get(struct shi_store_ref *ref);
 void                  shi_store_ref_put(struct shi_store_ref *ref);
 

@@ -426,6 +426,9 @@ shi_engine_wait_until(shoal_request *req, int64_t deadline, int64_t until)
     if (comm == NULL) { // its communicator was destroyed: it is final
         return shi_req_detached_status(req);
     }
+    if ((st = shi_fork_check(comm, "wait")) != SHOAL_OK) {
+        return st;
+    }
     st = atomic_load_explicit(&req->status, memory_order_acquire);
 
     if (st == SHOAL_INPROGRESS) {
@@ -448,6 +451,9 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
 {
     int st;
 
+    if ((st = shi_fork_check(comm, shi_op_kind_name(req->kind))) != SHOAL_OK) {
+        return st;
+    }
     req->comm       = comm;
     req->start_ns   = shi_now_ns();
     req->deadline   = shi_deadline_after(req->start_ns, comm->timeout_ms);
@@ -515,6 +521,9 @@ shi_engine_sync(shoal_comm *comm, int64_t deadline)
     shoal_request *last;
     int            st;
 
+    if ((st = shi_fork_check(comm, "sync")) != SHOAL_OK) {
+        return st;
+    }
     pthread_mutex_lock(&comm->lock);
     last = comm->active.tail;
     comm->app_drivers++;

@@ -385,8 +385,9 @@ shoal_request_free(shoal_request *req)
         == SHOAL_INPROGRESS) {
         shi_engine_wait(req, req->deadline);
     }
-    if (req->comm != NULL && req->heap) {
-        shi_req_disown(req->comm, req);
+    if (req->comm != NULL && req->heap
+        && shi_fork_check(req->comm, "request_free") == SHOAL_OK) {
+        shi_req_disown(req->comm, req); // (a forked child's copy: no lock)
     }
     free(req->counts); // v-collectives' copies (rcounts shares the block)
     free(req->detached_text);

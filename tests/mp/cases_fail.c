@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "mptest.h"
 
@@ -257,5 +259,42 @@ mp_case_req_after_destroy(shoal_comm *world, int argc, char **argv)
     MP_EXPECT(shoal_request_source(failed), SHOAL_EINVAL);
     shoal_request_free(done);
     shoal_request_free(failed);
+    return 0;
+}
+
+// A forked child cannot use its parent's communicator (SHOAL_EINVAL naming
+// the fork, at once), its destroy is a silent local release, and the
+// parent's communicator is untouched: later sums are right.
+int
+mp_case_fork(shoal_comm *comm, int argc, char **argv)
+{
+    int   rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    float x = 1.0f;
+    int   status;
+    (void) argc;
+    (void) argv;
+    MP_OK(shoal_all_reduce(
+        comm, &x, &x, 1, SHOAL_FLOAT32, SHOAL_REDUCE_OP(SHOAL_SUM)));
+    pid_t child = fork();
+    MP_CHECK(child >= 0);
+    if (child == 0) {
+        float y  = 1.0f;
+        int   ok = shoal_all_reduce(comm, &y, &y, 1, SHOAL_FLOAT32,
+                       SHOAL_REDUCE_OP(SHOAL_SUM))
+                == SHOAL_EINVAL
+            && strstr(shoal_last_error(), "is a fork of it") != NULL
+            && shoal_barrier(comm) == SHOAL_EINVAL
+            && shoal_comm_abort(comm, "from the child") == SHOAL_EINVAL
+            && shoal_comm_destroy(comm) == SHOAL_OK;
+        exit(ok ? 0 : 1); // a normal exit: atexit handlers and destructors
+    }
+    MP_CHECK(waitpid(child, &status, 0) == child);
+    MP_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int i = 0; i < 3; i++) {
+        x = (float) (rank + 1);
+        MP_OK(shoal_all_reduce(
+            comm, &x, &x, 1, SHOAL_FLOAT32, SHOAL_REDUCE_OP(SHOAL_SUM)));
+        MP_CHECK(x == (float) (size * (size + 1) / 2));
+    }
     return 0;
 }

@@ -25,6 +25,7 @@ static const struct {
     { "kill", mp_case_kill },
     { "wait_for_abort", mp_case_wait_for_abort },
     { "req_after_destroy", mp_case_req_after_destroy },
+    { "fork", mp_case_fork },
     { "timeout", mp_case_timeout },
     { "mismatch", mp_case_mismatch },
     { "p2p_mismatch", mp_case_p2p_mismatch },

@@ -75,6 +75,7 @@ int mp_case_bad_args(shoal_comm *comm, int argc, char **argv);
 int mp_case_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_wait_for_abort(shoal_comm *comm, int argc, char **argv);
 int mp_case_req_after_destroy(shoal_comm *world, int argc, char **argv);
+int mp_case_fork(shoal_comm *comm, int argc, char **argv);
 int mp_case_timeout(shoal_comm *comm, int argc, char **argv);
 int mp_case_mismatch(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_mismatch(shoal_comm *comm, int argc, char **argv);

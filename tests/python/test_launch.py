@@ -255,3 +255,56 @@ def test_ctrl_c_interrupts_a_wait(mode):
     assert float(first.split()[2]) < 0.5, first  # ~0.05 s; CI is loaded
     assert "interrupted by a signal (KeyboardInterrupt)" in second, second
     assert "AbortedError" in out1 and "rank 0 aborted" in out1, (out1, err1)
+
+
+FORKED = """
+import multiprocessing, os, sys
+import numpy as np, torch, shoal
+
+def child_uses(comm):
+    t = np.ones(3, dtype=np.float32)
+    try:
+        comm.all_reduce(t, shoal.ReduceOp.SUM)
+    except shoal.InvalidArgumentError as e:
+        assert "is a fork of it" in str(e), e
+    else:
+        raise AssertionError("the child used its parent's communicator")
+    sys.exit(0)  # a normal exit: the interpreter finalizes the Comm
+
+class Squares(torch.utils.data.Dataset):
+    def __len__(self):
+        return 16
+    def __getitem__(self, i):
+        return torch.tensor([float(i * i)])
+
+comm = shoal.new_comm("shoal", "cpu", abort_process_on_timeout_or_error=False)
+rank, size = comm.get_rank(), comm.get_size()
+pid = os.fork()
+if pid == 0:
+    child_uses(comm)
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0, status
+p = multiprocessing.get_context("fork").Process(target=child_uses,
+                                                 args=(comm,))
+p.start()
+p.join()
+assert p.exitcode == 0, p.exitcode
+loader = torch.utils.data.DataLoader(Squares(), batch_size=4, num_workers=2)
+total = sum(float(b.sum()) for b in loader)
+for _ in range(3):
+    t = np.full(5, rank + 1.0, dtype=np.float32)
+    comm.all_reduce(t, shoal.ReduceOp.SUM)
+    assert t.tolist() == [size * (size + 1) / 2] * 5, t
+comm.finalize()
+print("ok", total)
+"""
+
+
+def test_forked_children_cannot_hurt_the_parent():
+    """Children made by os.fork, multiprocessing and a torch DataLoader's
+    workers: using the inherited communicator raises at once, exiting
+    normally is harmless, and the parent's sums stay right."""
+    pytest.importorskip("torch")
+    results = spawn(2, FORKED, timeout=120)
+    for rc, out, err in results:
+        assert rc == 0 and out.strip() == "ok 1240.0", (rc, out, err)

@@ -137,6 +137,9 @@ expect_killed(int n, const char *name)
     free(out);
 }
 
+// A forked child cannot hurt its parent's communicator.
+MP_TEST_234(mp_fork, "fork", NULL)
+
 // Requests kept past their communicator's destruction (a peer died).
 TEST_T(mp_req_after_destroy_2, 60)
 {
