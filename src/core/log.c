@@ -1,6 +1,7 @@
 // Logging (see log.h). The level is read once from SHOAL_DEBUG.
 #include "log.h"
 
+#include "core/clock.h"
 #include "core/log_impl.h"
 
 #include <pthread.h>
@@ -10,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 static pthread_once_t    log_once  = PTHREAD_ONCE_INIT;
@@ -91,21 +91,12 @@ shi_log_never_block(void)
     log_never_block = 1;
 }
 
-static int64_t
-log_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 // Whether a line of `lim`'s cause may be printed now; if so, *missed is
 // how many were held back since the last one.
 static int
 log_limit_pass(shi_log_limit *lim, long *missed)
 {
-    int64_t now  = log_now_ns();
+    int64_t now  = shi_now_ns();
     int64_t last = atomic_load(&lim->last_ns);
 
     if (last != 0 && now - last < SHI_LOG_LIMIT_NS) {

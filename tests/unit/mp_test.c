@@ -37,11 +37,8 @@ expect_pass(int n, const char *name, const char *arg)
     free(out);
 }
 
-#define MP_TEST(name, case_name, arg)                                         \
-    TEST_T(name##_1, 120)                                                     \
-    {                                                                         \
-        expect_pass(1, case_name, arg);                                       \
-    }                                                                         \
+// A case on 2, 3 and 4 ranks (cases that need a peer).
+#define MP_TEST_234(name, case_name, arg)                                     \
     TEST_T(name##_2, 120)                                                     \
     {                                                                         \
         expect_pass(2, case_name, arg);                                       \
@@ -53,7 +50,15 @@ expect_pass(int n, const char *name, const char *arg)
     TEST_T(name##_4, 120)                                                     \
     {                                                                         \
         expect_pass(4, case_name, arg);                                       \
+    }
+
+// The same on 1 and 8 ranks too.
+#define MP_TEST(name, case_name, arg)                                         \
+    TEST_T(name##_1, 120)                                                     \
+    {                                                                         \
+        expect_pass(1, case_name, arg);                                       \
     }                                                                         \
+    MP_TEST_234(name, case_name, arg)                                         \
     TEST_T(name##_8, 180)                                                     \
     {                                                                         \
         expect_pass(8, case_name, arg);                                       \
@@ -69,20 +74,6 @@ MP_TEST(mp_split, "split", NULL)
 MP_TEST(mp_bad_args, "bad_args", NULL)
 
 // Any-source receives on 2, 3 and 4 ranks (rank 0 receives from all).
-#define MP_TEST_234(name, case_name, arg)                                     \
-    TEST_T(name##_2, 120)                                                     \
-    {                                                                         \
-        expect_pass(2, case_name, arg);                                       \
-    }                                                                         \
-    TEST_T(name##_3, 120)                                                     \
-    {                                                                         \
-        expect_pass(3, case_name, arg);                                       \
-    }                                                                         \
-    TEST_T(name##_4, 120)                                                     \
-    {                                                                         \
-        expect_pass(4, case_name, arg);                                       \
-    }
-
 MP_TEST_234(mp_p2p_any, "p2p_any", NULL)
 MP_TEST_234(mp_p2p_any_early, "p2p_any_early", NULL)
 MP_TEST_234(mp_p2p_any_mixed, "p2p_any_mixed", NULL)

@@ -12,7 +12,7 @@ import datetime
 import itertools
 import time
 
-from .. import _C
+from .. import _C, _env
 
 _ARRIVED, _DONE = "arrived", "done"
 
@@ -33,11 +33,9 @@ def barrier(pg, timeout, wait_all_ranks):
 
 
 def _seconds(pg, timeout):
-    if timeout is None:
-        return pg._comm.get_timeout()
-    if isinstance(timeout, datetime.timedelta):
-        return timeout.total_seconds()
-    return float(timeout)
+    """timeout (timedelta or seconds) in seconds; None: the group's."""
+    value = _env.seconds(timeout, "monitored_barrier: timeout")
+    return pg._comm.get_timeout() if value is None else value
 
 
 def _lead(pg, store, key, timeout, wait_all_ranks):

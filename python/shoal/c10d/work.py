@@ -184,11 +184,11 @@ class Completer:
             if work is None:
                 return
             work._finish()
-            self._callbacks.put(work._settle)
+            self.call_soon(work._settle)
 
     def _run_one(self, work):
         work._finish()
-        self._callbacks.put(work._settle)
+        self.call_soon(work._settle)
         with self._lock:
             self._others.discard(threading.current_thread())
 
