@@ -2,10 +2,18 @@
 // messages). All cryptography is OpenSSL's libcrypto: SHA-256 for the key,
 // HMAC-SHA256 for the proofs, RAND_bytes for nonces, CRYPTO_memcmp to
 // compare MACs in constant time.
+//
+// Without a secret there are no proofs, and the one thing that tells this
+// job's processes from strangers is who owns the other end of a connection
+// on this host (every rank, the launcher and the store server run as one
+// user): each side refuses a peer on this host that runs as another user.
 #include "core/auth.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -18,6 +26,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "platform/net.h"
+#include "platform/sock_owner.h"
 #include "shoal.h"
 
 #define AUTH_MAGIC     "shoalHS\x01"
@@ -37,13 +46,15 @@ enum auth_verdict {
     AUTH_SERVER_ONLY = 2, // server has a secret, client has none
     AUTH_CLIENT_ONLY = 3, // client has a secret, server has none
     AUTH_BAD_VERSION = 4,
+    AUTH_OTHER_USER  = 5, // no secret, and the client runs as another user
+    AUTH_NO_OWNER    = 6, // no secret, and the client's user is unknown
 };
 
 #define AUTH_SAME_SECRET_HINT                                                 \
     "set the same SHOAL_SECRET on every rank (and on the launcher or store "  \
     "server)"
 
-static int auth_unset_warned;
+static int auth_unset_warned, auth_no_diag_warned;
 
 int
 shi_secret_from_string(shi_secret *out, const char *text)
@@ -52,8 +63,18 @@ shi_secret_from_string(shi_secret *out, const char *text)
     if (text == NULL || text[0] == '\0') {
         shi_log_warn_once(&auth_unset_warned,
             "SHOAL_SECRET is not set: connections to the store and between "
-            "ranks are not authenticated; set SHOAL_SECRET to the same value "
-            "on every rank to require a job secret");
+            "ranks are not authenticated. Processes of other users on this "
+            "host are refused, but anyone who can reach the store's or a "
+            "rank's port from another host can read and overwrite the "
+            "store's keys and pose as a rank. Set one secret, the same on "
+            "every rank and node, before the launcher starts: torchrun: "
+            "'export SHOAL_SECRET=$(openssl rand -hex 32)' in the job script "
+            "before torchrun (made once and passed to every node, e.g. "
+            "before 'srun torchrun'); srun: export it before srun (srun "
+            "passes the environment on by default); mpirun: export it, then "
+            "'mpirun -x SHOAL_SECRET' (Open MPI) or 'mpirun -genv "
+            "SHOAL_SECRET \"$SHOAL_SECRET\"' (MPICH). shoalrun makes one "
+            "itself");
         return SHOAL_OK;
     }
     if (SHA256((const unsigned char *) text, strlen(text), out->key) == NULL) {
@@ -214,6 +235,117 @@ shi_auth_check_proof(const shi_secret *secret,
     return SHOAL_OK;
 }
 
+// The user of the process at the other end of `fd`, where the kernel can
+// tell: SO_PEERCRED for unix sockets, socket diagnostics for TCP. *known 0:
+// a peer on another host, or fd is no socket.
+static int
+auth_peer_owner(int fd, uid_t *uid, int *known)
+{
+    struct sockaddr_storage ss;
+    socklen_t               len = sizeof(ss);
+    struct ucred            cred;
+    socklen_t               clen = sizeof(cred);
+
+    *known = 0;
+    if (getsockname(fd, (struct sockaddr *) &ss, &len) != 0) {
+        return SHOAL_OK; // not a socket: no peer to ask about
+    }
+    if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
+        return shi_tcp_peer_uid(fd, uid, known);
+    }
+    if (ss.ss_family != AF_UNIX) {
+        return SHOAL_OK;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0) {
+        return shi_error(SHOAL_ESYS, "SO_PEERCRED: %s", strerror(errno));
+    }
+    *uid   = cred.uid;
+    *known = 1;
+    return SHOAL_OK;
+}
+
+// SHOAL_OK if the peer on `fd` may talk to this process without a secret:
+// it is on another host, or runs as our user. Else SHOAL_EAUTH with
+// *other its user, or the error that kept us from knowing. Root is no
+// exception unless we are root: a root process that is not part of the job
+// is a stranger like any other, and one job rank run as root by mistake had
+// better fail here, loudly, than half join.
+static int
+auth_check_owner(int fd, const char *peer, uid_t *other)
+{
+    uid_t uid = 0;
+    int   known, rc = auth_peer_owner(fd, &uid, &known);
+
+    if (rc == SHOAL_ENOTSUP) {
+        // Refusing every local connection would stop every job on such a
+        // kernel (old, or sandboxed); the warning says what goes unchecked.
+        shi_log_warn_once(&auth_no_diag_warned,
+            "%s: without SHOAL_SECRET, TCP connections from other users on "
+            "this host cannot be told apart and are not refused; set "
+            "SHOAL_SECRET to authenticate them",
+            shi_error_text());
+        return SHOAL_OK;
+    }
+    if (rc != SHOAL_OK) {
+        return shi_error_wrap(rc, "cannot tell which user runs %s", peer);
+    }
+    if (!known || uid == geteuid()) {
+        return SHOAL_OK;
+    }
+    *other = uid;
+    return SHOAL_EAUTH;
+}
+
+int
+shi_auth_check_proof_fd(int fd, const shi_secret *secret,
+    const unsigned char ns[SHI_AUTH_NONCE_LEN],
+    const unsigned char proof[SHI_AUTH_PROOF_LEN],
+    unsigned char reply[SHI_AUTH_REPLY_LEN], const char *peer)
+{
+    uid_t other = 0;
+    int   rc    = shi_auth_check_proof(secret, ns, proof, reply, peer);
+
+    if (rc != SHOAL_OK || auth_has_secret(secret)) {
+        return rc; // with a secret, the proof alone decides
+    }
+    rc = auth_check_owner(fd, peer, &other);
+    if (rc == SHOAL_OK) {
+        return SHOAL_OK;
+    }
+    memset(reply, 0, SHI_AUTH_REPLY_LEN);
+    auth_put_header(
+        reply, rc == SHOAL_EAUTH ? AUTH_OTHER_USER : AUTH_NO_OWNER);
+    if (rc != SHOAL_EAUTH) {
+        return rc;
+    }
+    return shi_error(SHOAL_EAUTH,
+        "%s is a process of user %u on this host, not of this process's user "
+        "%u: without a job secret only the same user may connect; to allow "
+        "it, " AUTH_SAME_SECRET_HINT,
+        peer, (unsigned) other, (unsigned) geteuid());
+}
+
+// Before a client without a secret trusts a server on this host, that
+// server must run as our user: another user could pose as the store or a
+// rank (by listening on its port first) and feed the job false addresses
+// and data, or collect what the job sends.
+static int
+auth_check_server_owner(int fd, const char *peer)
+{
+    uid_t other = 0;
+    int   rc    = auth_check_owner(fd, peer, &other);
+
+    if (rc != SHOAL_EAUTH) {
+        return rc;
+    }
+    return shi_error(SHOAL_EAUTH,
+        "%s is served by a process of user %u on this host, not of this "
+        "process's user %u (another user may be posing as it): without a "
+        "job secret only the same user is trusted; if it is meant to "
+        "serve this job, " AUTH_SAME_SECRET_HINT,
+        peer, (unsigned) other, (unsigned) geteuid());
+}
+
 int
 shi_auth_server(
     int fd, const shi_secret *secret, const char *peer, int64_t deadline)
@@ -235,7 +367,7 @@ shi_auth_server(
     if (rc != SHOAL_OK) {
         return shi_error_wrap(rc, "handshake with %s", peer);
     }
-    rc = shi_auth_check_proof(secret, ns, proof, reply, peer);
+    rc = shi_auth_check_proof_fd(fd, secret, ns, proof, reply, peer);
     if (rc == SHOAL_OK) {
         sent = shi_write_all(fd, reply, sizeof(reply), deadline);
         return sent == SHOAL_OK
@@ -269,6 +401,18 @@ auth_refused(int verdict, const char *peer)
                 "%s refused this process's handshake version %d: use the "
                 "same shoal release on every rank",
                 peer, AUTH_VERSION);
+        case AUTH_OTHER_USER:
+            return shi_error(SHOAL_EAUTH,
+                "%s refused this process because it runs as another user "
+                "(%u): without a job secret only the server's own user may "
+                "connect from its host; " AUTH_SAME_SECRET_HINT,
+                peer, (unsigned) geteuid());
+        case AUTH_NO_OWNER:
+            return shi_error(SHOAL_EAUTH,
+                "%s refused this process: without a job secret it must "
+                "check which user runs a connection from its host, and "
+                "could not (its log says why); " AUTH_SAME_SECRET_HINT,
+                peer);
         default:
             return shi_error(SHOAL_EAUTH,
                 "%s refused this process's proof of the job secret (the "
@@ -336,6 +480,9 @@ shi_auth_client(
                 "meant); " AUTH_SAME_SECRET_HINT,
                 peer);
         }
+        return SHOAL_OK;
     }
-    return SHOAL_OK;
+    // Checked last, so that a server of another user that checks too says
+    // why in its own log (a proof without a secret gives nothing away).
+    return auth_check_server_owner(fd, peer);
 }

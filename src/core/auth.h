@@ -22,9 +22,13 @@ int shi_random_bytes(void *buf, int n);
 // Runs the handshake on a connected, blocking-or-not socket `fd` as the
 // accepting side (server) or the connecting side (client). `peer` names the
 // other end for messages ("store at 10.0.0.1:29500"). Both ends must agree
-// on whether a secret is set. Errors: SHOAL_EAUTH (proof wrong or missing,
-// or only one side has a secret), SHOAL_EPROTO (not a shoal peer),
-// SHOAL_ETIMEDOUT, SHOAL_EPEER (connection closed).
+// on whether a secret is set. Without a secret, each side refuses a peer on
+// this host that runs as another user than geteuid() (unix sockets:
+// SO_PEERCRED; TCP: the kernel's socket diagnostics), and allows peers on
+// other hosts, whose user cannot be known. Errors: SHOAL_EAUTH (proof wrong
+// or missing, only one side has a secret, or a local peer of another user),
+// SHOAL_EPROTO (not a shoal peer), SHOAL_ETIMEDOUT, SHOAL_EPEER (connection
+// closed).
 int shi_auth_server(
     int fd, const shi_secret *secret, const char *peer, int64_t deadline);
 int shi_auth_client(

@@ -41,4 +41,13 @@ int shi_auth_check_proof(const shi_secret *secret,
     const unsigned char                    proof[SHI_AUTH_PROOF_LEN],
     unsigned char reply[SHI_AUTH_REPLY_LEN], const char *peer);
 
+// Server, step 2, for the connection `fd`: shi_auth_check_proof, and
+// without a secret also the check that a client on this host runs as our
+// user (auth.h); a refusal's verdict goes in `reply` as well. Every server
+// with a socket should use this form.
+int shi_auth_check_proof_fd(int fd, const shi_secret *secret,
+    const unsigned char ns[SHI_AUTH_NONCE_LEN],
+    const unsigned char proof[SHI_AUTH_PROOF_LEN],
+    unsigned char reply[SHI_AUTH_REPLY_LEN], const char *peer);
+
 #endif
