@@ -66,7 +66,7 @@ publish_self(shoal_comm *comm, const char *sock, int64_t deadline)
         return st;
     }
     shi_host_identity(host_id);
-    snprintf(key, sizeof(key), "%speer/%d", comm->prefix, comm->rank);
+    snprintf(key, sizeof(key), "%sboot/peer/%d", comm->prefix, comm->rank);
     int n = snprintf(value, sizeof(value), "%s\n%d\n%s\n%s", host_id,
         (int) getpid(), sock, transport);
     return shi_store_set(
@@ -97,12 +97,12 @@ static int
 read_peer(shoal_comm *comm, int r, struct peer_entry *e, int64_t deadline)
 {
     char   key[512];
-    void  *value;
+    char  *value;
     size_t len;
     int    st;
 
-    snprintf(key, sizeof(key), "%speer/%d", comm->prefix, r);
-    st = shi_store_get(shi_comm_store(comm), key, &value, &len, deadline);
+    snprintf(key, sizeof(key), "%sboot/peer/%d", comm->prefix, r);
+    st = shi_rdv_get(comm, key, &value, &len, deadline);
     if (st != SHOAL_OK) {
         return shi_error_wrap(
             st, "waiting for rank %d to join '%s'", r, comm->name);
@@ -186,7 +186,7 @@ join_tcp_mesh(shoal_comm *comm, int one_host, int64_t deadline)
 {
     char   ip[64], key[512], (*addrs)[64];
     int    lfd = -1, port, st;
-    void  *value;
+    char  *value;
     size_t len;
 
     if ((st = shi_tcp_pick_ip(comm, one_host, ip, sizeof(ip))) != SHOAL_OK) {
@@ -198,15 +198,15 @@ join_tcp_mesh(shoal_comm *comm, int one_host, int64_t deadline)
     st = shi_tcp_listen(ip, 0, comm->size * 16, &lfd, &port);
     if (st == SHOAL_OK) {
         shi_tcp_format_addr(ip, port, addrs[comm->rank], sizeof(*addrs));
-        snprintf(key, sizeof(key), "%stcp/%d", comm->prefix, comm->rank);
+        snprintf(key, sizeof(key), "%sboot/tcp/%d", comm->prefix, comm->rank);
         st = shi_store_set(shi_comm_store(comm), key, addrs[comm->rank],
             strlen(addrs[comm->rank]), deadline);
     }
     for (int r = 0; st == SHOAL_OK && r < comm->size; r++) {
-        snprintf(key, sizeof(key), "%stcp/%d", comm->prefix, r);
-        st = shi_store_get(shi_comm_store(comm), key, &value, &len, deadline);
+        snprintf(key, sizeof(key), "%sboot/tcp/%d", comm->prefix, r);
+        st = shi_rdv_get(comm, key, &value, &len, deadline);
         if (st == SHOAL_OK) {
-            snprintf(addrs[r], sizeof(*addrs), "%s", (char *) value);
+            snprintf(addrs[r], sizeof(*addrs), "%s", value);
             free(value);
         }
     }
@@ -230,7 +230,12 @@ connect_lower(
         int     fd, st;
         int32_t me = comm->rank;
         snprintf(what, sizeof(what), "rank %d (pid %d)", r, entries[r].pid);
-        st = shi_unix_connect(entries[r].sock, deadline, &fd);
+        do {
+            int64_t until = shi_rdv_until(deadline);
+            st            = shi_unix_connect(entries[r].sock, until, &fd);
+            st            = st == SHOAL_OK ? st
+                                           : shi_rdv_sliced(comm, st, until, deadline);
+        } while (st == SHOAL_INPROGRESS);
         if (st == SHOAL_OK) {
             comm->peers[r].fd = fd;
             st                = shi_unix_check_peer_uid(fd);
@@ -257,7 +262,12 @@ accept_one(shoal_comm *comm, int lfd, int64_t deadline, int *done)
     int32_t r = -1;
 
     *done = 0;
-    if ((st = shi_unix_accept(lfd, deadline, &fd)) != SHOAL_OK) {
+    do {
+        int64_t until = shi_rdv_until(deadline);
+        st            = shi_unix_accept(lfd, until, &fd);
+        st = st == SHOAL_OK ? st : shi_rdv_sliced(comm, st, until, deadline);
+    } while (st == SHOAL_INPROGRESS);
+    if (st != SHOAL_OK) {
         return st;
     }
     st = shi_unix_check_peer_uid(fd);
@@ -371,8 +381,8 @@ connect_mesh(shoal_comm *comm, int64_t deadline)
     return st;
 }
 
-int
-shi_comm_bootstrap(shoal_comm *comm, int64_t deadline)
+static int
+bootstrap_steps(shoal_comm *comm, int64_t deadline)
 {
     int st = SHOAL_OK, fd;
 
@@ -413,4 +423,15 @@ shi_comm_bootstrap(shoal_comm *comm, int64_t deadline)
         return st;
     }
     return shi_hier_setup(comm, comm->host_index, comm->local_rank);
+}
+
+int
+shi_comm_bootstrap(shoal_comm *comm, int64_t deadline)
+{
+    int st = shi_rdv_begin(comm, deadline);
+
+    if (st == SHOAL_OK) {
+        st = bootstrap_steps(comm, deadline);
+    }
+    return shi_rdv_end(comm, st, deadline);
 }

@@ -25,7 +25,7 @@ store_put(
 {
     char key[512];
 
-    snprintf(key, sizeof(key), "%s%s", comm->prefix, what);
+    shi_rdv_key(comm, what, key, sizeof(key));
     return shi_store_set(
         shi_comm_store(comm), key, value, strlen(value), deadline);
 }
@@ -36,9 +36,8 @@ store_take(shoal_comm *comm, const char *what, char **value, int64_t deadline)
     char   key[512];
     size_t len;
 
-    snprintf(key, sizeof(key), "%s%s", comm->prefix, what);
-    return shi_store_get(
-        shi_comm_store(comm), key, (void **) value, &len, deadline);
+    shi_rdv_key(comm, what, key, sizeof(key));
+    return shi_rdv_get(comm, key, value, &len, deadline);
 }
 
 // Reads peer p's probe word through process_vm_readv, then writes the same

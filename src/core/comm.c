@@ -364,6 +364,9 @@ comm_create(shoal_comm **out, const shoal_config *cfg)
     if (st == SHOAL_OK && env.size > 1) {
         st = open_store(comm, &env, deadline);
     }
+    if (st == SHOAL_OK && env.size > 1) {
+        st = shi_rdv_job_will(comm, &env, deadline);
+    }
     if (st == SHOAL_OK) {
         st = shi_comm_bootstrap(comm, deadline);
     }

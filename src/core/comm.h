@@ -64,7 +64,13 @@ struct shoal_comm {
     struct shi_store_ref *store;
     char                  prefix[256]; // store key prefix of this comm
     int                   nsplits; // splits made from this comm
-    int                   nplans; // plans compiled on this comm
+    // While being created (rendezvous.c): the communicator it is split
+    // from (its failure ends the creation), whether a will is left.
+    shoal_comm *rdv_parent;
+    int         rdv_will;
+    int         rdv_adopted; // failed with another rank's reported cause
+    char        rdv_job_key[64]; // set when a rank of the job is gone
+    int         nplans; // plans compiled on this comm
 
     struct shi_peer *peers;
     struct shi_net  *net; // ranks talk over TCP (NULL: shared memory)
@@ -175,6 +181,36 @@ int shi_coll_setup(shoal_comm *comm, int64_t deadline);
 // skips it): rank 0's algorithm table, through the store.
 int  shi_coll_agree_table(shoal_comm *comm, int64_t deadline);
 void shi_coll_teardown(shoal_comm *comm);
+
+// Rendezvous through the store (rendezvous.c). Creation keys live under
+// <prefix>boot/ (shi_rdv_key). begin leaves a will naming this rank; get
+// waits for a key but fails as soon as the parent communicator fails or
+// another rank's creation failed or died; end reports a failure to the
+// others (or adopts theirs, which explains ours) and returns the status,
+// or, on success, deletes the keys once every rank is done.
+void shi_rdv_key(
+    const shoal_comm *comm, const char *what, char *buf, size_t len);
+int shi_rdv_begin(shoal_comm *comm, int64_t deadline);
+int shi_rdv_get(shoal_comm *comm, const char *key, char **value, size_t *len,
+    int64_t deadline);
+int shi_rdv_end(shoal_comm *comm, int st, int64_t deadline);
+// For a communicator of the whole job (rank and size from the launcher):
+// leaves a will saying this rank of the job is gone, which every creation
+// of such a communicator watches, so a rank that died before a creation
+// began (ranks re-creating after a failure) fails it too.
+struct shi_launch;
+int shi_rdv_job_will(
+    shoal_comm *comm, const struct shi_launch *env, int64_t deadline);
+// Blocking steps of a creation (connecting, accepting) wait in slices:
+// until = shi_rdv_until(deadline) ends the next one; after a step failed
+// with `st`, shi_rdv_sliced says SHOAL_INPROGRESS to go on with another
+// slice, or the status to return (st itself, or the rendezvous' failure).
+int64_t shi_rdv_until(int64_t deadline);
+int shi_rdv_sliced(shoal_comm *comm, int st, int64_t until, int64_t deadline);
+// What a watched wait checks each slice (rendezvous.c says what).
+int shi_rdv_check(shoal_comm *comm);
+// SHOAL_OK, or SHOAL_EABORTED with comm's cause, for `op` on comm.
+int shi_rdv_usable(shoal_comm *comm, const char *op);
 
 // Store references (comm.c).
 struct shi_store *shi_comm_store(shoal_comm *comm);

@@ -544,6 +544,20 @@ shi_engine_sync(shoal_comm *comm, int64_t deadline)
     return SHOAL_OK;
 }
 
+void
+shi_engine_check_peers(shoal_comm *comm)
+{
+    if (comm->net == NULL || atomic_load(&comm->failed)) {
+        return; // shared memory: the watcher thread sees deaths itself
+    }
+    pthread_mutex_lock(&comm->lock);
+    shi_tcp_progress(comm->net);
+    if (atomic_load(&comm->failed)) {
+        shi_net_flush_abort(comm);
+    }
+    pthread_mutex_unlock(&comm->lock);
+}
+
 static void *
 progress_main(void *arg)
 {

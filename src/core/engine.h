@@ -16,6 +16,9 @@
 // Starts and stops the progress thread.
 int  shi_engine_start(shoal_comm *comm);
 void shi_engine_stop(shoal_comm *comm);
+// Over TCP, an idle communicator reads nothing: this looks at its sockets
+// once (a closed one aborts it), for waits outside the engine (a split).
+void shi_engine_check_peers(shoal_comm *comm);
 
 // Hands `req` (filled in by the operation) to the engine and tries to
 // complete it at once. Returns SHOAL_OK if it completed, SHOAL_INPROGRESS if

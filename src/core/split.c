@@ -3,7 +3,8 @@
 // Collective over the parent: every rank publishes its choice under the
 // parent's next split number in the store, reads the choices of the ranks
 // it may share a group with, and the members bootstrap a new communicator
-// under their own key prefix (so groups of one split never mix).
+// under their own key prefix (so groups of one split never mix). The
+// choices are deleted by the last rank to have read them.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,8 @@ publish_choice(
 {
     char key[512];
 
-    snprintf(
-        key, sizeof(key), "%ssplit%d/%d", parent->prefix, split, parent->rank);
+    snprintf(key, sizeof(key), "%ssplit%d/%d/choice", parent->prefix, split,
+        parent->rank);
     return shi_store_set(
         shi_comm_store(parent), key, choice, strlen(choice), deadline);
 }
@@ -33,14 +34,45 @@ read_choice(shoal_comm *parent, int split, int r, char **out, int64_t deadline)
     char   key[512];
     size_t len;
 
-    snprintf(key, sizeof(key), "%ssplit%d/%d", parent->prefix, split, r);
-    int st = shi_store_get(
-        shi_comm_store(parent), key, (void **) out, &len, deadline);
+    snprintf(
+        key, sizeof(key), "%ssplit%d/%d/choice", parent->prefix, split, r);
+    int st = shi_rdv_get(parent, key, out, &len, deadline);
     if (st != SHOAL_OK) {
         return shi_error_wrap(
             st, "split of '%s': waiting for rank %d", parent->name, r);
     }
     return SHOAL_OK;
+}
+
+// Counts this rank done with the split's keys under `counter`; the last of
+// `n` deletes them: the choices of `members` (NULL: the whole split).
+static void
+forget_choices(shoal_comm *parent, int split, const char *counter, int n,
+    const int *members, int64_t deadline)
+{
+    char    key[512];
+    int64_t done = 0;
+
+    snprintf(key, sizeof(key), "%ssplit%d/%s", parent->prefix, split, counter);
+    if (shi_store_add(shi_comm_store(parent), key, 1, &done, deadline)
+            != SHOAL_OK
+        || done < n) {
+        return; // a failed count only leaves keys behind
+    }
+    for (int i = 0; i < (members != NULL ? n : 1); i++) {
+        if (members != NULL) {
+            snprintf(key, sizeof(key), "%ssplit%d/%d/", parent->prefix, split,
+                members[i]);
+        } else {
+            snprintf(key, sizeof(key), "%ssplit%d/", parent->prefix, split);
+        }
+        shi_store_delete_prefix(shi_comm_store(parent), key, NULL, deadline);
+    }
+    if (members != NULL) {
+        snprintf(
+            key, sizeof(key), "%ssplit%d/%s", parent->prefix, split, counter);
+        shi_store_delete_prefix(shi_comm_store(parent), key, NULL, deadline);
+    }
 }
 
 // Creates the member communicator: `rank` of `size`, keys under `tag`.
@@ -57,8 +89,9 @@ make_child(shoal_comm *parent, int split, const char *tag, int rank, int size,
     if (st != SHOAL_OK) {
         return st;
     }
-    child->secret = parent->secret;
-    child->store  = shi_store_ref_get(parent->store);
+    child->secret     = parent->secret;
+    child->rdv_parent = parent; // its failure ends the child's creation
+    child->store      = shi_store_ref_get(parent->store);
     snprintf(child->prefix, sizeof(child->prefix), "%ssplit%d.%s/",
         parent->prefix, split, tag);
     st = shi_comm_bootstrap(child, deadline);
@@ -127,7 +160,10 @@ shoal_comm_split(shoal_comm *comm, int color, int key, shoal_comm **out)
             "comm_split: need a communicator, an "
             "out pointer and a color >= 0 or SHOAL_SPLIT_NONE");
     }
-    *out             = NULL;
+    *out = NULL;
+    if ((st = shi_rdv_usable(comm, "comm_split")) != SHOAL_OK) {
+        return shi_comm_error(comm, st);
+    }
     int     split    = ++comm->nsplits;
     int64_t deadline = shi_deadline_in_ms(comm->timeout_ms);
     snprintf(choice, sizeof(choice), "color %d %d", color, key);
@@ -136,6 +172,9 @@ shoal_comm_split(shoal_comm *comm, int color, int key, shoal_comm **out)
         return shi_comm_error(comm, st);
     }
     if (color == SHOAL_SPLIT_NONE) {
+        if (comm->size > 1) {
+            forget_choices(comm, split, "done", comm->size, NULL, deadline);
+        }
         return SHOAL_OK;
     }
     if ((m = calloc((size_t) comm->size, sizeof(*m))) == NULL) {
@@ -147,6 +186,9 @@ shoal_comm_split(shoal_comm *comm, int color, int key, shoal_comm **out)
         st   = SHOAL_OK;
     } else {
         st = collect_color(comm, split, color, m, &n, deadline);
+        if (st == SHOAL_OK) {
+            forget_choices(comm, split, "done", comm->size, NULL, deadline);
+        }
     }
     if (st == SHOAL_OK) {
         qsort(m, (size_t) n, sizeof(*m), by_key_then_rank);
@@ -246,7 +288,10 @@ shoal_comm_split_ranks(
             "comm_split_ranks: need a "
             "communicator, an out pointer and a list");
     }
-    *out             = NULL;
+    *out = NULL;
+    if ((st = shi_rdv_usable(comm, "comm_split_ranks")) != SHOAL_OK) {
+        return shi_comm_error(comm, st);
+    }
     int     split    = ++comm->nsplits;
     int64_t deadline = shi_deadline_in_ms(comm->timeout_ms);
     if (nranks == 0) {
@@ -265,8 +310,13 @@ shoal_comm_split_ranks(
             st = verify_members(comm, split, ranks, nranks, mine, deadline);
         }
     }
+    snprintf(tag, sizeof(tag), "r%d", ranks[0]);
+    if (st == SHOAL_OK && comm->size > 1) {
+        char counter[48];
+        snprintf(counter, sizeof(counter), "done.%s/", tag);
+        forget_choices(comm, split, counter, nranks, ranks, deadline);
+    }
     if (st == SHOAL_OK) {
-        snprintf(tag, sizeof(tag), "r%d", ranks[0]);
         st = make_child(comm, split, tag, me, nranks, deadline, out);
     }
     free(mine);

@@ -126,12 +126,40 @@ shi_store_set(shi_store *st, const char *key, const void *value, size_t len,
     return rc == SHOAL_OK ? rc : store_fail(st, rc, "set", key, start);
 }
 
+// The end of the next slice of a watched wait.
+static int64_t
+store_slice_end(int64_t deadline)
+{
+    int64_t end = shi_now_ns() + SHI_STORE_WATCH_SLICE_NS;
+
+    return deadline != SHI_NO_DEADLINE && deadline < end ? deadline : end;
+}
+
+// After a slice ran out: SHOAL_OK to wait on, or why not (the watch's
+// verdict, or the deadline's ETIMEDOUT as it is).
+static int
+store_watch_says(const shi_store_watch *watch, int rc, int64_t deadline)
+{
+    if (rc != SHOAL_ETIMEDOUT
+        || (deadline != SHI_NO_DEADLINE && shi_now_ns() >= deadline)) {
+        return rc;
+    }
+    return watch->check(watch->arg);
+}
+
 int
 shi_store_get(shi_store *st, const char *key, void **value, size_t *len,
     int64_t deadline)
 {
+    return shi_store_get_watched(st, key, value, len, deadline, NULL);
+}
+
+int
+shi_store_get_watched(shi_store *st, const char *key, void **value,
+    size_t *len, int64_t deadline, const shi_store_watch *watch)
+{
     int64_t start = shi_now_ns();
-    int     rc;
+    int     rc, verdict;
 
     if (st == NULL || value == NULL || len == NULL) {
         return shi_error(SHOAL_EINVAL, "store get: NULL argument");
@@ -142,9 +170,19 @@ shi_store_get(shi_store *st, const char *key, void **value, size_t *len,
     if (rc != SHOAL_OK) {
         return rc;
     }
-    pthread_mutex_lock(&st->lock);
-    rc = st->ops->get(st, key, value, len, deadline);
-    pthread_mutex_unlock(&st->lock);
+    for (;;) {
+        pthread_mutex_lock(&st->lock);
+        rc = st->ops->get(st, key, value, len,
+            watch != NULL ? store_slice_end(deadline) : deadline);
+        pthread_mutex_unlock(&st->lock);
+        if (rc == SHOAL_OK || watch == NULL) {
+            break;
+        }
+        if ((verdict = store_watch_says(watch, rc, deadline)) != SHOAL_OK) {
+            return verdict == rc ? store_fail(st, rc, "get", key, start)
+                                 : verdict;
+        }
+    }
     return rc == SHOAL_OK ? rc : store_fail(st, rc, "get", key, start);
 }
 
@@ -173,9 +211,16 @@ int
 shi_store_wait(
     shi_store *st, const char *const *keys, size_t nkeys, int64_t deadline)
 {
+    return shi_store_wait_watched(st, keys, nkeys, deadline, NULL);
+}
+
+int
+shi_store_wait_watched(shi_store *st, const char *const *keys, size_t nkeys,
+    int64_t deadline, const shi_store_watch *watch)
+{
     int64_t start = shi_now_ns();
     char    what[64];
-    int     rc = SHOAL_OK;
+    int     rc = SHOAL_OK, verdict = SHOAL_OK;
 
     if (st == NULL || (keys == NULL && nkeys > 0)) {
         return shi_error(SHOAL_EINVAL, "store wait: NULL argument");
@@ -186,15 +231,81 @@ shi_store_wait(
     if (rc != SHOAL_OK || nkeys == 0) {
         return rc;
     }
-    pthread_mutex_lock(&st->lock);
-    rc = st->ops->wait(st, keys, nkeys, deadline);
-    pthread_mutex_unlock(&st->lock);
+    for (;;) {
+        pthread_mutex_lock(&st->lock);
+        rc = st->ops->wait(st, keys, nkeys,
+            watch != NULL ? store_slice_end(deadline) : deadline);
+        pthread_mutex_unlock(&st->lock);
+        if (rc == SHOAL_OK || watch == NULL
+            || (verdict = store_watch_says(watch, rc, deadline)) != SHOAL_OK) {
+            break;
+        }
+    }
     if (rc == SHOAL_OK) {
         return rc;
+    }
+    if (verdict != rc && verdict != SHOAL_OK) {
+        return verdict;
     }
     snprintf(what, sizeof(what), "wait (%zu key%s)", nkeys,
         nkeys == 1 ? "" : "s, first");
     return store_fail(st, rc, what, keys[0], start);
+}
+
+int
+shi_store_will(shi_store *st, const char *key, const void *value, size_t len,
+    int64_t deadline)
+{
+    int rc = st != NULL ? store_check_key(key)
+                        : shi_error(SHOAL_EINVAL, "store will: NULL store");
+
+    // A file store has no connection that could outlive its owner: there
+    // is nothing to leave, and nobody learns of a death from it.
+    if (rc != SHOAL_OK || st->ops->will == NULL) {
+        return rc;
+    }
+    pthread_mutex_lock(&st->lock);
+    rc = st->ops->will(st, key, value != NULL ? value : "", len, deadline);
+    pthread_mutex_unlock(&st->lock);
+    return rc == SHOAL_OK ? rc : store_fail(st, rc, "will", key, shi_now_ns());
+}
+
+int
+shi_store_unwill(shi_store *st, const char *key, int64_t deadline)
+{
+    int rc = st != NULL ? store_check_key(key)
+                        : shi_error(SHOAL_EINVAL, "store unwill: NULL store");
+
+    if (rc != SHOAL_OK || st->ops->will == NULL) {
+        return rc;
+    }
+    pthread_mutex_lock(&st->lock);
+    rc = st->ops->will(st, key, NULL, 0, deadline);
+    pthread_mutex_unlock(&st->lock);
+    return rc == SHOAL_OK ? rc
+                          : store_fail(st, rc, "unwill", key, shi_now_ns());
+}
+
+int
+shi_store_delete_prefix(
+    shi_store *st, const char *prefix, int64_t *count, int64_t deadline)
+{
+    int64_t ignored;
+    int     rc = st != NULL ? store_check_key(prefix)
+                            : shi_error(SHOAL_EINVAL, "store delete: NULL store");
+
+    if (rc != SHOAL_OK) {
+        return rc;
+    }
+    if (st->ops->delete_prefix == NULL) {
+        return shi_error(SHOAL_ENOTSUP, "%s cannot delete keys", st->where);
+    }
+    pthread_mutex_lock(&st->lock);
+    rc = st->ops->delete_prefix(
+        st, prefix, count != NULL ? count : &ignored, deadline);
+    pthread_mutex_unlock(&st->lock);
+    return rc == SHOAL_OK ? rc
+                          : store_fail(st, rc, "delete", prefix, shi_now_ns());
 }
 
 int

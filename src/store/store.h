@@ -52,9 +52,41 @@ int shi_store_get(shi_store *st, const char *key, void **value, size_t *len,
 int shi_store_add(shi_store *st, const char *key, int64_t delta,
     int64_t *result, int64_t deadline);
 
+// A check made between the slices of a watched wait: SHOAL_OK to go on
+// waiting, or the status (with its message recorded) that ends the wait,
+// e.g. because a peer the wait depends on has died.
+typedef struct shi_store_watch {
+    int (*check)(void *arg);
+    void *arg;
+} shi_store_watch;
+
+// How often a watched wait looks at its watch.
+#define SHI_STORE_WATCH_SLICE_NS 100000000 // 100 ms
+
+// shi_store_get, consulting `watch` (NULL: none) every slice while the key
+// is missing; returns the watch's status, unchanged, when it ends the wait.
+int shi_store_get_watched(shi_store *st, const char *key, void **value,
+    size_t *len, int64_t deadline, const shi_store_watch *watch);
+
 // Waits until every key in keys[0..nkeys) exists.
 int shi_store_wait(
     shi_store *st, const char *const *keys, size_t nkeys, int64_t deadline);
+
+// shi_store_wait with a watch, as shi_store_get_watched.
+int shi_store_wait_watched(shi_store *st, const char *const *keys,
+    size_t nkeys, int64_t deadline, const shi_store_watch *watch);
+
+// Leaves a last will on this handle's connection: if the connection closes
+// (the process dies) before shi_store_unwill(key), the server sets key to
+// value. A file store keeps no wills (SHOAL_OK, nothing done).
+int shi_store_will(shi_store *st, const char *key, const void *value,
+    size_t len, int64_t deadline);
+int shi_store_unwill(shi_store *st, const char *key, int64_t deadline);
+
+// Deletes every key starting with prefix; *count (may be NULL): how many.
+// SHOAL_ENOTSUP for a file store (it only ever appends).
+int shi_store_delete_prefix(
+    shi_store *st, const char *prefix, int64_t *count, int64_t deadline);
 
 // Writes this end's IP address of the store connection into buf ("10.0.0.2",
 // "::1"): the address that reaches the store, where ranks on other hosts

@@ -21,6 +21,13 @@ typedef struct shi_store_ops {
         int64_t deadline);
     int (*wait)(shi_store *st, const char *const *keys, size_t nkeys,
         int64_t deadline);
+    // Optional: leave (value non-NULL) or take back (value NULL) a last
+    // will, set by the server if this handle's connection closes first.
+    int (*will)(shi_store *st, const char *key, const void *value, size_t len,
+        int64_t deadline);
+    // Optional: delete every key starting with prefix.
+    int (*delete_prefix)(
+        shi_store *st, const char *prefix, int64_t *count, int64_t deadline);
     void (*close)(shi_store *st);
     // Optional: this end's IP address of the connection to the store.
     int (*local_ip)(shi_store *st, char *buf, size_t len);

@@ -6,12 +6,18 @@
 //              its deadline. Bytes that cannot start a proof end it at once.
 //   READY      reading frames (wire.h). A GET or WAIT whose keys are
 //              missing is "parked": its frame stays in the read buffer,
-//              reading pauses, and every SET or ADD retries it.
+//              reading pauses, and every SET or ADD retries it, until
+//              the request's wait_ms runs out (then it is answered
+//              SHOAL_ETIMEDOUT and the connection reads on).
 //   CLOSING    a refusal is being sent; closed once it is out (or soon).
 // Reading also pauses while a reply is still being sent, so one client
 // cannot make the server buffer without bound. A connection that fails the
 // handshake or sends anything malformed is logged (naming its address) and
 // closed; nothing one connection does can block the others.
+//
+// A connection may leave last wills (WILL, wire.h): keys the server sets
+// when the connection closes before taking them back, so that the ranks
+// waiting in a rendezvous learn of a peer's death from the store itself.
 //
 // Connections closed while a batch of events is handled are only unlinked
 // and kept on a "dead" list until the batch ends, since later events of the
@@ -49,6 +55,9 @@
 // Without a job secret anyone may connect: frames are kept small, so
 // strangers cannot pin much memory (a secret lifts it to the wire's limit).
 #define SERVER_OPEN_FRAME_MAX (1u << 20)
+// Wills one connection may hold: one per rendezvous under way in the
+// client, so a handful; the bound keeps a client from pinning memory.
+#define SERVER_WILLS_MAX 64
 
 enum conn_state {
     CONN_HANDSHAKE,
@@ -57,8 +66,18 @@ enum conn_state {
     CONN_DEAD,
 };
 
+typedef struct will {
+    struct will   *next;
+    char          *key;
+    size_t         klen;
+    unsigned char *value;
+    size_t         vlen;
+} will;
+
 typedef struct conn {
     struct conn   *next, *prev;
+    will          *wills;
+    int            nwills;
     int            fd;
     int            state;
     int            parked;
@@ -83,6 +102,8 @@ struct shi_store_server {
     conn      *dead; // closed in this batch, freed after it
     shi_table  table;
     int64_t    accept_paused_until; // 0: accepting
+    int        wake_pending; // a will set keys: retry parked requests
+    int        stopping; // closing every connection: wills do not fire
 };
 
 // epoll tags for the two fds that are not connections.
@@ -113,12 +134,46 @@ conn_update_events(shi_store_server *srv, conn *c)
 // once per interval and cause, with a count of those held back.
 static shi_log_limit drop_limit, refuse_limit, accept_limit;
 
+static void
+will_free(will *w)
+{
+    free(w->key);
+    free(w->value);
+    free(w);
+}
+
+// The connection closed with wills outstanding: its client died (or lost
+// the connection) in the middle of a rendezvous. Sets their keys; the
+// parked requests are retried once the current batch of events is done.
+static void
+conn_fire_wills(shi_store_server *srv, conn *c)
+{
+    while (c->wills != NULL) {
+        will *w  = c->wills;
+        c->wills = w->next;
+        SHI_INFO("store server: %s closed its connection with a will: "
+                 "setting '%s'",
+            c->peer, w->key);
+        if (shi_table_put(&srv->table, w->key, w->klen, w->value, w->vlen)
+            != SHOAL_OK) {
+            shi_log(SHI_LOG_WARN, "store server: will of %s lost: %s", c->peer,
+                shi_error_text());
+        }
+        srv->wake_pending = 1;
+        will_free(w);
+    }
+    c->nwills = 0;
+}
+
 // Closes c, logging `why` at `level` (0: not at all).
 static void
 conn_drop(shi_store_server *srv, conn *c, int level, const char *why)
 {
     if (c->state == CONN_DEAD) {
         return;
+    }
+    if (!srv->stopping) {
+        conn_fire_wills(srv, c);
     }
     if (level != 0) {
         shi_log_limited(&drop_limit, level,
@@ -144,6 +199,11 @@ conn_drop(shi_store_server *srv, conn *c, int level, const char *why)
 static void
 conn_free(conn *c)
 {
+    while (c->wills != NULL) {
+        will *w  = c->wills;
+        c->wills = w->next;
+        will_free(w);
+    }
     free(c->rbuf);
     shi_wire_buf_free(&c->out);
     free(c);
@@ -218,6 +278,61 @@ conn_frame_done(conn *c)
     }
 }
 
+// Leaves (or replaces) the will for m's key on c.
+static int
+conn_add_will(conn *c, const shi_wire_msg *m)
+{
+    will *w;
+
+    for (w = c->wills; w != NULL; w = w->next) {
+        if (w->klen == m->klen && memcmp(w->key, m->key, m->klen) == 0) {
+            break;
+        }
+    }
+    if (w == NULL && c->nwills >= SERVER_WILLS_MAX) {
+        return shi_error(SHOAL_EINVAL,
+            "a connection may leave at most %d wills", SERVER_WILLS_MAX);
+    }
+    unsigned char *value = malloc(m->vlen + 1);
+    if (value == NULL) {
+        return shi_error(SHOAL_ENOMEM, "out of memory for a will");
+    }
+    if (m->vlen > 0) {
+        memcpy(value, m->value, m->vlen);
+    }
+    if (w == NULL) {
+        if ((w = calloc(1, sizeof(*w))) == NULL
+            || (w->key = strndup(m->key, m->klen)) == NULL) {
+            free(w);
+            free(value);
+            return shi_error(SHOAL_ENOMEM, "out of memory for a will");
+        }
+        w->klen  = m->klen;
+        w->next  = c->wills;
+        c->wills = w;
+        c->nwills++;
+    }
+    free(w->value);
+    w->value = value;
+    w->vlen  = m->vlen;
+    return SHOAL_OK;
+}
+
+// Takes back c's will for m's key (none: nothing to do).
+static void
+conn_drop_will(conn *c, const shi_wire_msg *m)
+{
+    for (will **link = &c->wills; *link != NULL; link = &(*link)->next) {
+        will *w = *link;
+        if (w->klen == m->klen && memcmp(w->key, m->key, m->klen) == 0) {
+            *link = w->next;
+            will_free(w);
+            c->nwills--;
+            return;
+        }
+    }
+}
+
 // Answers `m` if it can; returns 0 if it must wait for keys (parked).
 static int
 server_answer(shi_store_server *srv, conn *c, const shi_wire_msg *m)
@@ -255,6 +370,18 @@ server_answer(shi_store_server *srv, conn *c, const shi_wire_msg *m)
             }
             conn_reply(srv, c, m, rc, NULL, 0, sum);
             return 1;
+        case SHI_WIRE_WILL:
+            conn_reply(srv, c, m, conn_add_will(c, m), NULL, 0, 0);
+            return 1;
+        case SHI_WIRE_UNWILL:
+            conn_drop_will(c, m);
+            conn_reply(srv, c, m, SHOAL_OK, NULL, 0, 0);
+            return 1;
+        case SHI_WIRE_DELETE:
+            sum = (int64_t) shi_table_delete_prefix(
+                &srv->table, m->key, m->klen);
+            conn_reply(srv, c, m, SHOAL_OK, NULL, 0, sum);
+            return 1;
         default: // SHI_WIRE_WAIT
             blob = m->keyblob;
             left = m->keyblob_len;
@@ -283,7 +410,8 @@ server_wake(shi_store_server *srv)
         // Decoded before it was parked, so it decodes again.
         shi_wire_decode(c->rbuf + SHI_WIRE_LEN_BYTES, c->flen, &m);
         if (server_answer(srv, c, &m)) {
-            c->parked = 0;
+            c->parked   = 0;
+            c->deadline = SHI_NO_DEADLINE;
             conn_frame_done(c);
             if (c->state != CONN_DEAD) {
                 conn_update_events(srv, c);
@@ -310,6 +438,9 @@ conn_request(shi_store_server *srv, conn *c)
     }
     if (!server_answer(srv, c, &m)) {
         c->parked = 1;
+        if (m.wait_ms != SHI_WIRE_WAIT_FOREVER) {
+            c->deadline = shi_now_ns() + (int64_t) m.wait_ms * 1000000;
+        }
         conn_update_events(srv, c);
         return;
     }
@@ -328,7 +459,8 @@ conn_handshake(shi_store_server *srv, conn *c)
     int           rc;
 
     snprintf(who, sizeof(who), "client %s", c->peer);
-    rc      = shi_auth_check_proof(&srv->secret, c->ns, c->rbuf, reply, who);
+    rc = shi_auth_check_proof_fd(
+        c->fd, &srv->secret, c->ns, c->rbuf, reply, who);
     c->rlen = 0;
     if (rc == SHOAL_OK) {
         c->state    = CONN_READY;
@@ -557,7 +689,22 @@ server_accept(shi_store_server *srv)
     }
 }
 
-// Closes connections past their deadline; resumes accepting after a pause.
+// A parked GET or WAIT whose wait_ms ran out: answered "not yet".
+static void
+conn_unpark_late(shi_store_server *srv, conn *c)
+{
+    shi_wire_msg m;
+
+    shi_wire_decode(c->rbuf + SHI_WIRE_LEN_BYTES, c->flen, &m);
+    shi_error(SHOAL_ETIMEDOUT, "not set within %u ms", m.wait_ms);
+    c->parked   = 0;
+    c->deadline = SHI_NO_DEADLINE;
+    conn_reply(srv, c, &m, SHOAL_ETIMEDOUT, NULL, 0, 0);
+    conn_frame_done(c);
+}
+
+// Closes connections past their deadline, answers parked requests whose
+// wait ran out; resumes accepting after a pause.
 // Returns the poll timeout until the next deadline.
 static int
 server_timers(shi_store_server *srv)
@@ -572,7 +719,9 @@ server_timers(shi_store_server *srv)
         if (c->deadline == SHI_NO_DEADLINE) {
             continue;
         }
-        if (now >= c->deadline && c->state == CONN_READY) {
+        if (now >= c->deadline && c->parked) {
+            conn_unpark_late(srv, c);
+        } else if (now >= c->deadline && c->state == CONN_READY) {
             snprintf(why, sizeof(why),
                 "it sent part of a frame, then nothing for %d ms",
                 atomic_load(&srv->frame_idle_ms));
@@ -642,8 +791,13 @@ server_main(void *arg)
                 conn_event(srv, tag, events[i].events);
             }
         }
+        if (srv->wake_pending) {
+            srv->wake_pending = 0;
+            server_wake(srv);
+        }
         server_reap(srv);
     }
+    srv->stopping = 1;
     while (srv->conns != NULL) {
         conn_drop(srv, srv->conns, 0, "");
     }

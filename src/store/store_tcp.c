@@ -22,6 +22,20 @@
 #include "store/store_impl.h"
 #include "store/wire.h"
 
+#define TCP_RECONNECT_NS 1000000000
+// Time an orderly close gives the server to take back our wills.
+#define TCP_CLOSE_NS 1000000000
+
+// A will this handle left: sent again on a new connection, taken back
+// before an orderly close (else the server would take the close for a
+// death).
+typedef struct kept_will {
+    struct kept_will *next;
+    char             *key;
+    void             *value;
+    size_t            len;
+} kept_will;
+
 typedef struct store_tcp {
     shi_store    base; // first: the handle is cast to and from it
     char         host[256];
@@ -29,9 +43,14 @@ typedef struct store_tcp {
     char         peer[300]; // "store at host:port", for the handshake
     shi_secret   secret;
     int          fd; // -1: not connected
+    int          was_connected; // a server answered here before
     uint32_t     next_id;
     shi_wire_buf out;
+    kept_will   *wills;
 } store_tcp;
+
+static int tcp_call(store_tcp *t, shi_wire_msg *req, shi_wire_msg *rep,
+    unsigned char **frame, const char *waiting, int64_t deadline);
 
 static void
 tcp_disconnect(store_tcp *t)
@@ -54,6 +73,41 @@ tcp_connect(store_tcp *t, int64_t deadline)
     if (rc != SHOAL_OK) {
         tcp_disconnect(t);
     }
+    t->was_connected |= rc == SHOAL_OK;
+    return rc;
+}
+
+// Connects again after a failure. A server that answered before and now
+// refuses for a second has gone (the launcher or the rank serving it
+// ended): waiting for the deadline would only hang the job.
+static int
+tcp_reconnect(store_tcp *t, int64_t deadline)
+{
+    int64_t soon = shi_now_ns() + TCP_RECONNECT_NS;
+
+    if (!t->was_connected || deadline < soon) {
+        return tcp_connect(t, deadline);
+    }
+    int rc = tcp_connect(t, soon);
+    if (rc == SHOAL_ECONNECT) {
+        return shi_error(rc,
+            "%s went away (%s): the process serving it (the launcher or "
+            "rank 0) has probably ended",
+            t->peer, shi_error_text());
+    }
+    // The old connection's close fired our wills; leave them again (the
+    // keys set meanwhile are what a lost connection looks like).
+    for (kept_will *w = t->wills; w != NULL && rc == SHOAL_OK; w = w->next) {
+        shi_wire_msg   req = { .cmd = SHI_WIRE_WILL,
+              .key                  = w->key,
+              .klen                 = strlen(w->key),
+              .value                = w->value,
+              .vlen                 = w->len };
+        shi_wire_msg   rep;
+        unsigned char *frame;
+        rc = tcp_call(t, &req, &rep, &frame, NULL, deadline);
+        free(frame);
+    }
     return rc;
 }
 
@@ -73,7 +127,7 @@ tcp_call(store_tcp *t, shi_wire_msg *req, shi_wire_msg *rep,
     *frame = NULL;
     if (t->fd < 0) {
         SHI_TRACE("connecting to %s", t->peer);
-        rc = tcp_connect(t, deadline);
+        rc = tcp_reconnect(t, deadline);
         if (rc != SHOAL_OK) {
             return rc;
         }
@@ -128,6 +182,32 @@ tcp_call(store_tcp *t, shi_wire_msg *req, shi_wire_msg *rep,
     return rc;
 }
 
+// The server holds a GET or WAIT until the deadline, then answers "not
+// yet"; we read a little longer than that, so its answer (which keeps the
+// connection in step) comes before our own deadline (which does not).
+#define TCP_REPLY_GRACE_NS 2000000000
+
+static uint32_t
+tcp_wait_ms(int64_t deadline)
+{
+    if (deadline == SHI_NO_DEADLINE) {
+        return SHI_WIRE_WAIT_FOREVER;
+    }
+    int64_t ms = (deadline - shi_now_ns()) / 1000000;
+    if (ms < 0) {
+        return 0;
+    }
+    return ms >= (int64_t) SHI_WIRE_WAIT_FOREVER ? SHI_WIRE_WAIT_FOREVER - 1
+                                                 : (uint32_t) ms;
+}
+
+static int64_t
+tcp_read_deadline(int64_t deadline)
+{
+    return deadline == SHI_NO_DEADLINE ? deadline
+                                       : deadline + TCP_REPLY_GRACE_NS;
+}
+
 static int
 tcp_set(shi_store *st, const char *key, const void *value, size_t len,
     int64_t deadline)
@@ -150,12 +230,15 @@ static int
 tcp_get(shi_store *st, const char *key, void **value, size_t *len,
     int64_t deadline)
 {
-    store_tcp   *t = (store_tcp *) st;
-    shi_wire_msg req
-        = { .cmd = SHI_WIRE_GET, .key = key, .klen = strlen(key) };
+    store_tcp     *t   = (store_tcp *) st;
+    shi_wire_msg   req = { .cmd = SHI_WIRE_GET,
+          .key                  = key,
+          .klen                 = strlen(key),
+          .wait_ms              = tcp_wait_ms(deadline) };
     shi_wire_msg   rep;
     unsigned char *frame, *copy;
-    int rc = tcp_call(t, &req, &rep, &frame, "key not set", deadline);
+    int            rc = tcp_call(
+                   t, &req, &rep, &frame, "key not set", tcp_read_deadline(deadline));
 
     if (rc != SHOAL_OK) {
         return rc;
@@ -203,7 +286,7 @@ tcp_wait(
     // As many keys per frame as fit; waiting for each batch in turn waits
     // for all.
     while (i < nkeys && rc == SHOAL_OK) {
-        bytes = SHI_WIRE_HEAD_BYTES + 4;
+        bytes = SHI_WIRE_HEAD_BYTES + 8;
         for (n = 0; i + n < nkeys && n < UINT32_MAX; n++) {
             size_t k = shi_wire_key_size(keys[i + n]);
             if (bytes + k > SHI_WIRE_FRAME_MAX) {
@@ -211,21 +294,121 @@ tcp_wait(
             }
             bytes += k;
         }
-        req = (shi_wire_msg) {
-            .cmd = SHI_WIRE_WAIT, .nkeys = (uint32_t) n, .keys = keys + i
-        };
-        rc = tcp_call(t, &req, &rep, &frame, "keys not all set", deadline);
+        req = (shi_wire_msg) { .cmd = SHI_WIRE_WAIT,
+            .nkeys                  = (uint32_t) n,
+            .keys                   = keys + i,
+            .wait_ms                = tcp_wait_ms(deadline) };
+        rc  = tcp_call(t, &req, &rep, &frame, "keys not all set",
+             tcp_read_deadline(deadline));
         free(frame);
         i += n;
     }
     return rc;
 }
 
+// WILL (value != NULL), UNWILL (value NULL) or DELETE, answered at once.
+static int
+tcp_simple(shi_store *st, uint8_t cmd, const char *key, const void *value,
+    size_t len, int64_t *num, int64_t deadline)
+{
+    store_tcp     *t   = (store_tcp *) st;
+    shi_wire_msg   req = { .cmd = cmd,
+          .key                  = key,
+          .klen                 = strlen(key),
+          .value                = value,
+          .vlen                 = len };
+    shi_wire_msg   rep;
+    unsigned char *frame;
+    int            rc = tcp_call(t, &req, &rep, &frame, NULL, deadline);
+
+    if (rc == SHOAL_OK && num != NULL) {
+        *num = rep.num;
+    }
+    free(frame);
+    return rc;
+}
+
+// Forgets the will for key in the handle's list.
+static void
+tcp_forget_will(store_tcp *t, const char *key)
+{
+    for (kept_will **link = &t->wills; *link != NULL; link = &(*link)->next) {
+        kept_will *w = *link;
+        if (strcmp(w->key, key) == 0) {
+            *link = w->next;
+            free(w->key);
+            free(w->value);
+            free(w);
+            return;
+        }
+    }
+}
+
+static int
+tcp_remember_will(store_tcp *t, const char *key, const void *value, size_t len)
+{
+    kept_will *w = calloc(1, sizeof(*w));
+
+    tcp_forget_will(t, key);
+    if (w == NULL || (w->key = strdup(key)) == NULL
+        || (w->value = malloc(len + 1)) == NULL) {
+        if (w != NULL) {
+            free(w->key);
+        }
+        free(w);
+        return shi_error(SHOAL_ENOMEM, "out of memory for a will");
+    }
+    memcpy(w->value, value, len);
+    w->len   = len;
+    w->next  = t->wills;
+    t->wills = w;
+    return SHOAL_OK;
+}
+
+static int
+tcp_will(shi_store *st, const char *key, const void *value, size_t len,
+    int64_t deadline)
+{
+    store_tcp *t = (store_tcp *) st;
+    int        rc;
+
+    if (value == NULL) {
+        tcp_forget_will(t, key);
+        return tcp_simple(st, SHI_WIRE_UNWILL, key, NULL, 0, NULL, deadline);
+    }
+    rc = tcp_remember_will(t, key, value, len);
+    if (rc == SHOAL_OK) {
+        rc = tcp_simple(st, SHI_WIRE_WILL, key, value, len, NULL, deadline);
+    }
+    return rc;
+}
+
+static int
+tcp_delete_prefix(
+    shi_store *st, const char *prefix, int64_t *count, int64_t deadline)
+{
+    return tcp_simple(st, SHI_WIRE_DELETE, prefix, NULL, 0, count, deadline);
+}
+
 static void
 tcp_close(shi_store *st)
 {
-    store_tcp *t = (store_tcp *) st;
+    store_tcp *t        = (store_tcp *) st;
+    int64_t    deadline = shi_deadline_in_ms(TCP_CLOSE_NS / 1000000);
 
+    // An orderly close is not a death: take the wills back first.
+    while (t->wills != NULL) {
+        kept_will *w = t->wills;
+        if (t->fd >= 0
+            && tcp_simple(st, SHI_WIRE_UNWILL, w->key, NULL, 0, NULL, deadline)
+                != SHOAL_OK) {
+            SHI_INFO("a will at the %s stays: %s", t->peer, shi_error_text());
+        }
+        t->wills = w->next;
+        free(w->key);
+        free(w->value);
+        free(w);
+    }
     tcp_disconnect(t);
     shi_wire_buf_free(&t->out);
     free(t);
@@ -252,12 +435,14 @@ tcp_local_ip(shi_store *st, char *buf, size_t len)
 }
 
 static const shi_store_ops tcp_ops = {
-    .set      = tcp_set,
-    .get      = tcp_get,
-    .add      = tcp_add,
-    .wait     = tcp_wait,
-    .close    = tcp_close,
-    .local_ip = tcp_local_ip,
+    .set           = tcp_set,
+    .get           = tcp_get,
+    .add           = tcp_add,
+    .wait          = tcp_wait,
+    .will          = tcp_will,
+    .delete_prefix = tcp_delete_prefix,
+    .close         = tcp_close,
+    .local_ip      = tcp_local_ip,
 };
 
 int

@@ -121,6 +121,29 @@ shi_table_put(
     return SHOAL_OK;
 }
 
+size_t
+shi_table_delete_prefix(shi_table *t, const char *prefix, size_t plen)
+{
+    size_t gone = 0;
+
+    for (size_t i = 0; i < t->nbuckets; i++) {
+        shi_table_entry **link = &t->buckets[i];
+        while (*link != NULL) {
+            shi_table_entry *e = *link;
+            if (e->klen >= plen && memcmp(e->key, prefix, plen) == 0) {
+                *link = e->next;
+                free(e->value);
+                free(e);
+                gone++;
+            } else {
+                link = &e->next;
+            }
+        }
+    }
+    t->count -= gone;
+    return gone;
+}
+
 void
 shi_table_free(shi_table *t)
 {

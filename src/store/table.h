@@ -29,6 +29,10 @@ int shi_table_put(shi_table *t, const char *key, size_t klen,
 const shi_table_entry *shi_table_get(
     const shi_table *t, const char *key, size_t klen);
 
+// Removes every entry whose key starts with the `plen` bytes of prefix;
+// returns how many went.
+size_t shi_table_delete_prefix(shi_table *t, const char *prefix, size_t plen);
+
 // Frees every entry; the table is empty and reusable afterwards.
 void shi_table_free(shi_table *t);
 

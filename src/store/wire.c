@@ -110,6 +110,7 @@ wire_body_size(const shi_wire_msg *m)
             case SHI_WIRE_GET:
                 return 4 + 4 + m->vlen;
             case SHI_WIRE_ADD:
+            case SHI_WIRE_DELETE:
                 return 4 + 8;
             default:
                 return 4;
@@ -117,11 +118,14 @@ wire_body_size(const shi_wire_msg *m)
     }
     switch (m->cmd) {
         case SHI_WIRE_SET:
+        case SHI_WIRE_WILL:
             return 4 + m->klen + 4 + m->vlen;
         case SHI_WIRE_ADD:
             return 4 + m->klen + 8;
+        case SHI_WIRE_GET:
+            return 4 + m->klen + 4;
         case SHI_WIRE_WAIT:
-            n = 4;
+            n = 4 + 4;
             for (uint32_t i = 0; i < m->nkeys; i++) {
                 n += shi_wire_key_size(m->keys[i]);
             }
@@ -162,26 +166,31 @@ shi_wire_encode(shi_wire_buf *b, const shi_wire_msg *m)
         b->len += 4;
         if (m->status != 0 || (m->cmd & ~SHI_WIRE_REPLY) == SHI_WIRE_GET) {
             wire_put_bytes(b, m->value, vlen);
-        } else if ((m->cmd & ~SHI_WIRE_REPLY) == SHI_WIRE_ADD) {
+        } else if ((m->cmd & ~SHI_WIRE_REPLY) == SHI_WIRE_ADD
+            || (m->cmd & ~SHI_WIRE_REPLY) == SHI_WIRE_DELETE) {
             wire_put_u64(b->data + b->len, (uint64_t) m->num);
             b->len += 8;
         }
         return SHOAL_OK;
     }
     if (m->cmd == SHI_WIRE_WAIT) {
-        shi_wire_put_u32(b->data + b->len, m->nkeys);
-        b->len += 4;
+        shi_wire_put_u32(b->data + b->len, m->wait_ms);
+        shi_wire_put_u32(b->data + b->len + 4, m->nkeys);
+        b->len += 8;
         for (uint32_t i = 0; i < m->nkeys; i++) {
             wire_put_bytes(b, m->keys[i], strlen(m->keys[i]));
         }
         return SHOAL_OK;
     }
     wire_put_bytes(b, m->key, m->klen);
-    if (m->cmd == SHI_WIRE_SET) {
+    if (m->cmd == SHI_WIRE_SET || m->cmd == SHI_WIRE_WILL) {
         wire_put_bytes(b, m->value, m->vlen);
     } else if (m->cmd == SHI_WIRE_ADD) {
         wire_put_u64(b->data + b->len, (uint64_t) m->num);
         b->len += 8;
+    } else if (m->cmd == SHI_WIRE_GET) {
+        shi_wire_put_u32(b->data + b->len, m->wait_ms);
+        b->len += 4;
     }
     return SHOAL_OK;
 }
@@ -281,6 +290,9 @@ wire_decode_reply(wire_rd *r, shi_wire_msg *m)
         case SHI_WIRE_ADD:
             m->num = wire_i64(r, "result");
             break;
+        case SHI_WIRE_DELETE:
+            m->num = wire_i64(r, "count");
+            break;
         default:
             break;
     }
@@ -291,6 +303,7 @@ wire_decode_request(wire_rd *r, shi_wire_msg *m)
 {
     if (m->cmd == SHI_WIRE_WAIT) {
         size_t klen;
+        m->wait_ms     = wire_u32(r, "wait time");
         m->nkeys       = wire_u32(r, "key count");
         m->keyblob     = r->p;
         m->keyblob_len = r->left;
@@ -300,10 +313,12 @@ wire_decode_request(wire_rd *r, shi_wire_msg *m)
         return;
     }
     m->key = wire_key(r, &m->klen);
-    if (m->cmd == SHI_WIRE_SET) {
+    if (m->cmd == SHI_WIRE_SET || m->cmd == SHI_WIRE_WILL) {
         m->value = wire_bytes(r, SHI_STORE_VALUE_MAX, "value", &m->vlen);
     } else if (m->cmd == SHI_WIRE_ADD) {
         m->num = wire_i64(r, "delta");
+    } else if (m->cmd == SHI_WIRE_GET) {
+        m->wait_ms = wire_u32(r, "wait time");
     }
 }
 
@@ -321,7 +336,7 @@ shi_wire_decode(const unsigned char *frame, size_t len, shi_wire_msg *m)
     m->cmd = head[0];
     m->id  = shi_wire_get_u32(head + 1);
     base   = m->cmd & ~SHI_WIRE_REPLY;
-    if (base < SHI_WIRE_SET || base > SHI_WIRE_WAIT) {
+    if (base < SHI_WIRE_SET || base > SHI_WIRE_DELETE) {
         return shi_error(
             SHOAL_EPROTO, "unknown store command %u", (unsigned) m->cmd);
     }

@@ -3,12 +3,23 @@
 //
 //   frame   = u32 length (of what follows) | u8 cmd | u32 id | body
 //   request bodies:
-//     SET   key value          GET  key
-//     ADD   key i64 delta      WAIT u32 nkeys, nkeys x key
+//     SET    key value          GET  key u32 wait_ms
+//     ADD    key i64 delta      WAIT u32 wait_ms, u32 nkeys, nkeys x key
+//     WILL   key value          UNWILL key
+//     DELETE key (a prefix: every key starting with it goes)
 //   reply   cmd = request cmd | SHI_WIRE_REPLY, same id,
 //           body = i32 status, then on success:
-//             GET  value   ADD  i64 result   SET, WAIT  nothing
+//             GET  value   ADD  i64 result   DELETE  i64 keys deleted
+//             SET, WAIT, WILL, UNWILL  nothing
 //           and on failure: bytes message (a sentence for the user)
+//
+// wait_ms bounds how long the server holds a GET or WAIT whose keys are
+// missing (SHI_WIRE_WAIT_FOREVER: no bound); then it answers
+// SHOAL_ETIMEDOUT and the connection stays in step, so a client can wait
+// in slices and look at other things between them.
+// WILL leaves a last will on the connection: if the connection closes
+// before an UNWILL of the same key, the server sets key to value (a
+// rank's death during a rendezvous becomes a key the others can see).
 //   key     = u32 n (1..SHI_STORE_KEY_MAX, no NUL byte) | n bytes
 //   value   = u32 n (0..SHI_STORE_VALUE_MAX) | n bytes
 //
@@ -23,11 +34,14 @@
 #include "store/store.h"
 
 enum shi_wire_cmd {
-    SHI_WIRE_SET   = 1,
-    SHI_WIRE_GET   = 2,
-    SHI_WIRE_ADD   = 3,
-    SHI_WIRE_WAIT  = 4,
-    SHI_WIRE_REPLY = 0x80,
+    SHI_WIRE_SET    = 1,
+    SHI_WIRE_GET    = 2,
+    SHI_WIRE_ADD    = 3,
+    SHI_WIRE_WAIT   = 4,
+    SHI_WIRE_WILL   = 5,
+    SHI_WIRE_UNWILL = 6,
+    SHI_WIRE_DELETE = 7,
+    SHI_WIRE_REPLY  = 0x80,
 };
 
 // Bytes of the length prefix, and of cmd + id.
@@ -36,6 +50,8 @@ enum shi_wire_cmd {
 // Longest frame after the length prefix: a SET of the largest key and value.
 #define SHI_WIRE_FRAME_MAX                                                    \
     (SHI_WIRE_HEAD_BYTES + 4 + SHI_STORE_KEY_MAX + 4 + SHI_STORE_VALUE_MAX)
+// A GET or WAIT's wait_ms for "until the keys are set".
+#define SHI_WIRE_WAIT_FOREVER UINT32_MAX
 // Most message bytes an error reply carries.
 #define SHI_WIRE_MESSAGE_MAX 1024
 
@@ -45,11 +61,12 @@ typedef struct shi_wire_msg {
     uint8_t              cmd;
     uint32_t             id;
     int32_t              status; // replies
-    const char          *key; // SET GET ADD
+    const char          *key; // SET GET ADD WILL UNWILL DELETE
     size_t               klen;
-    const unsigned char *value; // SET, GET reply, error message
+    const unsigned char *value; // SET, WILL, GET reply, error message
     size_t               vlen;
-    int64_t              num; // ADD delta, ADD reply result
+    int64_t              num; // ADD delta, ADD and DELETE reply result
+    uint32_t             wait_ms; // GET, WAIT
     uint32_t             nkeys; // WAIT
     const char *const   *keys; // WAIT, to encode: C strings
     const unsigned char *keyblob; // WAIT, decoded: nkeys encoded keys

@@ -128,6 +128,44 @@ expect_killed(int n, const char *name)
     free(out);
 }
 
+// A rank dies during a rendezvous: in a split, in the middle of creating
+// a communicator, before the others re-create one after its death. The
+// others fail within 2 s of the death naming it (the cases check), over
+// shared memory and TCP.
+static void
+expect_killed_env(int n, const char *name, const char *const *env)
+{
+    char *out;
+    char  want[64], ok[64];
+    int   rc = test_run_mptest(n, name, NULL, env, &out, 60);
+
+    snprintf(want, sizeof(want), "rank %d killed by signal 9", n - 1);
+    snprintf(ok, sizeof(ok), "case %s OK", name);
+    CHECK_MSG(rc == 137, "%s: exit %d, wanted 137\n%s", name, rc, out);
+    CHECK_MSG(strstr(out, want) != NULL, "no '%s' in\n%s", want, out);
+    CHECK_MSG(test_count(out, ok) == n - 1,
+        "not every survivor of %s saw the failure in time:\n%s", name, out);
+    free(out);
+}
+
+#define RDV_KILL_TESTS(name, n)                                               \
+    TEST_T(mp_rdv_##name##_shm_##n, 60)                                       \
+    {                                                                         \
+        const char *env[] = { "SHOAL_TRANSPORT=shm", NULL };                  \
+        expect_killed_env(n, #name, env);                                     \
+    }                                                                         \
+    TEST_T(mp_rdv_##name##_tcp_##n, 60)                                       \
+    {                                                                         \
+        const char *env[] = { "SHOAL_TRANSPORT=tcp", NULL };                  \
+        expect_killed_env(n, #name, env);                                     \
+    }
+
+RDV_KILL_TESTS(split_kill, 3)
+RDV_KILL_TESTS(create_kill, 3)
+RDV_KILL_TESTS(recreate_kill, 3)
+RDV_KILL_TESTS(split_kill, 8)
+RDV_KILL_TESTS(create_kill, 8)
+
 // A forked child cannot hurt its parent's communicator.
 MP_TEST_234(mp_fork, "fork", NULL)
 

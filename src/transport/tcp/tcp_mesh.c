@@ -36,7 +36,8 @@
 #define TCP_DEFAULT_CHUNK (256u << 10)
 // A stranger gets this long to prove the secret before it is dropped, so a
 // silent connection cannot hold up the job for the whole deadline.
-#define TCP_HANDSHAKE_NS (5 * 1000000000LL)
+#define TCP_HANDSHAKE_NS     (5 * 1000000000LL)
+#define TCP_CONNECT_SLICE_NS 1000000000LL
 
 struct tcp_hello {
     int32_t rank, sock, nsock, magic;
@@ -106,10 +107,11 @@ hello_ok(const struct tcp_hello *h, const shoal_comm *comm, int nsock)
         && h->sock < nsock;
 }
 
-// Accepts one connection; a stranger is refused with a warning (*got 0).
+// Accepts one connection arriving before `until`; a stranger is refused
+// with a warning (*got 0). The handshake may take until `deadline`.
 static int
-accept_one(
-    shoal_comm *comm, struct shi_net *net, int lfd, int64_t deadline, int *got)
+accept_one(shoal_comm *comm, struct shi_net *net, int lfd, int64_t until,
+    int64_t deadline, int *got)
 {
     struct pollfd    pfd = { .fd = lfd, .events = POLLIN };
     struct tcp_hello h;
@@ -118,10 +120,10 @@ accept_one(
     int              fd, st;
 
     *got = 0;
-    if (now >= deadline) {
+    if (now >= until) {
         return shi_error(SHOAL_ETIMEDOUT, "nobody connected in time");
     }
-    int ms = (int) ((deadline - now) / 1000000 + 1);
+    int ms = (int) ((until - now) / 1000000 + 1);
     if (poll(&pfd, 1, ms) <= 0) {
         return poll(&pfd, 1, 0) > 0
             ? SHOAL_OK
@@ -168,7 +170,13 @@ accept_higher(shoal_comm *comm, struct shi_net *net, int lfd, int64_t deadline)
     int need = (comm->size - 1 - comm->rank) * net->nsock;
 
     while (need > 0) {
-        int got, st = accept_one(comm, net, lfd, deadline, &got);
+        int64_t until = shi_rdv_until(deadline);
+        int     got, st = accept_one(comm, net, lfd, until, deadline, &got);
+        if (st != SHOAL_OK
+            && (st = shi_rdv_sliced(comm, st, until, deadline))
+                == SHOAL_INPROGRESS) {
+            continue; // a slice without a connection; nobody died
+        }
         if (st != SHOAL_OK) {
             return shi_error_wrap(st,
                 "rank %d waiting for %d connection(s) from higher ranks",
@@ -193,7 +201,15 @@ connect_one(shoal_comm *comm, struct shi_net *net, int r, int s,
         != SHOAL_OK) {
         return st;
     }
-    if ((st = shi_tcp_connect(host, port, deadline, &fd)) != SHOAL_OK) {
+    // Slices of a second: a connection attempt to a distant host is not
+    // cut short, and a dead peer (refused at once) is noticed in time.
+    do {
+        int64_t until = shi_now_ns() + TCP_CONNECT_SLICE_NS;
+        until         = until < deadline ? until : deadline;
+        st            = shi_tcp_connect(host, port, until, &fd);
+        st = st == SHOAL_OK ? st : shi_rdv_sliced(comm, st, until, deadline);
+    } while (st == SHOAL_INPROGRESS);
+    if (st != SHOAL_OK) {
         return shi_error_wrap(st, "connecting to %s", what);
     }
     net->peers[r].socks[s].fd = fd;

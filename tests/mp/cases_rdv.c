@@ -1,0 +1,122 @@
+// A rank dying during a rendezvous (a split, a creation): the survivors
+// fail within 2 s of the death, naming the dead rank, instead of waiting
+// for the deadline; later calls on the aborted communicator fail at once.
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mptest.h"
+
+#define DEATH_DELAY_S 0.3
+
+static void *
+die_later(void *arg)
+{
+    (void) arg;
+    usleep((useconds_t) (DEATH_DELAY_S * 1e6));
+    raise(SIGKILL);
+    return NULL;
+}
+
+// Checks a survivor's failure: in time (the death came DEATH_DELAY_S
+// after t0), naming the victim.
+static int
+check_failure(int st, double t0, int victim, const char *what)
+{
+    char   name[32];
+    double waited = mp_now() - t0;
+
+    printf("%s failed after %.3f s: %s: %s\n", what, waited,
+        shoal_status_name(st), shoal_last_error());
+    snprintf(name, sizeof(name), "rank %d", victim);
+    MP_CHECK(st == SHOAL_EPEER || st == SHOAL_EABORTED);
+    MP_CHECK(strstr(shoal_last_error(), name) != NULL);
+    MP_CHECK(waited < DEATH_DELAY_S + 2.0);
+    return 0;
+}
+
+// The last rank dies while the others wait in shoal_comm_split for its
+// choice; a second split on the aborted communicator fails at once.
+int
+mp_case_split_kill(shoal_comm *comm, int argc, char **argv)
+{
+    int         rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    int         victim = size - 1;
+    shoal_comm *child  = NULL;
+    (void) argc;
+    (void) argv;
+    MP_CHECK(size > 1);
+    MP_EXPECT(shoal_barrier(comm), SHOAL_OK);
+    if (rank == victim) {
+        die_later(NULL);
+    }
+    double t0 = mp_now();
+    int    st = shoal_comm_split(comm, 0, rank, &child);
+    MP_CHECK(child == NULL);
+    if (check_failure(st, t0, victim, "split") != 0) {
+        return 1;
+    }
+    t0 = mp_now();
+    MP_EXPECT(shoal_comm_split(comm, 0, rank, &child), SHOAL_EABORTED);
+    MP_CHECK(mp_now() - t0 < 0.1);
+    char name[32];
+    snprintf(name, sizeof(name), "rank %d", victim);
+    MP_CHECK(strstr(shoal_last_error(), name) != NULL);
+    MP_EXPECT(shoal_barrier(comm), SHOAL_EABORTED);
+    return 0;
+}
+
+// The last rank dies in the middle of creating a second communicator
+// (the others are late, so it is waiting for them); they must not wait for
+// the deadline when they come.
+int
+mp_case_create_kill(shoal_comm *comm, int argc, char **argv)
+{
+    int          rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    int          victim = size - 1;
+    shoal_comm  *second = NULL;
+    shoal_config cfg    = SHOAL_CONFIG_INIT;
+    pthread_t    t;
+    (void) argc;
+    (void) argv;
+    MP_CHECK(size > 1);
+    cfg.name = "second";
+    MP_EXPECT(shoal_barrier(comm), SHOAL_OK);
+    if (rank == victim) {
+        MP_CHECK(pthread_create(&t, NULL, die_later, NULL) == 0);
+        shoal_comm_create(&second, &cfg);
+        MP_CHECK(0); // not reached: killed while creating
+    }
+    usleep(1000000); // the victim is dead when we come
+    double t0 = mp_now() - DEATH_DELAY_S; // measured from our start
+    int    st = shoal_comm_create(&second, &cfg);
+    MP_CHECK(second == NULL);
+    return check_failure(st, t0, victim, "create");
+}
+
+// The last rank dies; the others see it fail a barrier, then re-create
+// the communicator (as a job recovering from a failure would): the dead
+// rank never comes, and they must not wait for the deadline.
+int
+mp_case_recreate_kill(shoal_comm *comm, int argc, char **argv)
+{
+    int          rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    int          victim = size - 1;
+    shoal_comm  *again  = NULL;
+    shoal_config cfg    = SHOAL_CONFIG_INIT;
+    (void) argc;
+    (void) argv;
+    MP_CHECK(size > 1);
+    cfg.name = "again";
+    MP_EXPECT(shoal_barrier(comm), SHOAL_OK);
+    if (rank == victim) {
+        usleep(200000); // everyone is out of the barrier
+        raise(SIGKILL);
+    }
+    MP_CHECK(shoal_barrier(comm) != SHOAL_OK);
+    double t0 = mp_now();
+    int    st = shoal_comm_create(&again, &cfg);
+    MP_CHECK(again == NULL);
+    return check_failure(st, t0, victim, "re-create");
+}
