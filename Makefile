@@ -30,6 +30,7 @@ run: build python-env
 # then the Python tests.
 test: build
 	$(BUILD)/tests/shoal_tests
+	tests/fuzz/replay.sh $(BUILD)
 	scripts/check-install.sh $(BUILD)
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-torch-suite TORCH_SUITE_ARGS="--world-sizes 2 --jobs 2"
@@ -86,6 +87,24 @@ test-asan: | deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	SHOAL_TEST_TIMEOUT_MULTIPLIER=3 ASAN_OPTIONS=detect_leaks=1 \
 	    $(ASAN_BUILD)/tests/shoal_tests
+	ASAN_OPTIONS=detect_leaks=1 tests/fuzz/replay.sh $(ASAN_BUILD)
+
+# The fuzz harnesses (tests/fuzz) built with clang's libFuzzer, ASan and
+# UBSan in $(FUZZ_BUILD), each run for FUZZ_SECONDS on its corpus in
+# tests/fuzz/corpus; new inputs join the corpus, a crash is written to
+# tests/fuzz/crashes/ and fails the target. make test replays the corpora.
+# Warnings stay warnings: clang warns of a few things gcc accepts.
+FUZZ_BUILD     ?= build-fuzz
+FUZZ_SECONDS   ?= 60
+FUZZ_HARNESSES ?= wire tcp algo plan
+.PHONY: fuzz
+fuzz:
+	@scripts/install-deps.sh --fuzz
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_C_COMPILER=clang \
+	      -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" \
+	      -DSHOAL_FUZZ=ON -DSHOAL_SANITIZE=address,undefined -DSHOAL_WERROR=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix shoal_fuzz_,$(FUZZ_HARNESSES))
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
 
 # Multi-process cases built with ThreadSanitizer (the engine, watcher and
 # progress threads share each communicator).

@@ -4,7 +4,8 @@
 # headers; with --ci also clang-format and valgrind, with --bench Open MPI
 # (the peer the benchmarks compare against), with --net iproute2 and
 # iputils-ping (ip, tc and ping: the network-namespace hosts of tests/net
-# and make bench-net); with --venv DIR what building
+# and make bench-net), with --fuzz clang and its libFuzzer runtime (make
+# fuzz); with --venv DIR what building
 # and testing the Python package needs: Python with its headers and venv
 # module (Debian packages), a virtual environment at DIR created from
 # $PYTHON (python3) that also sees the system's packages, and in it
@@ -16,6 +17,7 @@ set -euo pipefail
 ci=0
 bench=0
 net=0
+fuzz=0
 venv=
 python=${PYTHON:-python3}
 while [ $# -gt 0 ]; do
@@ -23,8 +25,9 @@ while [ $# -gt 0 ]; do
         --ci) ci=1 ;;
         --bench) bench=1 ;;
         --net) net=1 ;;
+        --fuzz) fuzz=1 ;;
         --venv) venv=${2:?--venv needs a directory}; shift ;;
-        *) echo "usage: install-deps.sh [--ci] [--bench] [--net] [--venv DIR]" >&2; exit 2 ;;
+        *) echo "usage: install-deps.sh [--ci] [--bench] [--net] [--fuzz] [--venv DIR]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -49,6 +52,17 @@ if [ "$net" = 1 ]; then
     # ip and tc both come from iproute2.
     { command -v ip && command -v tc; } >/dev/null 2>&1 || missing+=(iproute2)
     need ping iputils-ping
+fi
+if [ "$fuzz" = 1 ]; then
+    need clang clang
+    # libFuzzer comes with clang's runtime (libclang-rt-N-dev), which the
+    # clang package only recommends; N is the version clang depends on.
+    if ! command -v clang >/dev/null 2>&1 \
+        || [ ! -f "$(clang -print-file-name="libclang_rt.fuzzer-$(uname -m).a")" ]; then
+        v=$(apt-cache depends clang 2>/dev/null \
+            | sed -n 's/.*Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+        missing+=("libclang-rt-${v:-14}-dev")
+    fi
 fi
 
 if [ -n "$venv" ] && [ ! -x "$venv/bin/python" ]; then

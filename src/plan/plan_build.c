@@ -18,6 +18,10 @@
 // Fails a plan whose grid would have more cells than this: a pattern that
 // fragmented is almost surely a mistake, and would take minutes.
 #define BUILD_MAX_GRID_CELLS (1 << 24)
+// Most bytes a plan may move in all, so that no message's size or piece
+// offset (size_t) can wrap: each box is below this (plan_check.c), but a
+// message sums many pieces.
+#define BUILD_MAX_BYTES (INT64_C(1) << 62)
 
 typedef struct build_cand {
     int     rank, input;
@@ -32,6 +36,7 @@ typedef struct build_ctx {
     shi_plan_msg        *send_by_peer, *recv_by_peer;
     shi_plan_layout     *out;
     int                  cell_cap;
+    int64_t              moved; // bytes of every cell's contributors so far
     // Scratch for one output.
     build_cand *cands;
     int         ncands, cand_cap;
@@ -237,14 +242,17 @@ fill_grid(build_ctx *c, int64_t ncells)
         c->start[i] = total;
         total += c->count[i];
     }
-    if (total > c->who_cap) {
-        int *w = realloc(c->who, sizeof(int) * (size_t) total);
+    // Never NULL, even when no cell has a contributor (an output no input
+    // covers): kept() points into `who` for every cell, empty ones too.
+    if (total > c->who_cap || c->who == NULL) {
+        int64_t cap = total > 0 ? total : 1;
+        int    *w   = realloc(c->who, sizeof(int) * (size_t) cap);
 
         if (w == NULL) {
             return oom();
         }
         c->who     = w;
-        c->who_cap = total;
+        c->who_cap = cap;
     }
     // Fill using start[] as moving cursors, then restore it.
     for (int k = 0; k < c->ncands; k++) {
@@ -277,6 +285,25 @@ add_piece(build_ctx *c, shi_plan_msg *m, int peer, int input, const shi_box *b,
     return SHOAL_OK;
 }
 
+// Adds a cell's traffic to the whole plan's. Every rank counts every cell,
+// so a plan over the limit fails with the same message everywhere.
+static int
+count_moved(build_ctx *c, const shi_box *box, int n)
+{
+    int64_t bytes;
+
+    if (__builtin_mul_overflow(
+            shi_box_volume(box, c->ndim), (int64_t) c->esize * n, &bytes)
+        || __builtin_add_overflow(c->moved, bytes, &c->moved)
+        || c->moved > BUILD_MAX_BYTES) {
+        return shi_error(SHOAL_EINVAL,
+            "compile_op: the plan moves more than 2^62 bytes (each output "
+            "element counts once per input it takes); use fewer or smaller "
+            "overlapping boxes");
+    }
+    return SHOAL_OK;
+}
+
 // A cell of rank `d`'s output `o` with contributors who[0..n) (candidate
 // indexes).
 static int
@@ -286,8 +313,11 @@ emit_cell(
     shi_plan_layout *l    = c->out;
     shi_plan_cell   *cell = NULL;
     size_t           off;
-    int              st;
+    int              st = count_moved(c, box, n);
 
+    if (st < 0) {
+        return st;
+    }
     if (d == c->rank) {
         if (shi_plan_grow((void **) &l->cells, &c->cell_cap, l->ncells + 1,
                 sizeof(shi_plan_cell))
