@@ -28,6 +28,11 @@ struct shi_tcp_frame {
 
 #define SHI_TCP_CTL_MAX 1024 // longest control payload (abort text)
 
+// 1 if a received header is well formed: a known type, the payload inside
+// the message it claims, a control payload that fits the socket's buffer.
+// Pure, so that it can be fuzzed on its own.
+int shi_tcp_frame_ok(const struct shi_tcp_frame *h);
+
 struct shi_tcp_sock {
     int fd;
     int out_armed; // EPOLLOUT in the interest set

@@ -330,6 +330,16 @@ free_unexpected(struct shi_net *net, shi_tcp_msg *u)
     free(u);
 }
 
+static void
+frames_disagree(struct shi_net *net, int p, const shi_tcp_msg *m,
+    const struct shi_tcp_frame *h)
+{
+    shi_comm_abort(net->comm, SHOAL_EPROTO,
+        "rank %d sent frames of one message with different sizes (%llu "
+        "bytes, then %llu)",
+        p, (unsigned long long) m->total, (unsigned long long) h->total);
+}
+
 // The message a DATA frame's payload goes to.
 static shi_tcp_msg *
 data_target(struct shi_net *net, int p, const struct shi_tcp_frame *h)
@@ -345,6 +355,12 @@ data_target(struct shi_net *net, int p, const struct shi_tcp_frame *h)
         return m;
     }
     if ((m = queue_find_id(&peer->unexp, h->id)) != NULL) {
+        // Later frames of one message must agree with its first on the
+        // size: a peer claiming more would write past the buffer.
+        if (m->total != h->total) {
+            frames_disagree(net, p, m, h);
+            return NULL;
+        }
         return m;
     }
     // Not posted yet (its receive waits for an earlier operation, or the
@@ -387,6 +403,10 @@ p2p_target(struct shi_net *net, int p, const struct shi_tcp_frame *h)
         if (m == NULL || m->id != h->id) {
             shi_comm_abort(net->comm, SHOAL_EPROTO,
                 "rank %d sent a point-to-point frame out of order", p);
+            return NULL;
+        }
+        if (m->total != h->total) {
+            frames_disagree(net, p, m, h);
             return NULL;
         }
         return m;
@@ -460,6 +480,16 @@ control_arrived(struct shi_net *net, int p, struct shi_tcp_sock *sk,
         p, (int) h->len, text);
 }
 
+int
+shi_tcp_frame_ok(const struct shi_tcp_frame *h)
+{
+    return h->magic == SHI_TCP_MAGIC && h->type >= SHI_TCP_DATA
+        && h->type <= SHI_TCP_BYE && h->off <= h->total
+        && h->len <= h->total - h->off
+        && !((h->type == SHI_TCP_ABORT || h->type == SHI_TCP_BYE)
+            && h->len > SHI_TCP_CTL_MAX);
+}
+
 // Checks a header; sets the socket's target. Returns 0 on a fault.
 static int
 header_arrived(struct shi_net *net, int p, struct shi_tcp_sock *sk)
@@ -468,11 +498,7 @@ header_arrived(struct shi_net *net, int p, struct shi_tcp_sock *sk)
 
     sk->rx     = NULL;
     sk->rx_got = 0;
-    if (h->magic != SHI_TCP_MAGIC || h->type < SHI_TCP_DATA
-        || h->type > SHI_TCP_BYE || h->off > h->total
-        || h->len > h->total - h->off
-        || ((h->type == SHI_TCP_ABORT || h->type == SHI_TCP_BYE)
-            && h->len > SHI_TCP_CTL_MAX)) {
+    if (!shi_tcp_frame_ok(h)) {
         shi_comm_abort(net->comm, SHOAL_EPROTO,
             "rank %d (%s) sent a malformed frame (not a shoal rank of this "
             "version, or another byte order)",
