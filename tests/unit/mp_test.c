@@ -166,6 +166,9 @@ RDV_KILL_TESTS(recreate_kill, 3)
 RDV_KILL_TESTS(split_kill, 8)
 RDV_KILL_TESTS(create_kill, 8)
 
+// Splits delete their keys from the store once every rank read them.
+MP_TEST_234(mp_split_keys, "split_keys", NULL)
+
 // A forked child cannot hurt its parent's communicator.
 MP_TEST_234(mp_fork, "fork", NULL)
 
