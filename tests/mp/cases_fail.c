@@ -1,6 +1,7 @@
 // Failure cases: a killed rank, a passed deadline, mismatched calls, idle
 // CPU use. Each checks that every surviving rank gets a clear error.
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -296,5 +297,48 @@ mp_case_fork(shoal_comm *comm, int argc, char **argv)
             comm, &x, &x, 1, SHOAL_FLOAT32, SHOAL_REDUCE_OP(SHOAL_SUM)));
         MP_CHECK(x == (float) (size * (size + 1) / 2));
     }
+    return 0;
+}
+
+// The last rank stops (SIGSTOP: alive, its host answering, the process
+// not) in the middle of a series of all-reduces large enough to fill the
+// socket buffers. The others must report a time-out waiting for it, not a
+// dead link or host; the launcher ends the stopped rank afterwards.
+int
+mp_case_freeze(shoal_comm *comm, int argc, char **argv)
+{
+    int    rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    int    victim = size - 1;
+    size_t n      = argc > 0 ? (size_t) atol(argv[0]) : (size_t) 1 << 22;
+    char   name[32];
+    MP_CHECK(size > 1);
+    float *buf = calloc(n, sizeof(float));
+    MP_CHECK(buf != NULL);
+    for (int i = 0;; i++) {
+        if (rank == victim && i == 3) {
+            // A watchman ends the stopped rank once the others are done.
+            pid_t me = getpid();
+            if (fork() == 0) {
+                sleep(8);
+                kill(me, SIGKILL);
+                _exit(0);
+            }
+            raise(SIGSTOP);
+        }
+        int st = shoal_all_reduce(
+            comm, buf, buf, n, SHOAL_FLOAT32, SHOAL_REDUCE_OP(SHOAL_SUM));
+        if (st == SHOAL_OK) {
+            MP_CHECK(i < 1000);
+            continue;
+        }
+        printf("rank %d: all_reduce %d failed: %s: %s\n", rank, i,
+            shoal_status_name(st), shoal_last_error());
+        MP_CHECK(st == SHOAL_ETIMEDOUT);
+        snprintf(name, sizeof(name), "rank %d", victim);
+        MP_CHECK(strstr(shoal_last_error(), name) != NULL);
+        MP_CHECK(strstr(shoal_last_error(), "link or host is down") == NULL);
+        break;
+    }
+    free(buf);
     return 0;
 }

@@ -30,6 +30,7 @@ static const struct {
     { "create_kill", mp_case_create_kill },
     { "recreate_kill", mp_case_recreate_kill },
     { "split_keys", mp_case_split_keys },
+    { "freeze", mp_case_freeze },
     { "timeout", mp_case_timeout },
     { "mismatch", mp_case_mismatch },
     { "p2p_mismatch", mp_case_p2p_mismatch },

@@ -166,6 +166,32 @@ RDV_KILL_TESTS(recreate_kill, 3)
 RDV_KILL_TESTS(split_kill, 8)
 RDV_KILL_TESTS(create_kill, 8)
 
+// A stopped (SIGSTOP) rank is a time-out waiting for it, over shared
+// memory and over TCP (where its host still answers), not a dead link.
+static void
+expect_frozen(const char *transport)
+{
+    const char *env[] = { transport, "SHOAL_TIMEOUT_SECONDS=3", NULL };
+    char       *out;
+    int         rc = test_run_mptest(2, "freeze", NULL, env, &out, 60);
+
+    CHECK_MSG(rc == 137, "%s: exit %d, wanted 137\n%s", transport, rc, out);
+    CHECK_MSG(test_count(out, "case freeze OK") == 1,
+        "%s: rank 0 did not report a time-out naming rank 1:\n%s", transport,
+        out);
+    free(out);
+}
+
+TEST_T(mp_freeze_shm, 60)
+{
+    expect_frozen("SHOAL_TRANSPORT=shm");
+}
+
+TEST_T(mp_freeze_tcp, 60)
+{
+    expect_frozen("SHOAL_TRANSPORT=tcp");
+}
+
 // Splits delete their keys from the store once every rank read them.
 MP_TEST_234(mp_split_keys, "split_keys", NULL)
 

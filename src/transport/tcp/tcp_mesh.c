@@ -87,6 +87,9 @@ shi_tcp_tune(int fd, int64_t timeout_ms)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
     // Unacknowledged data older than the communicator's timeout fails the
     // socket: a cut link then ends in an error rather than in retries.
+    // Two seconds more than the timeout, so that the engine's own deadline
+    // (which names what it waited for) comes first.
+    timeout_ms += 2000;
     unsigned ut = timeout_ms > UINT_MAX ? UINT_MAX : (unsigned) timeout_ms;
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
     // The kernel grows buffers by itself (up to net.ipv4.tcp_wmem/rmem's

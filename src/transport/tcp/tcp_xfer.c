@@ -14,6 +14,7 @@
 #include "core/comm.h"
 #include "core/log.h"
 #include "platform/net.h"
+#include "platform/tcp_window.h"
 #include "transport/tcp/tcp_net.h"
 
 #define FRAME_BYTES sizeof(struct shi_tcp_frame)
@@ -164,6 +165,21 @@ next_frame(struct shi_net *net, int p, int s)
     return 1;
 }
 
+// Whether a socket to p has a closed window: p's host answers, p does not
+// read.
+static int
+peer_window_closed(struct shi_net *net, int p)
+{
+    for (int s = 0; s < net->nsock; s++) {
+        uint32_t wnd;
+        int      fd = net->peers[p].socks[s].fd;
+        if (fd >= 0 && shi_tcp_peer_window(fd, &wnd) == 0 && wnd == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void
 peer_failed(struct shi_net *net, int p, const char *why, int err)
 {
@@ -174,6 +190,14 @@ peer_failed(struct shi_net *net, int p, const char *why, int err)
         return;
     }
     atomic_store(&cp->state, SHI_PEER_DEAD);
+    if (err == ETIMEDOUT && peer_window_closed(net, p)) {
+        shi_comm_abort(comm, SHOAL_ETIMEDOUT,
+            "timed out waiting for rank %d (pid %d on host %s, %s): its host "
+            "acknowledges our data but the process has read nothing for "
+            "longer than the timeout (stopped, or stuck outside shoal)",
+            p, cp->pid, cp->host, peer_addr(net, p));
+        return;
+    }
     shi_comm_abort(comm, SHOAL_EPEER,
         "rank %d (pid %d on host %s, %s) is unreachable: %s%s%s", p, cp->pid,
         cp->host, peer_addr(net, p), why, err ? ": " : "",
@@ -755,8 +779,15 @@ shi_tcp_unreachable(struct shi_net *net, int *peer, char *why, size_t len)
                 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) != 0) {
                 continue;
             }
-            int data = ti.tcpi_unacked > 0 && ti.tcpi_last_ack_recv > 1000;
-            if (data || ti.tcpi_probes > 0) {
+            int data     = ti.tcpi_unacked > 0 && ti.tcpi_last_ack_recv > 1000;
+            uint32_t wnd = 1;
+            // A closed window is its host's answer: the link is up and the
+            // process reads nothing (stopped, stuck): a time-out, not this.
+            // One probe may be simply in flight (a zero-window probe to a
+            // stopped peer is answered, and the count drops back to 0);
+            // two unanswered in a row is silence.
+            if ((data || ti.tcpi_probes >= 2)
+                && !(shi_tcp_peer_window(fd, &wnd) == 0 && wnd == 0)) {
                 snprintf(why, len,
                     "%s unanswered for %.1f s (%u retransmissions): its "
                     "link or host is down",
