@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/request.h"
 #include "shoal.h"
@@ -395,52 +396,21 @@ select_mask_names(unsigned mask, char *buf, size_t len)
     }
 }
 
-// Parses a byte count: digits with an optional K, M or G. Returns 0, -1 if
-// malformed, -2 on overflow.
+// Parses a byte count (shi_parse_bytes). Returns 0, -1 if malformed, -2
+// on overflow.
 static int
 select_parse_size(select_span s, size_t *out)
 {
-    size_t   v     = 0;
-    size_t   i     = 0;
-    unsigned shift = 0;
+    unsigned long long v;
+    int                st = shi_parse_bytes(s.p, s.n, &v);
 
-    for (; i < s.n && s.p[i] >= '0' && s.p[i] <= '9'; i++) {
-        size_t d = (size_t) (s.p[i] - '0');
-        if (v > (SIZE_MAX - d) / 10) {
-            return -2;
-        }
-        v = v * 10 + d;
+    if (st == 0 && v > SIZE_MAX) {
+        st = -2;
     }
-    if (i == 0) {
-        return -1;
+    if (st == 0) {
+        *out = (size_t) v;
     }
-    if (i + 1 == s.n) {
-        switch (s.p[i]) {
-            case 'k':
-            case 'K':
-                shift = 10;
-                break;
-            case 'm':
-            case 'M':
-                shift = 20;
-                break;
-            case 'g':
-            case 'G':
-                shift = 30;
-                break;
-            default:
-                return -1;
-        }
-        i++;
-    }
-    if (i != s.n) {
-        return -1;
-    }
-    if (shift > 0 && v > (SIZE_MAX >> shift)) {
-        return -2;
-    }
-    *out = v << shift;
-    return 0;
+    return st;
 }
 
 // Parses a rank count (a positive int, no suffix).

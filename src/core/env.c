@@ -2,6 +2,7 @@
 #include "env.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,66 @@ shi_env_int(const char *name, long long fallback, long long *out)
             SHOAL_EENV, "%s=\"%s\" is not an integer", name, text);
     }
     *out = v;
+    return SHOAL_OK;
+}
+
+int
+shi_parse_bytes(const char *text, size_t n, unsigned long long *out)
+{
+    unsigned long long v = 0;
+    size_t             i = 0;
+    unsigned           shift = 0;
+
+    for (; i < n && text[i] >= '0' && text[i] <= '9'; i++) {
+        unsigned d = (unsigned) (text[i] - '0');
+        if (v > (ULLONG_MAX - d) / 10) {
+            return -2;
+        }
+        v = v * 10 + d;
+    }
+    if (i == 0) {
+        return -1;
+    }
+    if (i < n) {
+        const char *units = "kmg";
+        const char *u     = strchr(units, text[i] | 0x20);
+        if (u == NULL || text[i] == '\0') {
+            return -1;
+        }
+        shift = 10 * (unsigned) (u - units + 1);
+        i++;
+        // "K" and "KiB" alike.
+        if (i + 2 == n && text[i] == 'i' && (text[i + 1] | 0x20) == 'b') {
+            i += 2;
+        }
+    }
+    if (i != n) {
+        return -1;
+    }
+    if (shift > 0 && v > (ULLONG_MAX >> shift)) {
+        return -2;
+    }
+    *out = v << shift;
+    return 0;
+}
+
+int
+shi_env_bytes(const char *name, long long fallback, long long *out)
+{
+    const char        *text = getenv(name);
+    unsigned long long v;
+
+    *out = fallback;
+    if (text == NULL || *text == '\0') {
+        return SHOAL_OK;
+    }
+    if (shi_parse_bytes(text, strlen(text), &v) != 0 || v > LLONG_MAX) {
+        return shi_error(SHOAL_EENV,
+            "%s=\"%s\" is not a byte count: give digits with an optional K, "
+            "M or G (KiB, MiB, GiB), e.g. 4M",
+            name, text);
+    }
+    *out = (long long) v;
     return SHOAL_OK;
 }
 

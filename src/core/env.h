@@ -27,4 +27,11 @@ int shi_launch_detect(shi_launch *out, const shoal_config *cfg);
 // SHOAL_EENV (with a message) when set but not an integer.
 int shi_env_int(const char *name, long long fallback, long long *out);
 
+// A byte count: digits with an optional K, M or G (KiB, MiB, GiB; powers of
+// 1024, either case), the same in every size setting and in SHOAL_ALGO.
+// Returns 0, -1 if malformed, -2 if it overflows.
+int shi_parse_bytes(const char *text, size_t n, unsigned long long *out);
+// shi_env_int for a byte count (SHOAL_EENV naming the variable if bad).
+int shi_env_bytes(const char *name, long long fallback, long long *out);
+
 #endif

@@ -130,3 +130,33 @@ TEST(env_config_overrides_environment)
     cfg.rank = 2;
     CHECK_ST(shi_launch_detect(&env, &cfg), SHOAL_EINVAL);
 }
+
+// Byte counts: the same K/M/G (and KiB/MiB/GiB) suffixes in every size
+// setting; anything else names the variable.
+TEST(env_bytes_suffixes)
+{
+    static const struct {
+        const char *text;
+        long long   want;
+    } good[] = { { "4096", 4096 }, { "64K", 64 << 10 }, { "64k", 64 << 10 },
+        { "4M", 4 << 20 }, { "4MiB", 4 << 20 }, { "2G", 2LL << 30 },
+        { "1gib", 1LL << 30 } };
+    static const char *bad[] = { "12x", "4MB", "K", "-1", "4 M", "4Mi",
+        "99999999999999999999", "17179869184G" };
+    long long v;
+
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        setenv("SHOAL_TEST_BYTES", good[i].text, 1);
+        CHECK_OK(shi_env_bytes("SHOAL_TEST_BYTES", 7, &v));
+        CHECK_MSG(v == good[i].want, "%s gave %lld", good[i].text, v);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("SHOAL_TEST_BYTES", bad[i], 1);
+        CHECK_MSG(shi_env_bytes("SHOAL_TEST_BYTES", 7, &v) == SHOAL_EENV,
+            "%s accepted", bad[i]);
+        CHECK(strstr(shi_error_text(), "SHOAL_TEST_BYTES") != NULL);
+    }
+    unsetenv("SHOAL_TEST_BYTES");
+    CHECK_OK(shi_env_bytes("SHOAL_TEST_BYTES", 7, &v));
+    CHECK(v == 7);
+}

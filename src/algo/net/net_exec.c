@@ -142,7 +142,7 @@ net_start(shoal_comm *comm, shoal_request *req)
     long long           piece;
     int                 st;
 
-    shi_env_int("SHOAL_NET_PIECE_BYTES", NET_PIECE_BYTES, &piece);
+    shi_env_bytes("SHOAL_NET_PIECE_BYTES", NET_PIECE_BYTES, &piece);
     shi_sched_call call = {
         .kind        = req->kind,
         .algo        = req->algo,

@@ -57,7 +57,7 @@ shi_tcp_config(int *nsock, size_t *chunk)
         return shi_error(SHOAL_EENV,
             "SHOAL_SOCKETS_PER_PEER=%lld: must be 1 to %d", n, TCP_MAX_SOCKS);
     }
-    if ((st = shi_env_int("SHOAL_TCP_CHUNK_BYTES", TCP_DEFAULT_CHUNK, &c))
+    if ((st = shi_env_bytes("SHOAL_TCP_CHUNK_BYTES", TCP_DEFAULT_CHUNK, &c))
         != SHOAL_OK) {
         return st;
     }
@@ -94,7 +94,7 @@ shi_tcp_tune(int fd, int64_t timeout_ms)
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
     // The kernel grows buffers by itself (up to net.ipv4.tcp_wmem/rmem's
     // maximum); a fixed size turns that off, so only set one when asked.
-    if (shi_env_int("SHOAL_SOCKET_BUFFER_BYTES", 0, &bufsz) == SHOAL_OK
+    if (shi_env_bytes("SHOAL_SOCKET_BUFFER_BYTES", 0, &bufsz) == SHOAL_OK
         && bufsz > 0 && bufsz <= INT_MAX) {
         int b = (int) bufsz;
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof(b));
