@@ -2,6 +2,7 @@
 #include "shm_segment.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -10,6 +11,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "platform/mem_avail.h"
 #include "shoal.h"
 
 static size_t
@@ -22,7 +24,10 @@ static int
 env_size(const char *name, long long fallback, long long lo, long long hi,
     long long *out)
 {
-    int st = shi_env_int(name, fallback, out);
+    // Counts are plain numbers; sizes (..._BYTES) may carry K, M or G.
+    int st = strstr(name, "_BYTES") != NULL
+        ? shi_env_bytes(name, fallback, out)
+        : shi_env_int(name, fallback, out);
 
     if (st != SHOAL_OK) {
         return st;
@@ -121,6 +126,30 @@ shm_segment_create(shm_segment *seg, int nranks, int *fd)
         return shi_error(SHOAL_ENOSPACE,
             "cannot size shared memory to %zu bytes: %s", seg->bytes,
             strerror(err));
+    }
+    // Back the rings, outboxes and slabs now: a machine without that much
+    // memory fails here with a message, not later with SIGBUS or the OOM
+    // killer in the middle of a collective. (The heaps stay lazy: each
+    // shoal_alloc backs its own pages.)
+    uint64_t room;
+    if (shi_memory_available(&room) == 0 && seg->staging_end > room) {
+        close(mfd);
+        return shi_error(SHOAL_ENOSPACE,
+            "%d ranks need %zu MiB of shared memory, but this process may "
+            "get only %llu MiB more (free memory or its cgroup's limit): "
+            "lower SHOAL_SHM_BYTES, SHOAL_SHM_SLOT_BYTES or "
+            "SHOAL_SHM_BCAST_SLOT_BYTES, or give the job more memory",
+            nranks, seg->staging_end >> 20, (unsigned long long) (room >> 20));
+    }
+    if ((st = fallocate(mfd, 0, 0, (off_t) seg->staging_end)) != 0
+        && errno != EOPNOTSUPP) {
+        int err = errno;
+        close(mfd);
+        return shi_error(SHOAL_ENOSPACE,
+            "cannot back %zu bytes of shared memory for %d ranks: %s (lower "
+            "SHOAL_SHM_BYTES, SHOAL_SHM_SLOT_BYTES or "
+            "SHOAL_SHM_BCAST_SLOT_BYTES, or give the job more memory)",
+            seg->staging_end, nranks, strerror(err));
     }
     void *base
         = mmap(NULL, seg->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
