@@ -206,6 +206,7 @@ shi_comm_alloc(
     comm->size          = size;
     comm->timeout_ms    = timeout_ms;
     comm->watch_stop_fd = -1;
+    comm->watch_ep      = -1;
     for (int i = 0; i < size; i++) {
         comm->peers[i].fd = -1;
     }

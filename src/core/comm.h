@@ -125,6 +125,7 @@ struct shoal_comm {
     pthread_t watch_thread;
     int       watch_started;
     int       watch_stop_fd;
+    int       watch_ep; // its epoll set
 
     // Failure: the first outside fault aborts the communicator.
     atomic_int      failed; // 0, or the status of the fault

@@ -56,44 +56,43 @@ watch_main(void *arg)
 {
     shoal_comm        *comm = arg;
     struct epoll_event ev[16];
-    int                ep = epoll_create1(EPOLL_CLOEXEC);
 
-    if (ep < 0) {
-        SHI_WARN("epoll_create1: %s; dead peers will be noticed only by "
-                 "deadlines",
-            strerror(errno));
-        return NULL;
-    }
-    struct epoll_event stop = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
-    epoll_ctl(ep, EPOLL_CTL_ADD, comm->watch_stop_fd, &stop);
-    for (int r = 0; r < comm->size; r++) {
-        if (comm->peers[r].fd >= 0) {
-            struct epoll_event e
-                = { .events = EPOLLIN | EPOLLRDHUP, .data.u32 = (uint32_t) r };
-            epoll_ctl(ep, EPOLL_CTL_ADD, comm->peers[r].fd, &e);
-        }
-    }
     for (;;) {
-        int n = epoll_wait(ep, ev, 16, -1);
+        int n = epoll_wait(comm->watch_ep, ev, 16, -1);
         for (int i = 0; i < n; i++) {
             uint32_t r = ev[i].data.u32;
             if (r == UINT32_MAX) {
-                close(ep);
                 return NULL;
             }
             if (watch_peer_event(comm, (int) r)) {
-                epoll_ctl(ep, EPOLL_CTL_DEL, comm->peers[r].fd, NULL);
+                epoll_ctl(
+                    comm->watch_ep, EPOLL_CTL_DEL, comm->peers[r].fd, NULL);
             }
         }
     }
 }
 
+// The epoll set is made here, not in the thread: its descriptor exists
+// from the moment the communicator does (and a failure is an error).
 int
 shi_watch_start(shoal_comm *comm)
 {
+    struct epoll_event stop = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
+
     comm->watch_stop_fd = eventfd(0, EFD_CLOEXEC);
-    if (comm->watch_stop_fd < 0) {
-        return shi_error(SHOAL_ESYS, "eventfd: %s", strerror(errno));
+    comm->watch_ep      = epoll_create1(EPOLL_CLOEXEC);
+    if (comm->watch_stop_fd < 0 || comm->watch_ep < 0
+        || epoll_ctl(comm->watch_ep, EPOLL_CTL_ADD, comm->watch_stop_fd, &stop)
+            != 0) {
+        return shi_error(SHOAL_ESYS, "cannot set up the watcher of peers: %s",
+            strerror(errno));
+    }
+    for (int r = 0; r < comm->size; r++) {
+        if (comm->peers[r].fd >= 0) {
+            struct epoll_event e
+                = { .events = EPOLLIN | EPOLLRDHUP, .data.u32 = (uint32_t) r };
+            epoll_ctl(comm->watch_ep, EPOLL_CTL_ADD, comm->peers[r].fd, &e);
+        }
     }
     int err = pthread_create(&comm->watch_thread, NULL, watch_main, comm);
     if (err != 0) {
@@ -119,5 +118,9 @@ shi_watch_stop(shoal_comm *comm)
     if (comm->watch_stop_fd >= 0) {
         close(comm->watch_stop_fd);
         comm->watch_stop_fd = -1;
+    }
+    if (comm->watch_ep >= 0) {
+        close(comm->watch_ep);
+        comm->watch_ep = -1;
     }
 }

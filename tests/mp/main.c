@@ -31,6 +31,7 @@ static const struct {
     { "recreate_kill", mp_case_recreate_kill },
     { "split_keys", mp_case_split_keys },
     { "freeze", mp_case_freeze },
+    { "fault", mp_case_fault },
     { "timeout", mp_case_timeout },
     { "mismatch", mp_case_mismatch },
     { "p2p_mismatch", mp_case_p2p_mismatch },

@@ -81,6 +81,7 @@ int mp_case_create_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_recreate_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_split_keys(shoal_comm *comm, int argc, char **argv);
 int mp_case_freeze(shoal_comm *comm, int argc, char **argv);
+int mp_case_fault(shoal_comm *comm, int argc, char **argv);
 int mp_case_timeout(shoal_comm *comm, int argc, char **argv);
 int mp_case_mismatch(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_mismatch(shoal_comm *comm, int argc, char **argv);

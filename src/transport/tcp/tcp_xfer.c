@@ -1,5 +1,6 @@
 // The TCP message layer (see tcp_xfer.h): queues, frames, matching.
 #include <errno.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -911,6 +912,8 @@ anything_queued(struct shi_net *net)
 // Whatever the peer sent that we did not read is drained first, since
 // closing a socket with unread data resets the connection, which may
 // destroy data still on its way to the peer.
+#define LINGER_QUIET_MS 50
+
 static void
 close_gracefully(struct shi_net *net, int p, int s, int64_t deadline)
 {
@@ -928,6 +931,46 @@ close_gracefully(struct shi_net *net, int p, int s, int64_t deadline)
     while (recv(sk->fd, sink, sizeof(sink), MSG_DONTWAIT) > 0) { }
 }
 
+// After an abort, a peer may still be sending us a large message: closing
+// on its unread data would reset the connection, and a reset throws away
+// what we sent before it, our abort among them, so the peer would blame
+// us. Drain every socket until its peer falls silent (it read the abort
+// and stopped) or closes, or the deadline comes.
+static void
+linger_after_abort(struct shi_net *net, int64_t deadline)
+{
+    char sink[65536];
+
+    for (;;) {
+        struct pollfd fds[64];
+        int           n = 0;
+        for (int p = 0; p < net->comm->size; p++) {
+            for (int s = 0; p != net->comm->rank && s < net->nsock; s++) {
+                int fd = net->peers[p].socks[s].fd;
+                if (fd >= 0 && n < 64) {
+                    fds[n++] = (struct pollfd) { .fd = fd, .events = POLLIN };
+                }
+            }
+        }
+        int64_t left = (deadline - shi_now_ns()) / 1000000;
+        int     ms   = left < LINGER_QUIET_MS ? (int) left : LINGER_QUIET_MS;
+        if (n == 0 || ms <= 0 || poll(fds, (nfds_t) n, ms) <= 0) {
+            return; // silence, or the deadline
+        }
+        int open = 0;
+        for (int i = 0; i < n; i++) {
+            ssize_t got = 1;
+            while ((fds[i].revents & (POLLIN | POLLHUP)) && got > 0) {
+                got = recv(fds[i].fd, sink, sizeof(sink), MSG_DONTWAIT);
+            }
+            open += got != 0 && !(fds[i].revents & (POLLERR | POLLNVAL));
+        }
+        if (open == 0) {
+            return; // every peer closed its end
+        }
+    }
+}
+
 void
 shi_tcp_goodbye(struct shi_net *net, int64_t deadline)
 {
@@ -942,5 +985,8 @@ shi_tcp_goodbye(struct shi_net *net, int64_t deadline)
         for (int s = 0; p != net->comm->rank && s < net->nsock; s++) {
             close_gracefully(net, p, s, deadline);
         }
+    }
+    if (atomic_load(&net->comm->failed)) {
+        linger_after_abort(net, deadline);
     }
 }
