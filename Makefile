@@ -73,6 +73,7 @@ test-torch-suite: python-env
 # Takes much longer.
 test-full: build
 	SHOAL_COLL_FULL=1 $(BUILD)/tests/shoal_tests mp_coll
+	SHOAL_FAULT_FULL=1 $(BUILD)/tests/shoal_tests fault
 	SHOAL_NET_FULL=1 $(MAKE) --no-print-directory test-net
 	SHOAL_PY_FULL=1 $(MAKE) --no-print-directory test-python PYTEST_ARGS=test_c10d_ops.py
 	$(MAKE) --no-print-directory test-torch-suite
@@ -142,6 +143,19 @@ test-valgrind: build
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest bcast
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest p2p_async
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest timeout
+
+# tools/soak: SOAK_CALLS checked collectives on SOAK_RANKS ranks, shm then TCP.
+SOAK_RANKS ?= 8
+SOAK_CALLS ?= 100000
+SOAK_ARGS  ?= --max-ratio 100
+.PHONY: soak
+soak: build
+	st=0; \
+	SHOAL_TRANSPORT=shm $(BUILD)/tools/shoalrun -n $(SOAK_RANKS) \
+	    $(BUILD)/tools/shoal-soak --calls $(SOAK_CALLS) $(SOAK_ARGS) || st=1; \
+	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n $(SOAK_RANKS) \
+	    $(BUILD)/tools/shoal-soak --calls $(SOAK_CALLS) $(SOAK_ARGS) || st=1; \
+	exit $$st
 
 bench: build
 	@scripts/install-deps.sh --bench
