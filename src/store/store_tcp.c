@@ -22,7 +22,7 @@
 #include "store/store_impl.h"
 #include "store/wire.h"
 
-#define TCP_RECONNECT_NS 1000000000
+#define TCP_RECONNECT_NS 500000000
 // Time an orderly close gives the server to take back our wills.
 #define TCP_CLOSE_NS 1000000000
 
@@ -44,6 +44,7 @@ typedef struct store_tcp {
     shi_secret   secret;
     int          fd; // -1: not connected
     int          was_connected; // a server answered here before
+    int          gone; // it went away: every call fails at once
     uint32_t     next_id;
     shi_wire_buf out;
     kept_will   *wills;
@@ -78,7 +79,7 @@ tcp_connect(store_tcp *t, int64_t deadline)
 }
 
 // Connects again after a failure. A server that answered before and now
-// refuses for a second has gone (the launcher or the rank serving it
+// refuses for half a second has gone (the launcher or the rank serving it
 // ended): waiting for the deadline would only hang the job.
 static int
 tcp_reconnect(store_tcp *t, int64_t deadline)
@@ -90,9 +91,10 @@ tcp_reconnect(store_tcp *t, int64_t deadline)
     }
     int rc = tcp_connect(t, soon);
     if (rc == SHOAL_ECONNECT) {
+        t->gone = 1;
         return shi_error(rc,
-            "%s went away (%s): the process serving it (the launcher or "
-            "rank 0) has probably ended",
+            "%s went away (%s): the process serving it (the launcher, or "
+            "rank 0 when no launcher serves it) has ended",
             t->peer, shi_error_text());
     }
     // The old connection's close fired our wills; leave them again (the
@@ -125,6 +127,12 @@ tcp_call(store_tcp *t, shi_wire_msg *req, shi_wire_msg *rep,
     int           rc;
 
     *frame = NULL;
+    if (t->gone) {
+        return shi_error(SHOAL_ECONNECT,
+            "%s went away earlier: the process serving it (the launcher, or "
+            "rank 0 when no launcher serves it) has ended",
+            t->peer);
+    }
     if (t->fd < 0) {
         SHI_TRACE("connecting to %s", t->peer);
         rc = tcp_reconnect(t, deadline);
@@ -166,6 +174,14 @@ tcp_call(store_tcp *t, shi_wire_msg *req, shi_wire_msg *rep,
             "reply (command %u, id %u) does not match the request (command "
             "%u, id %u)",
             (unsigned) rep->cmd, rep->id, (unsigned) req->cmd, req->id);
+    }
+    if (rc == SHOAL_EPEER) { // the connection closed under us
+        char cause[SHI_ERROR_TEXT_MAX];
+        snprintf(cause, sizeof(cause), "%s", shi_error_text());
+        rc = shi_error(rc,
+            "%s; the store's server (the launcher, or rank 0 when no "
+            "launcher serves it) may have ended",
+            cause);
     }
     if (rc != SHOAL_OK) {
         tcp_disconnect(t);

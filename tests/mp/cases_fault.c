@@ -190,3 +190,19 @@ mp_case_fault(shoal_comm *world, int argc, char **argv)
     free(b);
     return rc;
 }
+
+// All-reduces for a minute (the launcher-kill test ends it sooner).
+int
+mp_case_fault_loop(shoal_comm *comm, int argc, char **argv)
+{
+    float  x = 1.0f;
+    double t = mp_now();
+    (void) argc;
+    (void) argv;
+    while (mp_now() - t < 60) {
+        MP_EXPECT(shoal_all_reduce(comm, &x, &x, 1, SHOAL_FLOAT32,
+                      SHOAL_REDUCE_OP(SHOAL_MAX)),
+            SHOAL_OK);
+    }
+    return 0;
+}

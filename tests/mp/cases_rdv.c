@@ -167,3 +167,30 @@ mp_case_split_keys(shoal_comm *comm, int argc, char **argv)
     MP_EXPECT(shoal_barrier(comm), SHOAL_OK);
     return 0;
 }
+
+// Rank 0 serves the store (no launcher does) and dies while the others
+// wait in the store to create a second communicator: they must fail
+// within 2 s, saying the store's process ended.
+int
+mp_case_store_owner_kill(shoal_comm *comm, int argc, char **argv)
+{
+    int          rank   = shoal_comm_rank(comm);
+    shoal_comm  *second = NULL;
+    shoal_config cfg    = SHOAL_CONFIG_INIT;
+    (void) argc;
+    (void) argv;
+    cfg.name = "second";
+    MP_EXPECT(shoal_barrier(comm), SHOAL_OK);
+    if (rank == 0) {
+        die_later(NULL);
+    }
+    double t0     = mp_now();
+    int    st     = shoal_comm_create(&second, &cfg);
+    double waited = mp_now() - t0;
+    printf("create failed after %.3f s: %s: %s\n", waited,
+        shoal_status_name(st), shoal_last_error());
+    MP_CHECK(second == NULL && st != SHOAL_OK);
+    MP_CHECK(strstr(shoal_last_error(), "rank 0") != NULL);
+    MP_CHECK(waited < DEATH_DELAY_S + 2.0);
+    return 0;
+}

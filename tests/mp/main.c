@@ -32,6 +32,8 @@ static const struct {
     { "split_keys", mp_case_split_keys },
     { "freeze", mp_case_freeze },
     { "fault", mp_case_fault },
+    { "fault_loop", mp_case_fault_loop },
+    { "store_owner_kill", mp_case_store_owner_kill },
     { "timeout", mp_case_timeout },
     { "mismatch", mp_case_mismatch },
     { "p2p_mismatch", mp_case_p2p_mismatch },

@@ -82,6 +82,8 @@ int mp_case_recreate_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_split_keys(shoal_comm *comm, int argc, char **argv);
 int mp_case_freeze(shoal_comm *comm, int argc, char **argv);
 int mp_case_fault(shoal_comm *comm, int argc, char **argv);
+int mp_case_fault_loop(shoal_comm *comm, int argc, char **argv);
+int mp_case_store_owner_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_timeout(shoal_comm *comm, int argc, char **argv);
 int mp_case_mismatch(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_mismatch(shoal_comm *comm, int argc, char **argv);

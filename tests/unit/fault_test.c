@@ -6,9 +6,12 @@
 // nothing is left behind (processes of the job, files in /dev/shm).
 // Across namespaced hosts, tests/net kills a rank and cuts a link.
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -34,7 +37,7 @@ shm_files(void)
     return n;
 }
 
-// Processes running `shoal_mptest fault ...`.
+// Processes running `shoal_mptest fault...` (fault, fault_loop).
 static int
 fault_processes(void)
 {
@@ -53,9 +56,9 @@ fault_processes(void)
         size_t k = fread(cmd, 1, sizeof(cmd) - 1, f);
         fclose(f);
         cmd[k] = '\0';
-        // argv[0] ends in shoal_mptest and argv[1] is "fault".
-        n += strstr(cmd, "shoal_mptest") != NULL
-            && strcmp(cmd + strlen(cmd) + 1, "fault") == 0;
+        // argv[0] ends in shoal_mptest and argv[1] starts with "fault".
+        n += strstr(cmd, "shoal_mptest") != NULL && k > strlen(cmd) + 1
+            && strncmp(cmd + strlen(cmd) + 1, "fault", 5) == 0;
     }
     if (d != NULL) {
         closedir(d);
@@ -103,4 +106,72 @@ TEST_T(fault_sample, 300)
         expect_fault(4, fault_phases[i],
             i % 2 ? "SHOAL_TRANSPORT=tcp" : "SHOAL_TRANSPORT=shm");
     }
+}
+
+// Rank 0 serves the store itself (no launcher) and dies while the others
+// wait in it: they fail within 2 s (the case checks), saying the store's
+// process ended; nobody hangs.
+TEST_T(fault_store_owner_killed, 60)
+{
+    char  port[64], rank_var[3][32], out_note[64];
+    pid_t pids[3];
+    int   p = 20000 + (int) (getpid() % 20000);
+
+    snprintf(port, sizeof(port), "SHOAL_STORE=127.0.0.1:%d", p);
+    for (int r = 0; r < 3; r++) {
+        snprintf(rank_var[r], sizeof(rank_var[r]), "SHOAL_RANK=%d", r);
+        const char *env[]  = { rank_var[r], "SHOAL_SIZE=3", port,
+             "SHOAL_SECRET=fault-test", "SHOAL_TIMEOUT_SECONDS=30", NULL };
+        const char *argv[] = { test_build_path("tests/shoal_mptest"),
+            "store_owner_kill", NULL };
+        if ((pids[r] = fork()) == 0) {
+            char *out;
+            int   rc   = test_run(argv, env, &out, 30);
+            int   want = r == 0 ? 128 + 9 : 0;
+            if (rc != want) {
+                fprintf(stderr, "rank %d: exit %d, wanted %d\n%s", r, rc, want,
+                    out);
+            }
+            _exit(rc == want ? 0 : 1);
+        }
+        CHECK(pids[r] > 0);
+    }
+    for (int r = 0; r < 3; r++) {
+        int status;
+        snprintf(out_note, sizeof(out_note), "rank %d", r);
+        CHECK(waitpid(pids[r], &status, 0) == pids[r]);
+        CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "%s did not end as it should (see above)", out_note);
+    }
+}
+
+// The launcher is killed (SIGKILL, no chance to pass anything on) in the
+// middle of a job: its ranks must not outlive it.
+TEST_T(fault_launcher_killed, 60)
+{
+    char  sr[512], mp[512];
+    pid_t pid;
+
+    snprintf(sr, sizeof(sr), "%s", test_build_path("tools/shoalrun"));
+    snprintf(mp, sizeof(mp), "%s", test_build_path("tests/shoal_mptest"));
+    if ((pid = fork()) == 0) {
+        execl(sr, sr, "-n", "3", mp, "fault_loop", (char *) NULL);
+        _exit(127);
+    }
+    CHECK(pid > 0);
+    for (int i = 0; i < 100 && fault_processes() < 3; i++) {
+        usleep(100000);
+    }
+    CHECK_MSG(fault_processes() == 3, "the ranks did not start (%d)",
+        fault_processes());
+    usleep(300000); // in the middle of their collectives
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    int left = 3;
+    for (int i = 0; i < 20 && left > 0; i++) { // 2 s
+        usleep(100000);
+        left = fault_processes();
+    }
+    CHECK_MSG(
+        left == 0, "%d ranks still running 2 s after the launcher died", left);
 }
