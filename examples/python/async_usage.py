@@ -53,3 +53,7 @@ if rank == 1:
 
 # Finalize the communicator
 comm.finalize()
+
+# The last rank to release the FileStore deletes its file. Release it here:
+# Python does not promise to destroy objects still alive when it exits.
+del store

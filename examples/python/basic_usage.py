@@ -44,3 +44,7 @@ assert torch.equal(tensor, torch.full((10,), float(sum(range(world_size)))))
 
 # Finalize the communicator
 comm.finalize()
+
+# The last rank to release the FileStore deletes its file. Release it here:
+# Python does not promise to destroy objects still alive when it exits.
+del store
