@@ -195,6 +195,10 @@ int shi_rdv_begin(shoal_comm *comm, int64_t deadline);
 int shi_rdv_get(shoal_comm *comm, const char *key, char **value, size_t *len,
     int64_t deadline);
 int shi_rdv_end(shoal_comm *comm, int st, int64_t deadline);
+// shi_rdv_get for a key `peer` of the created comm sets (a split's
+// choice): fails too if that peer destroyed its communicator without.
+int shi_rdv_get_from(shoal_comm *comm, int peer, const char *key, char **value,
+    size_t *len, int64_t deadline);
 // For a communicator of the whole job (rank and size from the launcher):
 // leaves a will saying this rank of the job is gone, which every creation
 // of such a communicator watches, so a rank that died before a creation

@@ -109,25 +109,8 @@ shi_rdv_job_will(
         shi_comm_store(comm), comm->rdv_job_key, text, (size_t) n, deadline);
 }
 
-// A created communicator's peer that left (destroyed its communicator)
-// will not take part in a split either.
-static int
-rdv_peer_left(shoal_comm *comm)
-{
-    for (int p = 0; p < comm->size; p++) {
-        if (p != comm->rank
-            && atomic_load(&comm->peers[p].state) == SHI_PEER_LEFT) {
-            return shi_error(SHOAL_EPEER,
-                "rank %d destroyed its communicator '%s' and cannot take "
-                "part",
-                p, comm->name);
-        }
-    }
-    return SHOAL_OK;
-}
-
 // SHOAL_EABORTED with the cause if comm has failed (a created one is
-// asked to look at its peers first), SHOAL_EPEER if a peer left it.
+// asked to look at its peers first).
 static int
 rdv_failed(shoal_comm *comm)
 {
@@ -137,7 +120,7 @@ rdv_failed(shoal_comm *comm)
     int st = atomic_load(&comm->failed);
 
     if (st == 0) {
-        return comm->progress_started ? rdv_peer_left(comm) : SHOAL_OK;
+        return SHOAL_OK;
     }
     pthread_mutex_lock(&comm->err_lock);
     shi_error(SHOAL_EABORTED, "communicator '%s' was aborted: %s", comm->name,
@@ -198,6 +181,49 @@ shi_rdv_get(shoal_comm *comm, const char *key, char **value, size_t *len,
     int64_t deadline)
 {
     shi_store_watch watch = { .check = rdv_check, .arg = comm };
+
+    return shi_store_get_watched(
+        shi_comm_store(comm), key, (void **) value, len, deadline, &watch);
+}
+
+// A wait for what `peer` of a created communicator sets.
+struct rdv_peer_wait {
+    shoal_comm *comm;
+    int         peer;
+    const char *key;
+};
+
+// rdv_check, and: the peer destroyed its communicator without setting
+// the key. (It may have set it just before its goodbye: look once more.)
+static int
+rdv_peer_check(void *arg)
+{
+    struct rdv_peer_wait *w  = arg;
+    int                   st = rdv_check(w->comm);
+    void                 *value;
+    size_t                len;
+
+    if (st != SHOAL_OK
+        || atomic_load(&w->comm->peers[w->peer].state) != SHI_PEER_LEFT) {
+        return st;
+    }
+    if (shi_store_get(shi_comm_store(w->comm), w->key, &value, &len,
+            shi_deadline_in_ms(0))
+        == SHOAL_OK) {
+        free(value);
+        return SHOAL_OK; // there after all: the next slice gets it
+    }
+    return shi_error(SHOAL_EPEER,
+        "rank %d destroyed its communicator '%s' without taking part", w->peer,
+        w->comm->name);
+}
+
+int
+shi_rdv_get_from(shoal_comm *comm, int peer, const char *key, char **value,
+    size_t *len, int64_t deadline)
+{
+    struct rdv_peer_wait w     = { comm, peer, key };
+    shi_store_watch      watch = { .check = rdv_peer_check, .arg = &w };
 
     return shi_store_get_watched(
         shi_comm_store(comm), key, (void **) value, len, deadline, &watch);

@@ -36,7 +36,7 @@ read_choice(shoal_comm *parent, int split, int r, char **out, int64_t deadline)
 
     snprintf(
         key, sizeof(key), "%ssplit%d/%d/choice", parent->prefix, split, r);
-    int st = shi_rdv_get(parent, key, out, &len, deadline);
+    int st = shi_rdv_get_from(parent, r, key, out, &len, deadline);
     if (st != SHOAL_OK) {
         return shi_error_wrap(
             st, "split of '%s': waiting for rank %d", parent->name, r);

@@ -194,3 +194,36 @@ mp_case_store_owner_kill(shoal_comm *comm, int argc, char **argv)
     MP_CHECK(waited < DEATH_DELAY_S + 2.0);
     return 0;
 }
+
+// The last rank destroys its communicator instead of splitting it: the
+// others' split fails at once naming it (and a rank that published its
+// choice before leaving, as SHOAL_SPLIT_NONE does, is no failure).
+int
+mp_case_split_left(shoal_comm *comm, int argc, char **argv)
+{
+    int         rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    shoal_comm *child = NULL;
+    char        name[32];
+    (void) argc;
+    (void) argv;
+    MP_CHECK(size > 2);
+    if (rank == size - 2) { // leaves right after its choice
+        MP_EXPECT(
+            shoal_comm_split(comm, SHOAL_SPLIT_NONE, 0, &child), SHOAL_OK);
+    }
+    if (rank >= size - 2) {
+        MP_EXPECT(shoal_comm_destroy(comm), SHOAL_OK);
+        printf("rank %d: case split_left OK\n", rank);
+        fflush(stdout);
+        _exit(0);
+    }
+    double t0 = mp_now();
+    int    st = shoal_comm_split(comm, 0, rank, &child);
+    printf("split failed after %.3f s: %s: %s\n", mp_now() - t0,
+        shoal_status_name(st), shoal_last_error());
+    snprintf(name, sizeof(name), "rank %d", size - 1);
+    MP_CHECK(st == SHOAL_EPEER && child == NULL);
+    MP_CHECK(strstr(shoal_last_error(), name) != NULL);
+    MP_CHECK(mp_now() - t0 < 2.0);
+    return 0;
+}

@@ -80,6 +80,7 @@ int mp_case_split_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_create_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_recreate_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_split_keys(shoal_comm *comm, int argc, char **argv);
+int mp_case_split_left(shoal_comm *comm, int argc, char **argv);
 int mp_case_freeze(shoal_comm *comm, int argc, char **argv);
 int mp_case_fault(shoal_comm *comm, int argc, char **argv);
 int mp_case_fault_loop(shoal_comm *comm, int argc, char **argv);

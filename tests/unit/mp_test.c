@@ -192,6 +192,30 @@ TEST_T(mp_freeze_tcp, 60)
     expect_frozen("SHOAL_TRANSPORT=tcp");
 }
 
+// A rank that destroys its communicator instead of splitting it is named
+// at once; one that published its choice first is no failure.
+TEST_T(mp_split_left_4, 60)
+{
+    const char *env[] = { "SHOAL_TRANSPORT=shm", NULL };
+    char       *out;
+    int         rc = test_run_mptest(4, "split_left", NULL, env, &out, 30);
+
+    CHECK_MSG(rc == 0 && test_count(out, "case split_left OK") == 4,
+        "exit %d\n%s", rc, out);
+    free(out);
+}
+
+TEST_T(mp_split_left_tcp_4, 60)
+{
+    const char *env[] = { "SHOAL_TRANSPORT=tcp", NULL };
+    char       *out;
+    int         rc = test_run_mptest(4, "split_left", NULL, env, &out, 30);
+
+    CHECK_MSG(rc == 0 && test_count(out, "case split_left OK") == 4,
+        "exit %d\n%s", rc, out);
+    free(out);
+}
+
 // Splits delete their keys from the store once every rank read them.
 MP_TEST_234(mp_split_keys, "split_keys", NULL)
 
