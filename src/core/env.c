@@ -51,8 +51,8 @@ shi_env_int(const char *name, long long fallback, long long *out)
 int
 shi_parse_bytes(const char *text, size_t n, unsigned long long *out)
 {
-    unsigned long long v = 0;
-    size_t             i = 0;
+    unsigned long long v     = 0;
+    size_t             i     = 0;
     unsigned           shift = 0;
 
     for (; i < n && text[i] >= '0' && text[i] <= '9'; i++) {

@@ -143,7 +143,7 @@ TEST(env_bytes_suffixes)
         { "1gib", 1LL << 30 } };
     static const char *bad[] = { "12x", "4MB", "K", "-1", "4 M", "4Mi",
         "99999999999999999999", "17179869184G" };
-    long long v;
+    long long          v;
 
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         setenv("SHOAL_TEST_BYTES", good[i].text, 1);
