@@ -111,10 +111,10 @@ fuzz:
 # progress threads share each communicator).
 TSAN_BUILD ?= build-tsan
 TSAN_CASES  = p2p_async progress bcast barrier split timeout plan_random plan_errors \
-              wait_for_abort p2p_any
+              wait_for_abort p2p_any split_left split_keys
 # The same over the TCP transport (its epoll engine and abort frames).
 TSAN_TCP_CASES = p2p_async progress bcast coll_inflight timeout plan_random \
-                 wait_for_abort p2p_any
+                 wait_for_abort p2p_any split_left split_keys
 test-tsan: | deps
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSHOAL_SANITIZE=thread
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target shoal_mptest shoalrun
@@ -140,6 +140,7 @@ test-valgrind: build
 	$(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest plan_random 15
 	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest plan_errors
 	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest wait_for_abort
+	$(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest split_left
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest bcast
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest p2p_async
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest timeout
