@@ -54,6 +54,7 @@ static const struct {
     { "coll_bad_args", mp_case_coll_bad_args },
     { "coll_mismatch", mp_case_coll_mismatch },
     { "coll_ref", mp_case_coll_ref },
+    { "coll_half", mp_case_coll_half },
     { "coll_reuse", mp_case_coll_reuse },
     { "coll_destroy", mp_case_coll_destroy },
     { "net_loop", mp_case_net_loop },

@@ -94,6 +94,11 @@ run_job "0 0 1 1" "" coll_all_reduce $matrix
 run_job "0 0 1 1" "" coll_inflight $matrix
 run_job "0 0 1 1" "SHOAL_ALGO=allreduce:ring" coll_all_reduce $matrix
 run_job "0 0 1 1" "SHOAL_ALGO=allreduce:hier" coll_all_reduce $matrix
+# float16/bfloat16 bit for bit as over shared memory, across hosts alone
+# and with two ranks on a host (where all-reduce leaves the host-aware
+# algorithm for these types).
+run_job "0 1 2" "" coll_half
+run_job "0 0 1 1" "" coll_half
 run_job "0 1 0 1 1" "" bcast
 run_job "0 1 0 1 1" "SHOAL_ALGO=broadcast:hier" bcast
 echo "test_tcp_hosts: collectives across 2 and 3 hosts ok"

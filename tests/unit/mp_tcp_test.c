@@ -121,6 +121,14 @@ TCP_CASE(
 TCP_CASE(tcp_one_socket_all_reduce_2, 2, "coll_all_reduce", "sample", TCP,
     "SHOAL_SOCKETS_PER_PEER=1")
 
+// float16/bfloat16 reductions bit for bit as over shared memory (float32
+// in rank order, one rounding), with the default algorithms, tiny pieces
+// (receive rows reused), and each algorithm forced at every size.
+TCP_CASE(tcp_coll_half_3, 3, "coll_half", NULL, TCP, TINY, SOCKETS3)
+TCP_CASE(tcp_coll_half_8, 8, "coll_half", NULL, TCP)
+TCP_CASE(tcp_ring_coll_half_8, 8, "coll_half", NULL, TCP, TINY, ALL_RING)
+TCP_CASE(tcp_small_coll_half_3, 3, "coll_half", NULL, TCP, ALL_SMALL)
+
 // Bad calls and failures.
 TCP_CASE(tcp_coll_bad_args_3, 3, "coll_bad_args", NULL, TCP)
 TCP_CASE(tcp_timeout_3, 3, "timeout", NULL, TCP)

@@ -109,6 +109,7 @@ typedef struct sim_case {
     size_t          count; // whole (all_reduce, reduce, broadcast) or per rank
     size_t          piece_bytes;
     int fuzz; // inputs not exact in float: compare ranks with each other
+    int exact; // fuzz, and still equal to the reference bit for bit
 } sim_case;
 
 typedef struct sim_rank {
@@ -281,6 +282,25 @@ sim_ptr(sim_rank *R, int buf, uint64_t off)
     return R->mem[R->bmem[buf]] + R->bbase[buf] + off;
 }
 
+// Input element i of a fuzz case: sums that round, and signed zeros for
+// MIN/MAX, whose results depend on the order of the operands.
+static void
+sim_fuzz_input(const sim_case *c, unsigned char *input, size_t i, sim_rng *g)
+{
+    static const float pick[] = { -0.0f, 0.0f, 1.0f, -1.0f };
+    int   minmax = c->op.kind == SHOAL_MIN || c->op.kind == SHOAL_MAX;
+    float f = !minmax ? (float) ((int) (sim_next(g) % 20001) - 10000) / 997.0f
+                      : pick[sim_next(g) % 4];
+
+    if (c->dtype == SHOAL_FLOAT32) {
+        memcpy(input + i * sizeof(f), &f, sizeof(f));
+    } else if (c->dtype == SHOAL_FLOAT16) {
+        ((uint16_t *) input)[i] = shi_f32_to_f16(f);
+    } else {
+        ((uint16_t *) input)[i] = shi_f32_to_bf16(f);
+    }
+}
+
 // Builds every rank's schedule and its memory with inputs in place.
 static void
 sim_setup(sim_world *w, uint64_t seed)
@@ -306,6 +326,7 @@ sim_setup(sim_world *w, uint64_t seed)
             .rank                          = r,
             .nranks                        = c->n,
             .root                          = c->root,
+            .dtype                         = c->dtype,
             .count                         = c->count,
             .esize                         = w->es,
             .counts                        = v ? R->counts : NULL,
@@ -332,13 +353,7 @@ sim_setup(sim_world *w, uint64_t seed)
         CHECK(R->input != NULL);
         for (size_t i = 0; i < R->input_bytes / w->es; i++) {
             if (c->fuzz) {
-                // Sums that round, and signed zeros for MIN/MAX, whose
-                // results depend on the order of the operands.
-                static const float pick[] = { -0.0f, 0.0f, 1.0f, -1.0f };
-                float              f      = c->op.kind == SHOAL_SUM
-                                      ? (float) ((int) (sim_next(&g) % 20001) - 10000) / 997.0f
-                                      : pick[sim_next(&g) % 4];
-                memcpy(R->input + i * w->es, &f, sizeof(f));
+                sim_fuzz_input(c, R->input, i, &g);
             } else if (sim_reduces(c->kind)) {
                 int val = (int) (sim_next(&g) % 17) - 8;
                 sim_put(c->dtype, R->input, i, val);
@@ -406,10 +421,10 @@ sim_access_cmp(const void *a, const void *b)
 static const char *
 sim_kind_name(int k)
 {
-    static const char *const names[]
-        = { "?", "SEND", "RECV", "REDUCE", "COPY", "PREMUL", "AVG" };
+    static const char *const names[] = { "?", "SEND", "RECV", "REDUCE", "COPY",
+        "PREMUL", "AVG", "REDUCE_ALL", "JOIN" };
 
-    return k >= 1 && k <= SHI_SOP_AVG ? names[k] : "?";
+    return k >= 1 && k <= SHI_SOP_JOIN ? names[k] : "?";
 }
 
 // One operand: inside its buffer, element-aligned where it holds elements,
@@ -460,13 +475,35 @@ sim_same_or_apart(sim_world *w, int r, int i, int b1, uint64_t o1, int b2,
         sim_kind_name(R->s.ops[i].kind));
 }
 
+// REDUCE_ALL: this rank's input, the n - 1 others', the result (each of
+// those the result's place or apart from it).
+static void
+sim_check_reduce_all(sim_world *w, int r, int i, sim_access *acc, int *nacc)
+{
+    const shi_sop *o = &w->rk[r].s.ops[i];
+
+    CHECK(sim_reduces(w->c.kind));
+    CHECK(o->bytes > 0);
+    sim_operand(w, r, i, o->src, o->src_off, o->bytes, 0, acc, nacc);
+    sim_operand(w, r, i, o->dst, o->dst_off, o->bytes, 1, acc, nacc);
+    sim_same_or_apart(
+        w, r, i, o->dst, o->dst_off, o->src, o->src_off, o->bytes);
+    for (int k = 0; k + 1 < w->c.n; k++) {
+        uint64_t off = o->src2_off + (uint64_t) k * o->step;
+        CHECK(k == 0 || o->step >= o->bytes);
+        sim_operand(w, r, i, o->src2, off, o->bytes, 0, acc, nacc);
+        sim_same_or_apart(w, r, i, o->dst, o->dst_off, o->src2, off, o->bytes);
+    }
+}
+
 static void
 sim_check_rank(sim_world *w, int r)
 {
     sim_rank   *R    = &w->rk[r];
     int         nops = R->s.nops;
-    sim_access *acc  = malloc(sizeof(*acc) * (size_t) (3 * nops + 1));
-    int         nacc = 0;
+    sim_access *acc
+        = malloc(sizeof(*acc) * (size_t) ((SIM_MAXR + 1) * nops + 1));
+    int nacc = 0;
 
     CHECK(acc != NULL);
     for (int i = 0; i < nops; i++) {
@@ -521,6 +558,12 @@ sim_check_rank(sim_world *w, int r)
                 CHECK(o->bytes > 0);
                 sim_operand(
                     w, r, i, o->dst, o->dst_off, o->bytes, 1, acc, &nacc);
+                break;
+            case SHI_SOP_REDUCE_ALL:
+                sim_check_reduce_all(w, r, i, acc, &nacc);
+                break;
+            case SHI_SOP_JOIN:
+                CHECK(o->bytes == 0 && o->dep[1] != SHI_SOP_NODEP);
                 break;
             default:
                 CHECK_MSG(0, "%s rank %d op %d: kind %d", w->name, r, i,
@@ -729,6 +772,19 @@ sim_start(sim_run *x, int r, int i)
             shi_reduce_divide(
                 w->c.dtype, sim_ptr(R, o->dst, o->dst_off), cnt, n);
             break;
+        case SHI_SOP_REDUCE_ALL: {
+            const void *in[SIM_MAXR];
+            for (int q = 0, k = 0; q < n; q++) {
+                in[q] = q == r ? sim_ptr(R, o->src, o->src_off)
+                               : sim_ptr(R, o->src2,
+                                   o->src2_off + o->step * (uint64_t) k++);
+            }
+            shi_reduce_scalar(w->c.dtype, w->c.op,
+                sim_ptr(R, o->dst, o->dst_off), in, n, cnt);
+            break;
+        }
+        case SHI_SOP_JOIN:
+            break;
         default:
             CHECK(0);
     }
@@ -880,7 +936,7 @@ sim_verify(sim_world *w)
     int             n  = c->n;
     size_t          es = w->es;
 
-    if (c->fuzz) {
+    if (c->fuzz && !c->exact) {
         // Every rank the same bits (not rank 0's own order necessarily).
         for (int r = 1; r < n; r++) {
             sim_expect(w, r, sim_ptr(&w->rk[0], SHI_SBUF_RECV, 0),
@@ -1147,6 +1203,51 @@ TEST(sched_allreduce_same_bits)
             }
         }
     }
+}
+
+// float16 and bfloat16 reduce like shared memory: every result equals
+// shi_reduce over all ranks' inputs in rank order (float32 accumulation,
+// one rounding) bit for bit, with inputs whose partial sums round.
+TEST(sched_half_same_bits)
+{
+    static const int kinds[][2] = { { SHI_OP_ALLREDUCE, SHI_ALGO_RING },
+        { SHI_OP_ALLREDUCE, SHI_ALGO_RHD }, { SHI_OP_REDUCE, SHI_ALGO_FLAT },
+        { SHI_OP_REDUCE, SHI_ALGO_RING },
+        { SHI_OP_REDUCE_SCATTER, SHI_ALGO_FLAT },
+        { SHI_OP_REDUCE_SCATTER, SHI_ALGO_RING },
+        { SHI_OP_REDUCE_SCATTERV, SHI_ALGO_RING } };
+    static const int dts[]      = { SHOAL_FLOAT16, SHOAL_BFLOAT16 };
+    static const int ops[]
+        = { SHOAL_SUM, SHOAL_AVG, SHOAL_PREMUL_SUM, SHOAL_PROD, SHOAL_MIN };
+    static const size_t cnts[] = { 7, 300 };
+    sim_stats           stats  = { 0 };
+
+    for (size_t k = 0; k < NELEMS(kinds); k++) {
+        for (size_t a = 1; a < NELEMS(sim_nranks); a++) {
+            for (size_t d = 0; d < NELEMS(dts); d++) {
+                for (size_t o = 0; o < NELEMS(ops); o++) {
+                    for (size_t c = 0; c < NELEMS(cnts); c++) {
+                        sim_case sc = { .kind = kinds[k][0],
+                            .algo             = kinds[k][1],
+                            .n                = sim_nranks[a],
+                            .root             = sim_nranks[a] - 1,
+                            .dtype            = dts[d],
+                            .in_place         = (int) (c + o) % 2,
+                            .op               = SHOAL_REDUCE_OP(ops[o]),
+                            .count            = cnts[c],
+                            .piece_bytes      = 64,
+                            .fuzz             = 1,
+                            .exact            = 1 };
+                        if (ops[o] == SHOAL_PREMUL_SUM) {
+                            sc.op = SHOAL_PREMUL_SUM_OP(1.0 / 3.0);
+                        }
+                        sim_one(&sc, 2, &stats);
+                    }
+                }
+            }
+        }
+    }
+    printf("float16/bfloat16 as shared memory: %ld cases\n", stats.cases);
 }
 
 TEST(sched_reduce)

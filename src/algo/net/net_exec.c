@@ -149,6 +149,7 @@ net_start(shoal_comm *comm, shoal_request *req)
         .rank        = comm->rank,
         .nranks      = comm->size,
         .root        = req->peer,
+        .dtype       = req->dtype,
         .count       = req->count,
         .esize       = shi_req_esize(req),
         .counts      = req->counts,
@@ -201,6 +202,22 @@ net_start(shoal_comm *comm, shoal_request *req)
     return SHOAL_OK;
 }
 
+// REDUCE_ALL: every rank's input, in rank order, through the kernel that
+// reduces over shared memory, so that the bits are the same.
+static void
+run_reduce_all(shoal_comm *comm, shoal_request *req, const shi_sop *op)
+{
+    const unsigned char *others = at(comm, req, op->src2, op->src2_off);
+    size_t               k      = 0;
+
+    for (int q = 0; q < comm->size; q++) {
+        comm->inputs[q] = q == comm->rank ? at(comm, req, op->src, op->src_off)
+                                          : others + op->step * k++;
+    }
+    shi_reduce(req->dtype, req->op, at(comm, req, op->dst, op->dst_off),
+        comm->inputs, comm->size, op->bytes / shi_req_esize(req));
+}
+
 static void
 run_local(shoal_comm *comm, shoal_request *req, const shi_sop *op)
 {
@@ -230,6 +247,9 @@ run_local(shoal_comm *comm, shoal_request *req, const shi_sop *op)
             return;
         case SHI_SOP_AVG:
             shi_reduce_divide(req->dtype, dst, n, comm->size);
+            return;
+        case SHI_SOP_REDUCE_ALL:
+            run_reduce_all(comm, req, op);
             return;
     }
 }
@@ -309,6 +329,19 @@ net_advance(shoal_comm *comm, shoal_request *req)
     return n;
 }
 
+// float16 and bfloat16 all-reduces do not take the host-aware algorithm:
+// its stages round each host's partial sum to the 16-bit type, where
+// shoal.h promises one rounding of the float32 sum and shared memory's
+// bits. The ring's schedule reduces raw inputs for these types (see
+// net_reduce.c), at the cost of every rank, not one per host, using the
+// network.
+static int
+hier_rounds_partials(const shoal_request *req)
+{
+    return req->algo == SHI_ALGO_HIER && req->kind == SHI_OP_ALLREDUCE
+        && (req->dtype == SHOAL_FLOAT16 || req->dtype == SHOAL_BFLOAT16);
+}
+
 int
 shi_net_coll_step(shoal_comm *comm)
 {
@@ -327,6 +360,9 @@ shi_net_coll_step(shoal_comm *comm)
                 : 0;
             req->algo    = shi_select(&comm->select, shi_coll_of_op(req->kind),
                    bytes, comm->size, comm->algos_available);
+        }
+        if (!req->started && hier_rounds_partials(req)) {
+            req->algo = SHI_ALGO_RING;
         }
         if (req->algo == SHI_ALGO_HIER) {
             n += shi_hier_step(comm, req);

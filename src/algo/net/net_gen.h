@@ -107,10 +107,21 @@ int net_copy(
 int net_premul(
     net_gen *g, net_loc dst, net_loc src, uint64_t bytes, int d0, int d1);
 int net_avg(net_gen *g, net_loc dst, uint64_t bytes, int d0);
+// REDUCE_ALL: dst = every rank's input combined in rank order with the
+// call's op; this rank's at `own`, the others' at `others` + k * step
+// (k = 0 .. n-2, rank order without this rank).
+int net_reduce_all(net_gen *g, net_loc dst, net_loc own, net_loc others,
+    uint64_t step, uint64_t bytes, int d0, int d1);
+// One dependency standing for both d0 and d1 (a JOIN where both are
+// operations, else the one that is).
+int net_join(net_gen *g, int d0, int d1);
 
 // The op needs a premultiplication of the inputs / a final division.
 int net_is_premul(const net_gen *g);
 int net_is_avg(const net_gen *g);
+// The dtype is float16 or bfloat16 (see net_reduce.c: reduced from raw
+// inputs on one rank).
+int net_is_half(const net_gen *g);
 
 // Block layouts: `counts` (nranks entries) when the call has them, else
 // `count` for every block; or `total` split into n blocks as evenly as

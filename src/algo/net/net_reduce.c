@@ -4,13 +4,38 @@
 // the pieces of a block (piece_bytes each); alpha is a message's latency,
 // beta the time per byte on a link, gamma per reduced byte.
 //
-// Common rules. PREMUL_SUM: every rank first scales its own input once
-// (into its receive buffer where that holds the whole input, else into
-// scratch) and everything after combines with SUM. AVG: combines with SUM
-// and divides each final block once, before it is passed on. Partials are
+// Common rules. Ring and recursive doubling (all dtypes but float16 and
+// bfloat16): PREMUL_SUM: every rank first scales its own input once (into
+// its receive buffer where that holds the whole input, else into scratch)
+// and everything after combines with SUM. AVG: combines with SUM and
+// divides each final block once, before it is passed on. Partials are
 // combined in a fixed order, received partial first, so results do not
 // depend on timing; every rank of an all-reduce gets the same bits.
 // Receives are posted at once where their buffer is free.
+//
+// Reduction from raw inputs (net_raw below): every rank sends its
+// unscaled input of block c to the rank that reduces c, which combines
+// the n inputs of each piece at once, in rank order, with the call's own
+// op (REDUCE_ALL: shi_reduce, the kernel shared memory runs). The flat
+// algorithms use it for every dtype, and every algorithm for float16 and
+// bfloat16: there it is what keeps shoal.h's promise (accumulate in
+// float32, round once) and gives the same bits as shared memory, AVG and
+// PREMUL_SUM included. The ring and recursive doubling cannot: their
+// partials travel in the 16-bit type, rounded at every hop, and in an
+// order that is not rank order (the ring's starts at the block's own
+// rank, recursive doubling's is a tree); float32 partials on the wire
+// would double their bytes and still not be in rank order. Raw inputs
+// cost no more: the owner of a block receives (n-1) B in the 16-bit type,
+// as in the ring's reduce-scatter, from the n - 1 others at once instead
+// of from one neighbour. Pieces (the ring's sizes): piece j of the
+// owner's block is received into row j % R of n - 1 piece-sized slots
+// (R rows: NET_POOL_SLOTS slots in all, at least 2 rows), a row reused
+// once the reduction of its last piece ran; on 2 ranks with the result
+// apart from the owner's input, straight into the result's place, as the
+// ring's direct mode. Cost per owner: alpha + (n-1) B beta + n B gamma,
+// plus (P - 1) piece times to fill the pipeline; scratch (n-1) B (flat)
+// or up to max(NET_POOL_SLOTS, 2 (n-1)) pieces (none in that 2-rank
+// case).
 //
 // Ring reduce-scatter (ring_rs below): blocks b_0 .. b_{n-1}; at step s
 // (0 .. n-2) rank r sends block r + shift - s to r + 1 (its own input at
@@ -38,6 +63,12 @@
 // (n-1)/n S gamma, plus (P - 1) piece times to fill the pipeline.
 // Preconditions: none; bandwidth-optimal, for large messages.
 //
+// all_reduce ring and rhd on float16 and bfloat16: rank r reduces block r
+// from raw inputs into recvbuf, then sends each reduced piece to every
+// rank as it is made (in place, a piece is received only once this rank's
+// input there has been sent). Cost: 2 alpha + 2 (n-1)/n S beta + S gamma,
+// the ring's bytes in two rounds of n - 1 messages.
+//
 // all_reduce rhd (recursive doubling on whole buffers): with p2 the
 // largest power of two <= n, rank r >= p2 sends its input to r - p2 and
 // gets the result back from it; ranks below p2 first fold that input in,
@@ -47,22 +78,25 @@
 // + log2 p2 S gamma. Scratch 2 S. For small messages (latency-bound).
 //
 // reduce flat: every rank sends its input to the root, which receives
-// them all at once into scratch and combines them in rank order. Cost:
-// alpha + (n-1) S beta (the root's link) + (n-1) S gamma; scratch
+// them all at once into scratch and reduces them from raw inputs. Cost:
+// alpha + (n-1) S beta (the root's link) + n S gamma; scratch
 // (n-1) S on the root. For small messages.
 //
 // reduce ring: the ring reduce-scatter, then every rank sends its reduced
 // block to the root, which receives them into recvbuf. Cost: n alpha +
-// 2 (n-1)/n S beta + (n-1)/n S gamma. For large messages.
+// 2 (n-1)/n S beta + (n-1)/n S gamma. For large messages. On float16 and
+// bfloat16, rank p reduces block p from raw inputs instead (into scratch
+// off the root) and sends it to the root. Cost: 2 alpha + 2 (n-1)/n S
+// beta + S gamma.
 //
 // reduce_scatter(_v) flat: rank r sends block p of its input to p for
-// every p and combines the n - 1 blocks it receives with its own, in rank
-// order. Cost: alpha + (n-1) B beta + (n-1) B gamma; scratch (n-1) B.
+// every p and reduces block r from raw inputs, one piece. Cost: alpha +
+// (n-1) B beta + n B gamma; scratch (n-1) B.
 //
 // reduce_scatter(_v) ring: the ring reduce-scatter arranged so that rank
 // r ends with block r, its last reduction writing recvbuf. Cost: (n-1)
-// (alpha + B beta + B gamma); scratch 2 B (+ S for PREMUL_SUM).
-#include <assert.h>
+// (alpha + B beta + B gamma); scratch 2 B (+ S for PREMUL_SUM). On
+// float16 and bfloat16: block r from raw inputs, in pieces.
 #include <stdint.h>
 
 #include "algo/net/net_gen.h"
@@ -84,29 +118,169 @@ net_reduce_alone(net_gen *g, net_loc dst, net_loc src, uint64_t bytes)
     return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
 }
 
-// Combines x_0 op x_1 op ... op x_{n-1} (x_p at xloc[p], ready after
-// xdep[p]) into `out`, in rank order, then divides for AVG. x_me is this
-// rank's own input; if it lies in RECV it is `out` itself, and the
-// partials before it are gathered in x_0's scratch slot so that it is not
-// overwritten before its turn. Returns the last operation.
-static int
-net_fold(net_gen *g, int me, const net_loc *xloc, const int *xdep, net_loc out,
-    uint64_t bytes)
-{
-    int     own_in_recv = xloc[me].buf == SHI_SBUF_RECV;
-    net_loc acc         = xloc[0];
-    int     dep         = xdep[0];
+// ---------------------------------------------------------------------------
+// Reduction from raw inputs
+// ---------------------------------------------------------------------------
 
-    assert(!own_in_recv || xloc[me].off == out.off);
-    for (int i = 1; i < g->n; i++) {
-        net_loc dst = own_in_recv && i < me ? xloc[0] : out;
-        dep         = net_reduce(g, dst, acc, xloc[i], bytes, dep, xdep[i]);
-        acc         = dst;
+// Where the blocks of a reduction from raw inputs go and come from.
+typedef struct net_raw {
+    // In.
+    const net_blocks *b;
+    const size_t     *base; // net_piece_base(b)
+    const net_loc    *in; // this rank's input of block c, unscaled
+    const int        *owner; // the rank reducing block c
+    net_loc           out; // where this rank's block's result goes
+    // Out.
+    int *fin; // per piece of this rank's block: the reduction making it
+    int *sent; // per piece of every block (index base[c] + j): its send
+} net_raw;
+
+// The block `r` reduces, or -1.
+static int
+net_raw_mine(const net_raw *x, int r)
+{
+    for (int c = 0; c < x->b->n; c++) {
+        if (x->owner[c] == r) {
+            return c;
+        }
     }
-    if (net_is_avg(g)) {
-        dep = net_avg(g, out, bytes, dep);
+    return -1;
+}
+
+// Receive rows: row k holds one piece from each of the n - 1 others. As
+// many rows as NET_POOL_SLOTS pieces allow, at least two, so that the
+// next piece's receives are posted while one is reduced; no more than
+// the block has pieces.
+static size_t
+net_raw_rows(const net_gen *g, size_t npieces)
+{
+    size_t rows = NET_POOL_SLOTS / (size_t) (g->n - 1);
+
+    rows = rows < 2 ? 2 : rows;
+    return rows < npieces ? rows : npieces;
+}
+
+// One dependency for all of deps[0 .. k-1] but the last, which the
+// caller passes on as a second dependency (JOINs for the rest).
+static int
+net_join_all_but_last(net_gen *g, const int *deps, int k)
+{
+    int d = SHI_SOP_NODEP;
+
+    for (int i = 0; i + 1 < k; i++) {
+        d = net_join(g, d, deps[i]);
     }
-    return dep;
+    return d;
+}
+
+// Sends this rank's input of every block another rank reduces, piece by
+// piece, all at once (nothing to wait for: the input is never scaled).
+static void
+net_raw_send(net_gen *g, net_raw *x)
+{
+    const net_blocks *b  = x->b;
+    size_t            es = g->es;
+
+    for (int c = 0; c < b->n; c++) {
+        if (x->owner[c] == g->r) {
+            continue;
+        }
+        for (size_t j = 0; j < net_npieces(g, b->cnt[c]); j++) {
+            x->sent[x->base[c] + j]
+                = net_send(g, x->owner[c], net_plus(x->in[c], j * g->pe * es),
+                    net_piece_cnt(g, b->cnt[c], j) * es, SHI_SOP_NODEP,
+                    SHI_SOP_NODEP);
+        }
+    }
+}
+
+// Receives piece j of block `c` from every other rank into `row` (once
+// *row_free, the last reduction reading it, ran) and reduces it with this
+// rank's own piece. Returns the reduction, now *row_free.
+static int
+net_raw_piece(net_gen *g, net_raw *x, int c, size_t j, net_loc row,
+    uint64_t slot, int *row_free, int *deps)
+{
+    uint64_t o     = j * g->pe * g->es;
+    uint64_t bytes = net_piece_cnt(g, x->b->cnt[c], j) * g->es;
+    int      k     = 0;
+
+    for (int q = 0; q < g->n; q++) {
+        if (q != g->r) {
+            deps[k] = net_recv(g, q, net_plus(row, (uint64_t) k * slot), bytes,
+                *row_free, SHI_SOP_NODEP);
+            k++;
+        }
+    }
+    int all_but_last = net_join_all_but_last(g, deps, k);
+
+    *row_free = net_reduce_all(g, net_plus(x->out, o), net_plus(x->in[c], o),
+        row, slot, bytes, all_but_last, deps[k - 1]);
+    return *row_free;
+}
+
+// Whether the one other rank's pieces are received straight into the
+// result's place and reduced there (two ranks, the result not over this
+// rank's input): no scratch and one place fewer in the cache per piece.
+static int
+net_raw_direct(const net_gen *g, const net_raw *x, int mine)
+{
+    net_loc own = x->in[mine];
+
+    return g->n == 2 && (x->out.buf != own.buf || x->out.off != own.off);
+}
+
+// The reduction from raw inputs: every rank sends its input of block c to
+// owner[c], which combines all n inputs of each piece in rank order with
+// one REDUCE_ALL (the shared-memory kernel: the same bits as there).
+static int
+net_raw_run(net_gen *g, net_raw *x)
+{
+    int    mine = net_raw_mine(x, g->r);
+    size_t np   = mine < 0 ? 0 : net_npieces(g, x->b->cnt[mine]);
+
+    x->sent = net_tmp_deps(g, x->base[x->b->n]);
+    x->fin  = net_tmp_deps(g, np);
+    if (x->sent == NULL || x->fin == NULL) {
+        return SHOAL_ENOMEM;
+    }
+    net_raw_send(g, x);
+    if (np == 0) {
+        return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+    }
+    int      direct   = net_raw_direct(g, x, mine);
+    size_t   rows     = direct ? 1 : net_raw_rows(g, np);
+    size_t   pcnt     = g->pe < x->b->cnt[mine] ? g->pe : x->b->cnt[mine];
+    uint64_t slot     = pcnt * g->es;
+    uint64_t row      = (uint64_t) (g->n - 1) * slot;
+    uint64_t scr      = direct ? 0 : net_scratch(g, rows * row);
+    int     *row_free = net_tmp_deps(g, rows);
+    int     *deps     = net_tmp_deps(g, (size_t) g->n);
+    if (row_free == NULL || deps == NULL) {
+        return SHOAL_ENOMEM;
+    }
+    for (size_t j = 0; j < np; j++) {
+        net_loc at = direct ? net_plus(x->out, j * g->pe * g->es)
+                            : net_at(SHI_SBUF_SCRATCH, scr + (j % rows) * row);
+        if (direct) {
+            row_free[0] = SHI_SOP_NODEP; // every piece its own place
+        }
+        x->fin[j] = net_raw_piece(
+            g, x, mine, j, at, slot, &row_free[j % rows], deps);
+    }
+    return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+}
+
+// Owners for blocks b_c reduced by rank c.
+static int *
+net_owner_per_rank(net_gen *g)
+{
+    int *owner = net_tmp(g, (size_t) g->n, sizeof(int));
+
+    for (int c = 0; owner != NULL && c < g->n; c++) {
+        owner[c] = c;
+    }
+    return owner;
 }
 
 // ---------------------------------------------------------------------------
@@ -241,6 +415,74 @@ net_input_at(int in_place, uint64_t off)
     return net_at(in_place ? SHI_SBUF_RECV : SHI_SBUF_SEND, off);
 }
 
+// This rank's input of every block of `b`, unscaled: in recvbuf where
+// `in_place`, else in sendbuf, at the block's offset.
+static net_loc *
+net_raw_inputs(net_gen *g, const net_blocks *b, int in_place)
+{
+    net_loc *in = net_tmp(g, (size_t) b->n, sizeof(net_loc));
+
+    for (int c = 0; in != NULL && c < b->n; c++) {
+        in[c] = net_input_at(in_place, b->off[c] * g->es);
+    }
+    return in;
+}
+
+// Sends the reduced block of this rank to every other rank, piece by
+// piece as it is made, and receives theirs into recvbuf; in place, a
+// piece is received only once this rank's input there has been sent.
+static void
+net_raw_allgather(net_gen *g, const net_raw *x)
+{
+    const net_blocks *b  = x->b;
+    size_t            es = g->es, pe = g->pe;
+
+    for (int p = 0; p < g->n; p++) {
+        if (p == g->r) {
+            continue;
+        }
+        for (size_t j = 0; j < net_npieces(g, b->cnt[g->r]); j++) {
+            net_send(g, p, net_at(SHI_SBUF_RECV, (b->off[g->r] + j * pe) * es),
+                net_piece_cnt(g, b->cnt[g->r], j) * es, x->fin[j],
+                SHI_SOP_NODEP);
+        }
+        for (size_t j = 0; j < net_npieces(g, b->cnt[p]); j++) {
+            int after = x->in[p].buf == SHI_SBUF_RECV ? x->sent[x->base[p] + j]
+                                                      : SHI_SOP_NODEP;
+            net_recv(g, p, net_at(SHI_SBUF_RECV, (b->off[p] + j * pe) * es),
+                net_piece_cnt(g, b->cnt[p], j) * es, after, SHI_SOP_NODEP);
+        }
+    }
+}
+
+// float16 and bfloat16 (any algorithm): rank r reduces block r from raw
+// inputs, then every reduced block goes to every rank.
+static int
+net_allreduce_raw(net_gen *g)
+{
+    net_blocks b;
+    int        st = net_blocks_split(g, &b, g->c->count);
+
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    net_set_piece(g, b.max);
+    net_raw x = { .b = &b,
+        .base        = net_piece_base(g, &b),
+        .in          = net_raw_inputs(g, &b, g->c->in_place),
+        .owner       = net_owner_per_rank(g),
+        .out         = net_at(SHI_SBUF_RECV, b.off[g->r] * g->es) };
+    if (x.base == NULL || x.in == NULL || x.owner == NULL) {
+        return SHOAL_ENOMEM;
+    }
+    st = net_raw_run(g, &x);
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    net_raw_allgather(g, &x);
+    return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+}
+
 int
 net_allreduce_ring(net_gen *g)
 {
@@ -254,6 +496,9 @@ net_allreduce_ring(net_gen *g)
     if (g->n == 1) {
         return net_reduce_alone(g, net_at(SHI_SBUF_RECV, 0),
             net_input_at(g->c->in_place, 0), bytes);
+    }
+    if (net_is_half(g)) {
+        return net_allreduce_raw(g);
     }
     int st = net_blocks_split(g, &b, g->c->count);
     if (st != SHOAL_OK) {
@@ -299,6 +544,9 @@ net_allreduce_rhd(net_gen *g)
     if (n == 1) {
         return net_reduce_alone(
             g, recv, net_input_at(g->c->in_place, 0), bytes);
+    }
+    if (net_is_half(g)) {
+        return net_allreduce_raw(g);
     }
     while (p2 * 2 <= n) {
         p2 *= 2;
@@ -378,49 +626,86 @@ net_reduce_inputs(net_gen *g, net_inputs *in, net_blocks *b)
     return net_inputs_make(g, in, b, orig, root);
 }
 
+// Sends this rank's reduced block (rank p reduces block p) to the root,
+// which receives every other block into recvbuf; in place, a piece only
+// once the root's own input there has been sent.
+static void
+net_raw_to_root(net_gen *g, const net_raw *x)
+{
+    const net_blocks *b  = x->b;
+    size_t            es = g->es, pe = g->pe;
+    int               root = g->c->root;
+
+    if (g->r != root) {
+        for (size_t j = 0; j < net_npieces(g, b->cnt[g->r]); j++) {
+            net_send(g, root, net_plus(x->out, j * pe * es),
+                net_piece_cnt(g, b->cnt[g->r], j) * es, x->fin[j],
+                SHI_SOP_NODEP);
+        }
+        return;
+    }
+    for (int p = 0; p < g->n; p++) {
+        for (size_t j = 0; p != root && j < net_npieces(g, b->cnt[p]); j++) {
+            int after = x->in[p].buf == SHI_SBUF_RECV ? x->sent[x->base[p] + j]
+                                                      : SHI_SOP_NODEP;
+            net_recv(g, p, net_at(SHI_SBUF_RECV, (b->off[p] + j * pe) * es),
+                net_piece_cnt(g, b->cnt[p], j) * es, after, SHI_SOP_NODEP);
+        }
+    }
+}
+
+// reduce from raw inputs. split: n blocks, rank p reduces block p (into
+// scratch off the root) and sends it to the root; else one block, which
+// the root reduces.
+static int
+net_reduce_raw(net_gen *g, int split)
+{
+    int        root = g->r == g->c->root;
+    net_blocks b;
+    int        st = split ? net_blocks_split(g, &b, g->c->count)
+                          : net_blocks_one(g, &b, g->c->count);
+
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    if (split) {
+        net_set_piece(g, b.max);
+    }
+    int *owner = split ? net_owner_per_rank(g) : net_tmp(g, 1, sizeof(int));
+    if (owner != NULL && !split) {
+        owner[0] = g->c->root;
+    }
+    net_raw x = { .b = &b,
+        .base        = net_piece_base(g, &b),
+        .in          = net_raw_inputs(g, &b, root && g->c->in_place),
+        .owner       = owner,
+        .out = net_at(SHI_SBUF_RECV, split ? b.off[g->r] * g->es : 0) };
+    if (x.base == NULL || x.in == NULL || x.owner == NULL) {
+        return SHOAL_ENOMEM;
+    }
+    if (split && !root) {
+        x.out = net_at(SHI_SBUF_SCRATCH, net_scratch(g, b.cnt[g->r] * g->es));
+    }
+    st = net_raw_run(g, &x);
+    if (st == SHOAL_OK && split) {
+        net_raw_to_root(g, &x);
+    }
+    return st == SHOAL_OK && g->nomem ? SHOAL_ENOMEM : st;
+}
+
 int
 net_reduce_flat(net_gen *g)
 {
-    uint64_t   bytes = g->c->count * g->es;
-    int        n = g->n, r = g->r, root = g->c->root;
-    net_blocks b;
-    net_inputs in;
+    uint64_t bytes = g->c->count * g->es;
 
     if (bytes == 0) {
         return SHOAL_OK;
     }
-    if (n == 1) {
+    if (g->n == 1) {
         return net_reduce_alone(g, net_at(SHI_SBUF_RECV, 0),
             net_input_at(g->c->in_place, 0), bytes);
     }
-    int st = net_blocks_one(g, &b, g->c->count);
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    st = net_reduce_inputs(g, &in, &b);
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    if (r != root) {
-        net_send(g, root, in.loc[0], bytes, in.dep[0], SHI_SOP_NODEP);
-        return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
-    }
-
-    net_loc *xloc = net_tmp(g, (size_t) n, sizeof(net_loc));
-    int     *xdep = net_tmp_deps(g, (size_t) n);
-    if (xloc == NULL || xdep == NULL) {
-        return SHOAL_ENOMEM;
-    }
-    uint64_t scr = net_scratch(g, (uint64_t) (n - 1) * bytes);
-    for (int i = 1; i < n; i++) {
-        int p   = net_mod(root + i, n);
-        xloc[p] = net_at(SHI_SBUF_SCRATCH, scr + (uint64_t) (i - 1) * bytes);
-        xdep[p] = net_recv(g, p, xloc[p], bytes, SHI_SOP_NODEP, SHI_SOP_NODEP);
-    }
-    xloc[root] = in.loc[0];
-    xdep[root] = in.dep[0];
-    net_fold(g, root, xloc, xdep, net_at(SHI_SBUF_RECV, 0), bytes);
-    return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+    return net_reduce_raw(g, 0);
 }
 
 int
@@ -438,6 +723,9 @@ net_reduce_ring(net_gen *g)
     if (n == 1) {
         return net_reduce_alone(g, net_at(SHI_SBUF_RECV, 0),
             net_input_at(g->c->in_place, 0), bytes);
+    }
+    if (net_is_half(g)) {
+        return net_reduce_raw(g, 1);
     }
     int st = net_blocks_split(g, &b, g->c->count);
     if (st != SHOAL_OK) {
@@ -520,43 +808,41 @@ net_rs_alone(net_gen *g)
         net_input_at(g->c->in_place, 0), count * g->es);
 }
 
-int
-net_reduce_scatter_flat(net_gen *g)
+// reduce_scatter from raw inputs: rank r reduces block r into recvbuf
+// (its own input there in place), in pieces where `pieces`.
+static int
+net_rs_raw(net_gen *g, int pieces)
 {
-    int        n = g->n, r = g->r;
     net_blocks b;
-    net_inputs in;
+    int        st = net_blocks_per_rank(g, &b, g->c->counts);
 
-    if (n == 1) {
-        return net_rs_alone(g);
-    }
-    int st = net_rs_inputs(g, &in, &b);
     if (st != SHOAL_OK) {
         return st;
     }
-    uint64_t bytes = b.cnt[r] * g->es;
-    net_loc  recv  = net_at(SHI_SBUF_RECV, 0);
-    net_loc *xloc  = net_tmp(g, (size_t) n, sizeof(net_loc));
-    int     *xdep  = net_tmp_deps(g, (size_t) n);
-    if (xloc == NULL || xdep == NULL) {
+    if (pieces) {
+        net_set_piece(g, b.max);
+    }
+    net_loc *in = net_tmp(g, (size_t) b.n, sizeof(net_loc));
+    for (int c = 0; in != NULL && c < b.n; c++) {
+        in[c] = c == g->r && g->c->in_place
+            ? net_at(SHI_SBUF_RECV, 0)
+            : net_at(SHI_SBUF_SEND, b.off[c] * g->es);
+    }
+    net_raw x = { .b = &b,
+        .base        = net_piece_base(g, &b),
+        .in          = in,
+        .owner       = net_owner_per_rank(g),
+        .out         = net_at(SHI_SBUF_RECV, 0) };
+    if (x.base == NULL || x.in == NULL || x.owner == NULL) {
         return SHOAL_ENOMEM;
     }
-    uint64_t scr = bytes > 0 ? net_scratch(g, (uint64_t) (n - 1) * bytes) : 0;
-    for (int i = 1; i < n; i++) {
-        int p   = net_mod(r - i, n);
-        xloc[p] = net_at(SHI_SBUF_SCRATCH, scr + (uint64_t) (i - 1) * bytes);
-        xdep[p] = net_recv_data(
-            g, p, xloc[p], bytes, SHI_SOP_NODEP, SHI_SOP_NODEP);
-    }
-    for (int i = 1; i < n; i++) {
-        int p = net_mod(r + i, n);
-        net_send_data(
-            g, p, in.loc[p], b.cnt[p] * g->es, in.dep[p], SHI_SOP_NODEP);
-    }
-    xloc[r] = in.loc[r];
-    xdep[r] = in.dep[r];
-    net_fold(g, r, xloc, xdep, recv, bytes);
-    return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+    return net_raw_run(g, &x);
+}
+
+int
+net_reduce_scatter_flat(net_gen *g)
+{
+    return g->n == 1 ? net_rs_alone(g) : net_rs_raw(g, 0);
 }
 
 int
@@ -567,6 +853,9 @@ net_reduce_scatter_ring(net_gen *g)
 
     if (g->n == 1) {
         return net_rs_alone(g);
+    }
+    if (net_is_half(g)) {
+        return net_rs_raw(g, 1);
     }
     int st = net_rs_inputs(g, &in, &b);
     if (st != SHOAL_OK) {

@@ -90,6 +90,10 @@ sched_kind_name(int kind)
             return "PREMUL";
         case SHI_SOP_AVG:
             return "AVG";
+        case SHI_SOP_REDUCE_ALL:
+            return "REDUCE_ALL";
+        case SHI_SOP_JOIN:
+            return "JOIN";
         default:
             return "?";
     }
@@ -126,6 +130,17 @@ shi_sched_dump(const shi_sched *s, const char *title)
             case SHI_SOP_AVG:
                 snprintf(what, sizeof(what), "%s+%llu", sched_buf_name(o->dst),
                     (unsigned long long) o->dst_off);
+                break;
+            case SHI_SOP_REDUCE_ALL:
+                snprintf(what, sizeof(what),
+                    "%s+%llu = all of %s+%llu, %s+%llu step %llu",
+                    sched_buf_name(o->dst), (unsigned long long) o->dst_off,
+                    sched_buf_name(o->src), (unsigned long long) o->src_off,
+                    sched_buf_name(o->src2), (unsigned long long) o->src2_off,
+                    (unsigned long long) o->step);
+                break;
+            case SHI_SOP_JOIN:
+                what[0] = '\0';
                 break;
             default: // COPY, PREMUL
                 snprintf(what, sizeof(what), "%s+%llu = %s+%llu",
@@ -274,6 +289,42 @@ net_reduce(net_gen *g, net_loc dst, net_loc a, net_loc b, uint64_t bytes,
     return net_push(g, &op, d0, d1);
 }
 
+int
+net_reduce_all(net_gen *g, net_loc dst, net_loc own, net_loc others,
+    uint64_t step, uint64_t bytes, int d0, int d1)
+{
+    if (bytes == 0) {
+        return SHI_SOP_NODEP;
+    }
+    shi_sop op = { .kind = SHI_SOP_REDUCE_ALL,
+        .dst             = dst.buf,
+        .src             = own.buf,
+        .src2            = others.buf,
+        .peer            = -1,
+        .dst_off         = dst.off,
+        .src_off         = own.off,
+        .src2_off        = others.off,
+        .step            = step,
+        .bytes           = bytes };
+
+    return net_push(g, &op, d0, d1);
+}
+
+int
+net_join(net_gen *g, int d0, int d1)
+{
+    if (d0 == SHI_SOP_NODEP || d1 == SHI_SOP_NODEP || d0 == d1) {
+        return d0 != SHI_SOP_NODEP ? d0 : d1;
+    }
+    shi_sop op = { .kind = SHI_SOP_JOIN,
+        .dst             = SHI_SBUF_SCRATCH,
+        .src             = SHI_SBUF_SCRATCH,
+        .src2            = SHI_SBUF_SCRATCH,
+        .peer            = -1 };
+
+    return net_push(g, &op, d0, d1);
+}
+
 static int
 net_unary(net_gen *g, int kind, net_loc dst, net_loc src, uint64_t bytes,
     int d0, int d1)
@@ -326,6 +377,12 @@ int
 net_is_avg(const net_gen *g)
 {
     return g->c->op.kind == SHOAL_AVG && g->n > 1;
+}
+
+int
+net_is_half(const net_gen *g)
+{
+    return g->c->dtype == SHOAL_FLOAT16 || g->c->dtype == SHOAL_BFLOAT16;
 }
 
 static void

@@ -30,6 +30,13 @@ enum shi_sop_kind {
     SHI_SOP_COPY, // bytes from (src, src_off) to (dst, dst_off)
     SHI_SOP_PREMUL, // dst[i] = src[i] * scalar (PREMUL_SUM's inputs)
     SHI_SOP_AVG, // dst[i] /= nranks in place (AVG's last step)
+    SHI_SOP_REDUCE_ALL, // dst[i] = x_0[i] op ... op x_{nranks-1}[i] with
+                        // the call's op itself (shi_reduce over every
+                        // rank's input, as shared memory reduces), x_rank
+                        // at src, the others in rank order at src2,
+                        // src2 + step, ...
+    SHI_SOP_JOIN, // nothing: done once its dependencies are (an operation
+                  // waiting for more than two waits for a chain of these)
 };
 
 enum shi_sbuf {
@@ -46,8 +53,10 @@ typedef struct shi_sop {
     int32_t  peer; // SEND, RECV
     int32_t  dep[2]; // earlier operations that must finish first
     uint64_t dst_off, src_off, src2_off; // bytes
-    uint64_t bytes; // SEND, RECV, COPY: bytes; REDUCE, PREMUL, AVG: bytes
-                    // too (count = bytes / element size)
+    uint64_t step; // REDUCE_ALL: bytes between the others' inputs
+    uint64_t bytes; // SEND, RECV, COPY: bytes; REDUCE, PREMUL, AVG,
+                    // REDUCE_ALL: bytes too (count = bytes / element
+                    // size); JOIN: 0
 } shi_sop;
 
 // What a generator needs to know about the call. Counts are in elements;
@@ -60,6 +69,7 @@ typedef struct shi_sched_call {
     int             kind; // shi_op_kind (request.h)
     int             algo; // shi_algo (select.h)
     int             rank, nranks, root;
+    int             dtype; // shoal_dtype (16-bit floats: see net_reduce.c)
     size_t          count, esize;
     const size_t   *counts, *rcounts;
     shoal_reduce_op op;
