@@ -132,11 +132,15 @@ shi_comm_abort(shoal_comm *comm, int status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    if (!atomic_compare_exchange_strong(&comm->failed, &fine, status)) {
-        return;
-    }
+    // The cause is written before the failure is published, under the
+    // lock its readers take: whoever sees `failed` set finds the text.
     pthread_mutex_lock(&comm->err_lock);
+    if (atomic_load(&comm->failed) != fine) {
+        pthread_mutex_unlock(&comm->err_lock);
+        return; // the first abort wins
+    }
     snprintf(comm->fail_text, sizeof(comm->fail_text), "%s", text);
+    atomic_store(&comm->failed, status);
     pthread_mutex_unlock(&comm->err_lock);
     shi_log(SHI_LOG_WARN, "communicator '%s' aborted (%s): %s", comm->name,
         shoal_status_name(status), text);
