@@ -220,6 +220,26 @@ net_deadline_passed(shoal_comm *comm, shoal_request *r, int64_t now)
     return now > r->deadline + grace;
 }
 
+// " (rank 3 died; rank 5 died)" for the peers seen dead (not those that
+// left on purpose), or "".
+static void
+name_dead_peers(shoal_comm *comm, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (int p = 0; p < comm->size && used + 24 < len; p++) {
+        if (p != comm->rank
+            && atomic_load(&comm->peers[p].state) == SHI_PEER_DEAD) {
+            used += (size_t) snprintf(buf + used, len - used, "%srank %d died",
+                used == 0 ? " (" : "; ", p);
+        }
+    }
+    if (used > 0 && used + 2 <= len) {
+        snprintf(buf + used, len - used, ")");
+    }
+}
+
 // Aborts with a time-out or a departed peer if an active request calls for
 // it. Under the lock.
 static void
@@ -258,11 +278,13 @@ housekeeping_locked(shoal_comm *comm, int64_t now)
     }
     step_locked(comm);
     if ((r = waits_for_departed(comm)) != NULL && r->blocked_on < 0) {
+        char dead[128];
         shi_req_describe(r, desc, sizeof(desc));
+        name_dead_peers(comm, dead, sizeof(dead));
         shi_comm_abort(comm, SHOAL_EPEER,
             "%s on rank %d can never complete: every other rank destroyed "
-            "its communicator or died before sending a matching message",
-            desc, comm->rank);
+            "its communicator or died before sending a matching message%s",
+            desc, comm->rank, dead);
     } else if (r != NULL) {
         int p = r->blocked_on;
         shi_req_describe(r, desc, sizeof(desc));
