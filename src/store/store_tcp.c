@@ -224,12 +224,14 @@ tcp_read_deadline(int64_t deadline)
                                        : deadline + TCP_REPLY_GRACE_NS;
 }
 
+// A request answered at once (SET, WILL, UNWILL, DELETE); *num (may be
+// NULL) gets the reply's number.
 static int
-tcp_set(shi_store *st, const char *key, const void *value, size_t len,
-    int64_t deadline)
+tcp_simple(shi_store *st, uint8_t cmd, const char *key, const void *value,
+    size_t len, int64_t *num, int64_t deadline)
 {
     store_tcp     *t   = (store_tcp *) st;
-    shi_wire_msg   req = { .cmd = SHI_WIRE_SET,
+    shi_wire_msg   req = { .cmd = cmd,
           .key                  = key,
           .klen                 = strlen(key),
           .value                = value,
@@ -238,8 +240,18 @@ tcp_set(shi_store *st, const char *key, const void *value, size_t len,
     unsigned char *frame;
     int            rc = tcp_call(t, &req, &rep, &frame, NULL, deadline);
 
+    if (rc == SHOAL_OK && num != NULL) {
+        *num = rep.num;
+    }
     free(frame);
     return rc;
+}
+
+static int
+tcp_set(shi_store *st, const char *key, const void *value, size_t len,
+    int64_t deadline)
+{
+    return tcp_simple(st, SHI_WIRE_SET, key, value, len, NULL, deadline);
 }
 
 static int
@@ -319,28 +331,6 @@ tcp_wait(
         free(frame);
         i += n;
     }
-    return rc;
-}
-
-// WILL (value != NULL), UNWILL (value NULL) or DELETE, answered at once.
-static int
-tcp_simple(shi_store *st, uint8_t cmd, const char *key, const void *value,
-    size_t len, int64_t *num, int64_t deadline)
-{
-    store_tcp     *t   = (store_tcp *) st;
-    shi_wire_msg   req = { .cmd = cmd,
-          .key                  = key,
-          .klen                 = strlen(key),
-          .value                = value,
-          .vlen                 = len };
-    shi_wire_msg   rep;
-    unsigned char *frame;
-    int            rc = tcp_call(t, &req, &rep, &frame, NULL, deadline);
-
-    if (rc == SHOAL_OK && num != NULL) {
-        *num = rep.num;
-    }
-    free(frame);
     return rc;
 }
 
