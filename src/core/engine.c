@@ -122,9 +122,9 @@ fail_all_locked(shoal_comm *comm)
     }
 }
 
-// One pass over everything that can move. Under the lock.
+// One pass over everything that can move (see step_locked). Under the lock.
 static int
-step_locked(shoal_comm *comm)
+pass_locked(shoal_comm *comm, int may_clear_wake)
 {
     int n = 0;
 
@@ -141,7 +141,7 @@ step_locked(shoal_comm *comm)
         return 0;
     }
     if (comm->net != NULL) {
-        n += shi_tcp_progress(comm->net);
+        n += shi_tcp_progress(comm->net, may_clear_wake);
         return n + shi_net_coll_step(comm);
     }
     // Messages nobody waits for stay in their rings (up to a ring's worth
@@ -151,6 +151,37 @@ step_locked(shoal_comm *comm)
     }
     n += shi_coll_step(comm);
     return n;
+}
+
+// Over TCP every thread of ours that waits (callers, the progress thread)
+// sleeps in one epoll set, and one of them may read the data another one
+// sleeps for: the kernel hands an event to one waiter, the others see it
+// only if it is still unread when they run, and a thread awake reads
+// whatever is there. A pass that moved anything while another thread
+// sleeps may thus have completed that thread's request and left it
+// nothing to wake it: it wakes every sleeper to look again. Sleepers count
+// themselves under the lock after their last look (sleep_in_epoll), so a
+// pass that does not see one ran before that look.
+static int
+tcp_wake_sleepers(shoal_comm *comm, int asleep, int moved)
+{
+    if (moved > 0 && asleep) {
+        shi_tcp_wake(comm->net);
+    }
+    return moved;
+}
+
+// One pass over everything that can move. Under the lock.
+static int
+step_locked(shoal_comm *comm)
+{
+    if (comm->net == NULL) {
+        return pass_locked(comm, 0);
+    }
+    int asleep = atomic_load(&comm->my_ctl->sleepers) > 0;
+    // The wake-up stays rung while anyone sleeps, so that one about to
+    // enter epoll still sees it.
+    return tcp_wake_sleepers(comm, asleep, pass_locked(comm, !asleep));
 }
 
 // Whether every rank but this one is gone: then an any-source receive
@@ -307,41 +338,91 @@ is_done(shoal_comm *comm, shoal_request *req)
     return comm->active.head == NULL;
 }
 
-// Sleeps on this rank's doorbell unless something can move. Returns 1 if
-// it made progress instead of sleeping.
+// Whether a driver is finished: `req` done (req NULL: nothing active), or,
+// for the progress thread (`app` 0), an application thread took over or
+// the engine stops. Under the lock.
 static int
-sleep_on_doorbell(shoal_comm *comm, shoal_request *req, int64_t deadline)
+drive_over(shoal_comm *comm, shoal_request *req, int app)
+{
+    return is_done(comm, req)
+        || (!app && (comm->app_drivers > 0 || comm->shutdown));
+}
+
+// How long a sleep may last: until the deadline, and at most until the
+// next housekeeping. Under the lock.
+static int64_t
+sleep_ns(shoal_comm *comm, int64_t deadline)
+{
+    // A host-aware stage runs on other communicators, whose progress does
+    // not wake our epoll: look again at least every millisecond.
+    int64_t cap     = comm->net != NULL && comm->net->hier_sub != NULL
+            ? 1000000
+            : ENGINE_HOUSEKEEPING_NS;
+    int64_t wait_ns = deadline - shi_now_ns();
+
+    return wait_ns > cap ? cap : wait_ns;
+}
+
+// Shared memory: sleeps on this rank's doorbell futex unless something
+// can move. Peers look at `sleepers` after publishing and ring only then,
+// so it is raised before the last look (see shi_ring). Returns 1 if it
+// made progress instead of sleeping.
+static int
+sleep_on_futex(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
 {
     struct shm_ctl *me = comm->my_ctl;
-    int64_t         now, wait_ns;
-    int             progressed, done;
+    int64_t         wait_ns;
+    int             progressed, over;
 
     atomic_fetch_add(&me->sleepers, 1);
     uint32_t bell = atomic_load(&me->doorbell);
     pthread_mutex_lock(&comm->lock);
     progressed = step_locked(comm);
-    done       = is_done(comm, req);
-    // A host-aware stage runs on other communicators, whose progress does
-    // not wake our epoll: look again at least every millisecond.
-    int64_t cap = comm->net != NULL && comm->net->hier_sub != NULL
-        ? 1000000
-        : ENGINE_HOUSEKEEPING_NS;
+    over       = drive_over(comm, req, app);
+    wait_ns    = sleep_ns(comm, deadline);
     pthread_mutex_unlock(&comm->lock);
-    if (!progressed && !done) {
-        now     = shi_now_ns();
-        wait_ns = deadline - now;
-        if (wait_ns > cap) {
-            wait_ns = cap;
-        }
-        if (wait_ns > 0 && comm->net != NULL) {
-            // Data, a closed connection or our own wake-up ends the sleep.
-            shi_tcp_sleep(comm->net, wait_ns);
-        } else if (wait_ns > 0) {
-            shi_futex_wait(&me->doorbell, bell, wait_ns);
-        }
+    if (!progressed && !over && wait_ns > 0) {
+        shi_futex_wait(&me->doorbell, bell, wait_ns);
     }
     atomic_fetch_sub(&me->sleepers, 1);
     return progressed;
+}
+
+// TCP: sleeps in epoll unless something can move; data, a closed
+// connection or a wake-up (another thread moved something, see
+// step_locked) ends the sleep. The sleeper counts itself in the same
+// critical section as its last look: a pass before it is seen by that
+// look, and every pass after it sees the sleeper and wakes it.
+static int
+sleep_in_epoll(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
+{
+    _Atomic uint32_t *sleepers = &comm->my_ctl->sleepers;
+    int64_t           wait_ns;
+    int               progressed, sleep;
+
+    pthread_mutex_lock(&comm->lock);
+    progressed = step_locked(comm);
+    wait_ns    = sleep_ns(comm, deadline);
+    sleep      = !progressed && !drive_over(comm, req, app) && wait_ns > 0;
+    if (sleep) {
+        atomic_fetch_add(sleepers, 1);
+    }
+    pthread_mutex_unlock(&comm->lock);
+    if (sleep) {
+        shi_tcp_sleep(comm->net, wait_ns);
+        atomic_fetch_sub(sleepers, 1);
+    }
+    return progressed;
+}
+
+// Sleeps unless something can move. Returns 1 if it made progress instead
+// of sleeping.
+static int
+sleep_on_doorbell(
+    shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
+{
+    return comm->net != NULL ? sleep_in_epoll(comm, req, deadline, app)
+                             : sleep_on_futex(comm, req, deadline, app);
 }
 
 // Drives until `req` completes (req NULL: until nothing is active), the
@@ -366,8 +447,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
     for (unsigned iter = 1;; iter++) {
         pthread_mutex_lock(&comm->lock);
         int progressed = step_locked(comm);
-        if (is_done(comm, req)
-            || (!app && (comm->app_drivers > 0 || comm->shutdown))) {
+        if (drive_over(comm, req, app)) {
             pthread_mutex_unlock(&comm->lock);
             return;
         }
@@ -404,7 +484,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
             sched_yield();
             yields++;
         } else if (sleep_on_doorbell(
-                       comm, req, until < deadline ? until : deadline)
+                       comm, req, until < deadline ? until : deadline, app)
             == 0) {
             idle_since = shi_now_ns();
         }
@@ -573,7 +653,8 @@ shi_engine_check_peers(shoal_comm *comm)
         return; // shared memory: the watcher thread sees deaths itself
     }
     pthread_mutex_lock(&comm->lock);
-    shi_tcp_progress(comm->net);
+    int asleep = atomic_load(&comm->my_ctl->sleepers) > 0;
+    tcp_wake_sleepers(comm, asleep, shi_tcp_progress(comm->net, !asleep));
     if (atomic_load(&comm->failed)) {
         shi_net_flush_abort(comm);
     }

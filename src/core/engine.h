@@ -6,6 +6,9 @@
 // Waiting spins briefly, then yields, then sleeps on this rank's doorbell
 // futex in shared memory; peers ring it only when someone sleeps, so the
 // fast path makes no system call and an idle communicator uses no CPU.
+// Over TCP a thread sleeps in the sockets' epoll set instead, and a thread
+// that moves anything while another one sleeps there wakes it (through
+// the set's eventfd): it may have taken the data the sleeper waited for.
 #ifndef SHI_ENGINE_H
 #define SHI_ENGINE_H
 

@@ -619,8 +619,19 @@ rx_socket(struct shi_net *net, int p, int s)
     return frames;
 }
 
+// Resets the wake-up descriptor (it stays readable until then).
+static void
+clear_wake(struct shi_net *net)
+{
+    uint64_t v;
+
+    if (read(net->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN) {
+        SHI_TRACE("wake-up read: %s", strerror(errno));
+    }
+}
+
 int
-shi_tcp_progress(struct shi_net *net)
+shi_tcp_progress(struct shi_net *net, int may_clear_wake)
 {
     struct epoll_event ev[32];
     int                frames = 0;
@@ -628,9 +639,8 @@ shi_tcp_progress(struct shi_net *net)
 
     for (int i = 0; i < n; i++) {
         if (ev[i].data.u64 == UINT64_MAX) {
-            uint64_t v;
-            if (read(net->wakefd, &v, sizeof(v)) < 0) {
-                SHI_TRACE("wake-up read: %s", strerror(errno));
+            if (may_clear_wake) {
+                clear_wake(net);
             }
             continue;
         }
@@ -977,7 +987,9 @@ shi_tcp_goodbye(struct shi_net *net, int64_t deadline)
     // Everything queued goes first; then every socket says goodbye, so a
     // peer that sees a socket's goodbye has all of that socket's data.
     while (anything_queued(net) && shi_now_ns() < deadline) {
-        if (shi_tcp_progress(net) == 0) {
+        // Nothing is in flight (destroy): no sleeper needs a wake-up, and
+        // one left rung would end every sleep here at once.
+        if (shi_tcp_progress(net, 1) == 0) {
             shi_tcp_sleep(net, 1000000);
         }
     }

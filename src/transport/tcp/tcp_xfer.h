@@ -81,14 +81,19 @@ int shi_tcp_recv(struct shi_net *net, shi_tcp_msg *msg);
 
 // Moves bytes on every socket that is ready (epoll, no wait) and returns
 // the number of frames finished (0: nothing moved). Peer failures and
-// protocol errors abort the communicator. Under the comm lock.
-int shi_tcp_progress(struct shi_net *net);
+// protocol errors abort the communicator. `may_clear_wake`: no thread of
+// ours sleeps (or is about to) in shi_tcp_sleep, so a pending wake-up may
+// be reset; otherwise it is left for them. Under the comm lock.
+int shi_tcp_progress(struct shi_net *net, int may_clear_wake);
 
 // Sleeps until a socket is ready, the wake-up descriptor is rung, or
 // timeout_ns passes. Without the comm lock.
 void shi_tcp_sleep(struct shi_net *net, int64_t timeout_ns);
 
-// Wakes a thread in shi_tcp_sleep.
+// Wakes every thread in shi_tcp_sleep, and any that enters it before the
+// next shi_tcp_progress allowed to clear the wake-up: the descriptor
+// stays readable until then, and epoll passes a readable descriptor on
+// from one waiter to the next.
 void shi_tcp_wake(struct shi_net *net);
 
 // Queues an abort's text to every peer (best effort: sent as the sockets
