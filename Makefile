@@ -26,9 +26,11 @@ run: build python-env
 	OMP_NUM_THREADS=1 PYTHONWARNINGS=ignore $(PYENV)/bin/python -m torch.distributed.run \
 	    --standalone --nproc-per-node 4 examples/python/ddp_train.py --compare
 
-# Every test: unit, multi-process and failure tests, the install check,
-# then the Python tests.
+# Every test: the layering of the includes (scripts/check-layers.py), unit,
+# multi-process and failure tests, the install check, then the Python
+# tests.
 test: build
+	scripts/check-layers.py
 	$(BUILD)/tests/shoal_tests
 	tests/fuzz/replay.sh $(BUILD)
 	scripts/check-install.sh $(BUILD)

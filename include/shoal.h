@@ -174,7 +174,9 @@ typedef struct shoal_config {
 // Errors: SHOAL_EENV (environment missing or contradictory: the message
 // names the variables looked for), SHOAL_EINVAL, SHOAL_ECONNECT (store
 // unreachable), SHOAL_EAUTH (job secret refused), SHOAL_ETIMEDOUT,
-// SHOAL_ENOTSUP (ranks on different hosts: not yet supported), SHOAL_ESYS.
+// SHOAL_ENOTSUP (SHOAL_TRANSPORT=shm while ranks are on different hosts:
+// those need TCP), SHOAL_EPEER (a rank died or failed during creation),
+// SHOAL_ESYS.
 SHOAL_API int shoal_comm_create(shoal_comm **out, const shoal_config *cfg);
 
 // Destroys a communicator: waits (up to its deadline) for this rank's

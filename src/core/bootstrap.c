@@ -1,16 +1,15 @@
-// Communicator bootstrap: find the peers through the store, then connect
-// them over shared memory (every rank on one host) or TCP.
+// Communicator bootstrap: find the peers through the store, pick the
+// transport and let it connect them (transport.h).
 //
 // Steps: (1) every rank listens on a fresh abstract unix socket and
 // publishes "<host identity>\n<pid>\n<socket name>\n<transport>"; (2) it
-// reads every peer's entry. If every rank is on this host and none asked
-// for TCP (SHOAL_TRANSPORT=tcp), (3) it connects to every lower rank and
-// accepts every higher one, each connection proving the job secret both
-// ways and coming from our own user; (4) rank 0 creates the segment and
-// sends its descriptor to every peer. The sockets stay open: their closing
-// tells a peer's death. Otherwise (3') every rank listens on TCP, publishes
-// its address and joins the TCP mesh (transport/tcp), and keeps a private
-// segment for its own control words and shoal_alloc's heap.
+// reads every peer's entry; (3) it reads rank 0's algorithm table (every
+// read of the store comes before the mesh, see connect_peers); (4) the
+// shared-memory transport connects the unix sockets and shares a segment
+// when every rank is on this host and none asked for TCP
+// (SHOAL_TRANSPORT=tcp); otherwise the TCP transport joins its socket
+// mesh. Then the collectives' setup, the transport's own threads and the
+// engine start.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +23,6 @@
 #include "platform/net.h"
 #include "platform/unix_sock.h"
 #include "store/store.h"
-#include "transport/tcp/tcp_addr.h"
-#include "transport/tcp/tcp_net.h"
 
 #define ENTRY_MAX (SHI_HOSTID_MAX + SHI_UNIX_NAME_MAX + 64)
 
@@ -180,243 +177,78 @@ gather_peers(shoal_comm *comm, struct peer_entry *entries, int *one_host,
     return SHOAL_OK;
 }
 
-// Listens on TCP, trades addresses through the store, joins the mesh.
+// Finds the peers through the store, picks the transport and lets it
+// connect them.
 static int
-join_tcp_mesh(shoal_comm *comm, int one_host, int64_t deadline)
+connect_peers(shoal_comm *comm, int64_t deadline)
 {
-    char   ip[64], key[512], (*addrs)[64];
-    int    lfd = -1, port, st;
-    char  *value;
-    size_t len;
+    struct peer_entry       *entries = NULL;
+    struct shi_tp_peer_info *infos   = NULL;
+    struct shi_tp_boot       boot    = { .one_host = 1, .unix_listen_fd = -1 };
+    char                     sock[SHI_UNIX_NAME_MAX];
+    int                      st, use_tcp = 0;
 
-    if ((st = shi_tcp_pick_ip(comm, one_host, ip, sizeof(ip))) != SHOAL_OK) {
-        return st;
+    comm->tp = &shi_shm_transport;
+    if (comm->size == 1) {
+        return comm->tp->setup(comm, &boot, deadline);
     }
-    if ((addrs = calloc((size_t) comm->size, sizeof(*addrs))) == NULL) {
+    entries = calloc((size_t) comm->size, sizeof(*entries));
+    infos   = calloc((size_t) comm->size, sizeof(*infos));
+    if (entries == NULL || infos == NULL) {
+        free(entries);
+        free(infos);
         return shi_error(SHOAL_ENOMEM, "out of memory");
     }
-    st = shi_tcp_listen(ip, 0, comm->size * 16, &lfd, &port);
-    if (st == SHOAL_OK) {
-        shi_tcp_format_addr(ip, port, addrs[comm->rank], sizeof(*addrs));
-        snprintf(key, sizeof(key), "%sboot/tcp/%d", comm->prefix, comm->rank);
-        st = shi_store_set(shi_comm_store(comm), key, addrs[comm->rank],
-            strlen(addrs[comm->rank]), deadline);
-    }
-    for (int r = 0; st == SHOAL_OK && r < comm->size; r++) {
-        snprintf(key, sizeof(key), "%sboot/tcp/%d", comm->prefix, r);
-        st = shi_rdv_get(comm, key, &value, &len, deadline);
-        if (st == SHOAL_OK) {
-            snprintf(addrs[r], sizeof(*addrs), "%s", value);
-            free(value);
-        }
-    }
-    if (st == SHOAL_OK) {
-        st = shi_tcp_mesh(comm, lfd, addrs, deadline);
-    }
-    if (lfd >= 0) {
-        close(lfd); // strangers knocking later find nothing listening
-    }
-    free(addrs);
-    return st;
-}
-
-static int
-connect_lower(
-    shoal_comm *comm, const struct peer_entry *entries, int64_t deadline)
-{
-    char what[64];
-
-    for (int r = 0; r < comm->rank; r++) {
-        int     fd, st;
-        int32_t me = comm->rank;
-        snprintf(what, sizeof(what), "rank %d (pid %d)", r, entries[r].pid);
-        do {
-            int64_t until = shi_rdv_until(deadline);
-            st            = shi_unix_connect(entries[r].sock, until, &fd);
-            st            = st == SHOAL_OK ? st
-                                           : shi_rdv_sliced(comm, st, until, deadline);
-        } while (st == SHOAL_INPROGRESS);
-        if (st == SHOAL_OK) {
-            comm->peers[r].fd = fd;
-            st                = shi_unix_check_peer_uid(fd);
-        }
-        if (st == SHOAL_OK) {
-            st = shi_auth_client(fd, &comm->secret, what, deadline);
-        }
-        if (st == SHOAL_OK) {
-            st = shi_write_all(fd, &me, sizeof(me), deadline);
-        }
-        if (st != SHOAL_OK) {
-            return shi_error_wrap(st, "connecting to %s", what);
-        }
-    }
-    return SHOAL_OK;
-}
-
-// Accepts one connection; a stranger that fails the handshake is closed
-// with a warning and does not disturb the job (returns 0 to try again).
-static int
-accept_one(shoal_comm *comm, int lfd, int64_t deadline, int *done)
-{
-    int     fd, st;
-    int32_t r = -1;
-
-    *done = 0;
-    do {
-        int64_t until = shi_rdv_until(deadline);
-        st            = shi_unix_accept(lfd, until, &fd);
-        st = st == SHOAL_OK ? st : shi_rdv_sliced(comm, st, until, deadline);
-    } while (st == SHOAL_INPROGRESS);
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    st = shi_unix_check_peer_uid(fd);
-    if (st == SHOAL_OK) {
-        st = shi_auth_server(fd, &comm->secret, "a rank connecting", deadline);
-    }
-    if (st == SHOAL_OK) {
-        st = shi_read_all(fd, &r, sizeof(r), deadline);
-    }
-    if (st == SHOAL_OK
-        && (r <= comm->rank || r >= comm->size || comm->peers[r].fd >= 0)) {
-        st = shi_error(SHOAL_EPROTO, "connection claims to be rank %d", r);
-    }
-    if (st != SHOAL_OK) {
-        SHI_WARN("communicator '%s': refused a connection: %s", comm->name,
-            shi_error_text());
-        close(fd);
-        return st == SHOAL_ETIMEDOUT ? st : SHOAL_OK;
-    }
-    comm->peers[r].fd = fd;
-    *done             = 1;
-    return SHOAL_OK;
-}
-
-static int
-accept_higher(shoal_comm *comm, int lfd, int64_t deadline)
-{
-    int need = comm->size - 1 - comm->rank;
-
-    while (need > 0) {
-        int done, st = accept_one(comm, lfd, deadline, &done);
-        if (st != SHOAL_OK) {
-            return shi_error_wrap(st,
-                "waiting for %d higher rank(s) to "
-                "connect",
-                need);
-        }
-        need -= done;
-    }
-    return SHOAL_OK;
-}
-
-static int
-share_segment(shoal_comm *comm, int64_t deadline)
-{
-    uint64_t bytes = 0;
-    int      fd, st;
-
-    if (comm->rank == 0) {
-        if ((st = shm_segment_create(&comm->seg, comm->size, &fd))
-            != SHOAL_OK) {
-            return st;
-        }
-        bytes = comm->seg.bytes;
-        for (int r = 1; r < comm->size && st == SHOAL_OK; r++) {
-            st = shi_unix_send_fd(
-                comm->peers[r].fd, fd, &bytes, sizeof(bytes), deadline);
-        }
-        close(fd);
-        return st;
-    }
-    st = shi_unix_recv_fd(
-        comm->peers[0].fd, &fd, &bytes, sizeof(bytes), deadline);
-    if (st == SHOAL_OK) {
-        st = shm_segment_attach(&comm->seg, fd, comm->size);
-        close(fd);
-    }
-    return st;
-}
-
-static int
-connect_mesh(shoal_comm *comm, int64_t deadline)
-{
-    struct peer_entry *entries = calloc((size_t) comm->size, sizeof(*entries));
-    char               sock[SHI_UNIX_NAME_MAX];
-    int                lfd = -1, st, one_host = 1, use_tcp = 0;
-
-    if (entries == NULL) {
-        return shi_error(SHOAL_ENOMEM, "out of memory");
-    }
-    st = shi_unix_listen(&lfd, sock, comm->size);
+    st = shi_unix_listen(&boot.unix_listen_fd, sock, comm->size);
     if (st == SHOAL_OK) {
         st = publish_self(comm, sock, deadline);
     }
     if (st == SHOAL_OK) {
-        st = gather_peers(comm, entries, &one_host, &use_tcp, deadline);
+        st = gather_peers(comm, entries, &boot.one_host, &use_tcp, deadline);
     }
-    if (st == SHOAL_OK && use_tcp) {
-        if (lfd >= 0) {
-            close(lfd);
-            lfd = -1;
-        }
-        // Every read of the store comes before the mesh: rank 0 (which
-        // may serve the store) completes its mesh only once every rank
-        // connected to it, so it cannot finish its work and exit, taking
-        // the store along, while a slower rank still reads it.
+    if (use_tcp && boot.unix_listen_fd >= 0) {
+        close(boot.unix_listen_fd);
+        boot.unix_listen_fd = -1;
+    }
+    // Every read of the store comes before the mesh: rank 0 (which may
+    // serve the store) completes its mesh only once every rank connected
+    // to it, so it cannot finish its work and exit, taking the store
+    // along, while a slower rank still reads it.
+    if (st == SHOAL_OK) {
         st = shi_coll_agree_table(comm, deadline);
-        if (st == SHOAL_OK) {
-            st = join_tcp_mesh(comm, one_host, deadline);
-        }
-    } else if (st == SHOAL_OK) {
-        st = connect_lower(comm, entries, deadline);
-        if (st == SHOAL_OK) {
-            st = accept_higher(comm, lfd, deadline);
-        }
     }
-    if (lfd >= 0) {
-        close(lfd);
+    for (int r = 0; r < comm->size; r++) {
+        memcpy(infos[r].sock, entries[r].sock, sizeof(infos[r].sock));
+        infos[r].pid = entries[r].pid;
+    }
+    boot.peers = infos;
+    if (st == SHOAL_OK) {
+        comm->tp = use_tcp ? &shi_tcp_transport : &shi_shm_transport;
+        st       = comm->tp->setup(comm, &boot, deadline);
+    }
+    if (boot.unix_listen_fd >= 0) {
+        close(boot.unix_listen_fd);
     }
     free(entries);
+    free(infos);
     return st;
 }
 
 static int
 bootstrap_steps(shoal_comm *comm, int64_t deadline)
 {
-    int st = SHOAL_OK, fd;
+    int st = connect_peers(comm, deadline);
 
-    if (comm->size == 1) {
-        st = shm_segment_create(&comm->seg, 1, &fd);
-        if (st == SHOAL_OK) {
-            close(fd);
-        }
-    } else {
-        st = connect_mesh(comm, deadline);
-        if (st == SHOAL_OK && comm->net != NULL) {
-            // Our own control words and heap; nobody else maps it.
-            st = shm_segment_create(&comm->seg, comm->size, &fd);
-            if (st == SHOAL_OK) {
-                close(fd);
-            }
-        } else if (st == SHOAL_OK) {
-            st = share_segment(comm, deadline);
-        }
-    }
     if (st != SHOAL_OK) {
         return shi_error_wrap(st, "creating communicator '%s' (rank %d of %d)",
             comm->name, comm->rank, comm->size);
     }
-    comm->my_ctl = shm_ctl_of(&comm->seg, comm->rank);
     if ((st = shi_coll_setup(comm, deadline)) != SHOAL_OK) {
         return shi_error_wrap(st, "creating communicator '%s'", comm->name);
     }
-    SHI_TRACE("communicator '%s': mesh of %d ranks connected, %zu bytes of "
-              "shared memory mapped",
-        comm->name, comm->size, comm->seg.bytes);
-    // Over TCP the engine itself sees a peer's connection close.
-    if (comm->size > 1 && comm->net == NULL
-        && (st = shi_watch_start(comm)) != SHOAL_OK) {
+    SHI_TRACE("communicator '%s': %d ranks connected over %s", comm->name,
+        comm->size, comm->tp->name);
+    if ((st = comm->tp->start(comm)) != SHOAL_OK) {
         return st;
     }
     if ((st = shi_engine_start(comm)) != SHOAL_OK || !comm->hier_wanted) {

@@ -287,7 +287,7 @@ coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
     shi_req_fill(&req, c->kind, c->recv, count, c->dtype, c->root);
     req.sendbuf = c->send;
     req.op      = c->op;
-    req.algo    = shi_select(&comm->select, shi_coll_of_op(c->kind),
+    req.algo    = shi_select(comm->select, shi_coll_of_op(c->kind),
            selection_bytes(comm, c, es), comm->size, comm->algos_available);
     req.counts_hash
         = c->kind == SHI_OP_ALLTOALLV ? 0 : hash_counts(c->counts, comm->size);

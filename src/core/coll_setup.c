@@ -10,7 +10,9 @@
 #include <sys/prctl.h>
 #include <sys/uio.h>
 
+#include "algo/select.h"
 #include "core/comm.h"
+#include "core/engine.h"
 #include "core/log.h"
 #include "store/store.h"
 
@@ -124,7 +126,11 @@ shi_coll_agree_table(shoal_comm *comm, int64_t deadline)
     if (comm->table_agreed) {
         return SHOAL_OK;
     }
-    shi_select_defaults(&comm->select);
+    if (comm->select == NULL
+        && (comm->select = malloc(sizeof(*comm->select))) == NULL) {
+        return shi_error(SHOAL_ENOMEM, "out of memory");
+    }
+    shi_select_defaults(comm->select);
     if (comm->size > 1 && comm->rank == 0
         && (st = store_put(comm, "algo", env ? env : "", deadline))
             != SHOAL_OK) {
@@ -139,10 +145,29 @@ shi_coll_agree_table(shoal_comm *comm, int64_t deadline)
         SHI_WARN(
             "SHOAL_ALGO differs from rank 0's; rank 0's applies: %s", spec);
     }
-    st = shi_select_parse(&comm->select, use);
+    st = shi_select_parse(comm->select, use);
     free(spec);
     comm->table_agreed = st == SHOAL_OK;
     return st;
+}
+
+// The collective driver and the algorithms of the transport's class.
+static void
+use_driver(shoal_comm *comm)
+{
+    if (comm->tp->klass == SHI_TP_MESSAGES) {
+        comm->coll_step       = shi_net_coll_step;
+        comm->coll_abandon    = shi_hier_abandon;
+        comm->algos_available = SHI_ALGO_BIT(SHI_ALGO_RING)
+            | SHI_ALGO_BIT(SHI_ALGO_RHD) | SHI_ALGO_BIT(SHI_ALGO_FLAT);
+        return;
+    }
+    comm->coll_step       = shi_coll_step;
+    comm->coll_abandon    = NULL;
+    comm->algos_available = SHI_ALGO_BIT(SHI_ALGO_ONESHOT)
+        | SHI_ALGO_BIT(SHI_ALGO_TWOSHOT) | SHI_ALGO_BIT(SHI_ALGO_STAGED)
+        | SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | SHI_ALGO_BIT(SHI_ALGO_FLAGS)
+        | (comm->cma_ok ? SHI_ALGO_BIT(SHI_ALGO_DIRECT) : 0);
 }
 
 int
@@ -159,29 +184,23 @@ shi_coll_setup(shoal_comm *comm, int64_t deadline)
     if ((st = shi_heap_init(comm)) != SHOAL_OK) {
         return st;
     }
-    // Across hosts nobody reads another rank's memory.
-    comm->cma_ok = comm->net == NULL;
-    if (comm->size > 1 && comm->net == NULL
+    // Single copy needs a transport that copies peers' memory without
+    // their help, and a kernel that lets every pair of ranks do it.
+    comm->cma_ok = comm->tp->mem_read != NULL;
+    if (comm->size > 1 && comm->cma_ok
         && (st = agree_on_cma(comm, deadline)) != SHOAL_OK) {
         return shi_error_wrap(st, "checking single-copy support");
     }
     if ((st = shi_coll_agree_table(comm, deadline)) != SHOAL_OK) {
         return st;
     }
-    comm->algos_available = comm->net != NULL ? SHI_ALGO_BIT(SHI_ALGO_RING)
-            | SHI_ALGO_BIT(SHI_ALGO_RHD) | SHI_ALGO_BIT(SHI_ALGO_FLAT)
-                                              : SHI_ALGO_BIT(SHI_ALGO_ONESHOT)
-            | SHI_ALGO_BIT(SHI_ALGO_TWOSHOT) | SHI_ALGO_BIT(SHI_ALGO_STAGED)
-            | SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | SHI_ALGO_BIT(SHI_ALGO_FLAGS)
-            | (comm->cma_ok ? SHI_ALGO_BIT(SHI_ALGO_DIRECT) : 0);
+    use_driver(comm);
     if (shi_log_enabled(SHI_LOG_INFO) && comm->rank == 0) {
         char table[2048];
-        shi_select_format(&comm->select, table, sizeof(table));
-        SHI_INFO("communicator '%s': %s; algorithms %s", comm->name,
-            comm->net != NULL  ? "TCP"
-                : comm->cma_ok ? "shared memory, single copy on"
-                               : "shared memory, single copy off",
-            table);
+        shi_select_format(comm->select, table, sizeof(table));
+        SHI_INFO("communicator '%s': transport %s, single copy %s; "
+                 "algorithms %s",
+            comm->name, comm->tp->name, comm->cma_ok ? "on" : "off", table);
     }
     return SHOAL_OK;
 }
@@ -192,6 +211,9 @@ shi_coll_teardown(shoal_comm *comm)
     free(comm->inputs);
     free(comm->peer_counts);
     free(comm->scratch);
+    free(comm->select);
+    shi_net_exec_free(comm);
+    comm->select      = NULL;
     comm->inputs      = NULL;
     comm->peer_counts = NULL;
     comm->scratch     = NULL;

@@ -13,10 +13,8 @@
 #include "core/engine.h"
 #include "core/env.h"
 #include "core/log.h"
-#include "platform/futex.h"
 #include "platform/net.h"
 #include "store/store.h"
-#include "transport/tcp/tcp_net.h"
 
 #define DEFAULT_TIMEOUT_MS (600 * 1000LL)
 
@@ -67,59 +65,17 @@ shi_comm_error(shoal_comm *comm, int status)
 void
 shi_ring(shoal_comm *comm, int rank, int force)
 {
-    struct shm_ctl *ctl = shm_ctl_of(&comm->seg, rank);
-
-    if (comm->net != NULL) {
-        // Over TCP, only our own threads sleep on our doorbell, in epoll:
-        // peers are woken by the data they receive.
-        if (rank == comm->rank) {
-            shi_tcp_wake(comm->net);
-        }
-        return;
+    if (comm->tp != NULL) {
+        comm->tp->wake(comm, rank, force);
     }
-    if (!force) {
-        // Pairs with the sleeper's increment of `sleepers` before its last
-        // look at the data (see engine.c): one of the two sees the other.
-        atomic_thread_fence(memory_order_seq_cst);
-        if (atomic_load_explicit(&ctl->sleepers, memory_order_relaxed) == 0) {
-            return;
-        }
-    }
-    atomic_fetch_add(&ctl->doorbell, 1);
-    shi_futex_wake_all(&ctl->doorbell);
 }
 
 void
 shi_ring_peers(shoal_comm *comm)
 {
-    if (comm->net != NULL) {
-        return; // peers sleep in epoll and wake on data
+    if (comm->tp != NULL) {
+        comm->tp->wake_peers(comm);
     }
-    // One fence covers every peer (see shi_ring); then ring only sleepers.
-    atomic_thread_fence(memory_order_seq_cst);
-    for (int p = 0; p < comm->size; p++) {
-        struct shm_ctl *ctl = shm_ctl_of(&comm->seg, p);
-        if (p != comm->rank
-            && atomic_load_explicit(&ctl->sleepers, memory_order_relaxed)
-                != 0) {
-            shi_ring(comm, p, 1);
-        }
-    }
-}
-
-static void
-publish_abort(shoal_comm *comm, int status, const char *text)
-{
-    struct shm_abort *ab  = shm_abort_of(&comm->seg);
-    uint32_t          old = 0;
-
-    if (!atomic_compare_exchange_strong(&ab->state, &old, 1)) {
-        return; // another rank's abort is already there
-    }
-    ab->status  = status;
-    ab->by_rank = comm->rank;
-    snprintf(ab->text, sizeof(ab->text), "%s", text);
-    atomic_store_explicit(&ab->state, 2, memory_order_release);
 }
 
 void
@@ -144,18 +100,8 @@ shi_comm_abort(shoal_comm *comm, int status, const char *fmt, ...)
     pthread_mutex_unlock(&comm->err_lock);
     shi_log(SHI_LOG_WARN, "communicator '%s' aborted (%s): %s", comm->name,
         shoal_status_name(status), text);
-    if (comm->net != NULL) {
-        // The engine sends the text to every peer at its next step (the
-        // sockets belong to whoever holds the lock); wake it.
-        shi_tcp_wake(comm->net);
-        return;
-    }
-    if (comm->seg.base == NULL) {
-        return;
-    }
-    publish_abort(comm, status, text);
-    for (int r = 0; r < comm->size; r++) {
-        shi_ring(comm, r, 1);
+    if (comm->tp != NULL) {
+        comm->tp->abort_notify(comm, status, text);
     }
 }
 
@@ -206,14 +152,9 @@ shi_comm_alloc(
             size);
     }
     snprintf(comm->name, sizeof(comm->name), "%s", name);
-    comm->rank          = rank;
-    comm->size          = size;
-    comm->timeout_ms    = timeout_ms;
-    comm->watch_stop_fd = -1;
-    comm->watch_ep      = -1;
-    for (int i = 0; i < size; i++) {
-        comm->peers[i].fd = -1;
-    }
+    comm->rank       = rank;
+    comm->size       = size;
+    comm->timeout_ms = timeout_ms;
     pthread_mutex_init(&comm->lock, NULL);
     pthread_mutex_init(&comm->err_lock, NULL);
     pthread_cond_init(&comm->cv, NULL);
@@ -231,19 +172,15 @@ shi_comm_free(shoal_comm *comm)
     shoal_comm_destroy(comm->local);
     shoal_comm_destroy(comm->leaders);
     comm->local = comm->leaders = NULL;
-    shi_watch_stop(comm);
+    if (comm->tp != NULL) {
+        comm->tp->stop(comm);
+    }
     shi_engine_stop(comm);
     shi_req_detach_all(comm);
-    shi_net_free(comm->net);
-    comm->net = NULL;
-    for (int i = 0; i < comm->size; i++) {
-        if (comm->peers[i].fd >= 0) {
-            close(comm->peers[i].fd);
-        }
+    if (comm->tp != NULL) {
+        comm->tp->teardown(comm);
     }
-    shi_p2p_discard(comm);
     shi_coll_teardown(comm);
-    shm_segment_unmap(&comm->seg);
     shi_store_ref_put(comm->store);
     pthread_mutex_destroy(&comm->lock);
     pthread_mutex_destroy(&comm->err_lock);
@@ -407,19 +344,15 @@ shoal_comm_destroy(shoal_comm *comm)
         return SHOAL_OK; // a forked child's copy: let go, touch nothing
     }
     st = atomic_load(&comm->failed) ? SHOAL_OK : shoal_comm_sync(comm);
-    // Say goodbye, so peers tell a clean exit from a crash.
-    if (comm->net != NULL) {
+    // Say goodbye, so peers tell a clean exit from a crash (an abort's
+    // text first, if it is not sent yet).
+    if (comm->tp != NULL && comm->tp_state != NULL) {
         pthread_mutex_lock(&comm->lock);
-        shi_net_flush_abort(comm);
-        shi_tcp_goodbye(comm->net, shi_deadline_in_ms(1000));
-        pthread_mutex_unlock(&comm->lock);
-    }
-    for (int i = 0; i < comm->size; i++) {
-        if (comm->peers[i].fd >= 0
-            && send(comm->peers[i].fd, "B", 1, MSG_NOSIGNAL | MSG_DONTWAIT)
-                < 0) {
-            SHI_TRACE("goodbye to rank %d not sent", i);
+        if (atomic_load(&comm->failed)) {
+            shi_engine_flush_abort(comm);
         }
+        comm->tp->goodbye(comm, shi_deadline_in_ms(1000));
+        pthread_mutex_unlock(&comm->lock);
     }
     shi_comm_free(comm);
     return st;

@@ -9,12 +9,13 @@
 
 #include "core/auth.h"
 #include "core/error.h"
-#include "algo/select.h"
 #include "core/request.h"
 #include "shoal.h"
 #include "transport/shm/shm_segment.h"
+#include "transport/transport.h"
 
-struct shi_net;
+struct shi_select_table;
+struct shi_net_run;
 struct shi_store_ref; // shared by a communicator and the ones split from it
 
 enum shi_peer_state {
@@ -33,7 +34,6 @@ struct shi_unexpected {
 };
 
 struct shi_peer {
-    int        fd; // unix socket to the peer (-1 for ourselves)
     atomic_int state;
     int        pid;
     char       host[64];
@@ -73,7 +73,9 @@ struct shoal_comm {
     int         nplans; // plans compiled on this comm
 
     struct shi_peer *peers;
-    struct shi_net  *net; // ranks talk over TCP (NULL: shared memory)
+    // The transport (transport.h) and its private state.
+    const struct shi_transport_ops *tp;
+    void                           *tp_state;
     // Over TCP with several ranks on some host (algo/net/net_hier.c): this
     // host's ranks, and the first rank of each host (NULL elsewhere).
     shoal_comm     *local, *leaders;
@@ -108,24 +110,28 @@ struct shoal_comm {
     // Collectives (src/algo): sync points passed, staging uses, whether
     // every rank can read every other's memory (process_vm_readv), the
     // algorithm table (rank 0's SHOAL_ALGO), scratch for reads and reduces.
-    uint64_t         sync_count;
-    uint64_t         slab_use;
-    uint64_t         inline_use; // tiny all-reduces so far
-    int              cma_ok;
-    unsigned         algos_available;
-    shi_select_table select;
-    int              table_agreed; // `select` is rank 0's table
-    unsigned char   *scratch;
-    size_t           scratch_bytes;
-    const void     **inputs; // nranks pointers for the reduction kernels
-    uint64_t        *peer_counts; // nranks x nranks: all_to_all_v plans
-    struct shi_heap *heap; // shoal_alloc bookkeeping (heap.c)
-
-    // Liveness watcher (watch.c).
-    pthread_t watch_thread;
-    int       watch_started;
-    int       watch_stop_fd;
-    int       watch_ep; // its epoll set
+    uint64_t                 sync_count;
+    uint64_t                 slab_use;
+    uint64_t                 inline_use; // tiny all-reduces so far
+    int                      cma_ok;
+    unsigned                 algos_available;
+    struct shi_select_table *select;
+    // The collective driver of the transport's class (coll_setup.c): one
+    // step over the head collectives, and what an abort leaves to clean.
+    int (*coll_step)(shoal_comm *comm);
+    void (*coll_abandon)(shoal_comm *comm);
+    int abandoned; // coll_abandon ran (engine.c)
+    // Message schedules (algo/net): the executor's state for the head
+    // collective, and the host-aware stage in flight.
+    struct shi_net_run *net_run;
+    shoal_request      *hier_sub;
+    int                 hier_started;
+    int                 table_agreed; // `select` is rank 0's table
+    unsigned char      *scratch;
+    size_t              scratch_bytes;
+    const void        **inputs; // nranks pointers for the reduction kernels
+    uint64_t           *peer_counts; // nranks x nranks: all_to_all_v plans
+    struct shi_heap    *heap; // shoal_alloc bookkeeping (heap.c)
 
     // Failure: the first outside fault aborts the communicator.
     atomic_int      failed; // 0, or the status of the fault
@@ -162,14 +168,12 @@ int shi_comm_alloc(shoal_comm **out, const char *name, int rank, int size,
 // Frees a communicator after its threads have stopped.
 void shi_comm_free(shoal_comm *comm);
 
-// Liveness watcher (watch.c).
-int  shi_watch_start(shoal_comm *comm);
-void shi_watch_stop(shoal_comm *comm);
-
 // Host-aware collectives (algo/net/net_hier.c).
 int  shi_hier_setup(shoal_comm *comm, int host_index, int local_rank);
 int  shi_hier_step(shoal_comm *comm, shoal_request *req);
 void shi_hier_abandon(shoal_comm *comm);
+// Frees the message schedules' executor state (algo/net/net_exec.c).
+void shi_net_exec_free(shoal_comm *comm);
 
 // Shared heap of shoal_alloc (heap.c).
 int  shi_heap_init(shoal_comm *comm);

@@ -9,8 +9,6 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "platform/futex.h"
-#include "transport/tcp/tcp_net.h"
 
 // How often the driver looks at deadlines and departed peers while it
 // sleeps: a dead peer is also announced by the watcher, so this only bounds
@@ -64,8 +62,8 @@ shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
     }
     if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
         comm->p2p_active--;
-        // Over TCP a failed operation's message is in no queue any more
-        // (shi_tcp_purge ran first): free it here.
+        // A message transport's message of a failed operation is in no
+        // queue any more (the transport's abort_flush ran first): free it.
         free(req->xfer);
         req->xfer = NULL;
     }
@@ -95,21 +93,10 @@ shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
     atomic_store_explicit(&req->status, status, memory_order_release);
 }
 
-int
-shi_adopt_remote_abort(shoal_comm *comm)
+void
+shi_transport_complete(shoal_comm *comm, shoal_request *req, int status)
 {
-    struct shm_abort *ab;
-
-    if (comm->seg.base == NULL) {
-        return 0;
-    }
-    ab = shm_abort_of(&comm->seg);
-    if (atomic_load_explicit(&ab->state, memory_order_acquire) != 2) {
-        return 0;
-    }
-    shi_comm_abort(
-        comm, ab->status, "rank %d reported: %s", ab->by_rank, ab->text);
-    return 1;
+    shi_engine_complete(comm, req, status);
 }
 
 static void
@@ -122,66 +109,61 @@ fail_all_locked(shoal_comm *comm)
     }
 }
 
+// After a failure, once per pass: the transport sends what the abort left
+// to send, and the collective layer lets go of work on other
+// communicators (once). Under the lock.
+static void
+flush_abort_locked(shoal_comm *comm)
+{
+    if (comm->tp->abort_flush != NULL) {
+        comm->tp->abort_flush(comm);
+    }
+    if (!comm->abandoned && comm->coll_abandon != NULL) {
+        comm->abandoned = 1;
+        comm->coll_abandon(comm);
+    }
+}
+
 // One pass over everything that can move (see step_locked). Under the lock.
 static int
-pass_locked(shoal_comm *comm, int may_clear_wake)
+pass_locked(shoal_comm *comm)
 {
-    int n = 0;
-
-    if (comm->net == NULL && comm->seg.base != NULL
-        && !atomic_load(&comm->failed)) {
-        shi_adopt_remote_abort(comm);
+    if (comm->tp->poll_abort != NULL && !atomic_load(&comm->failed)) {
+        comm->tp->poll_abort(comm);
     }
     if (atomic_load(&comm->failed)) {
-        shi_net_flush_abort(comm);
+        flush_abort_locked(comm);
         fail_all_locked(comm);
         return 1;
     }
     if (comm->active.head == NULL) {
         return 0;
     }
-    if (comm->net != NULL) {
-        n += shi_tcp_progress(comm->net, may_clear_wake);
-        return n + shi_net_coll_step(comm);
-    }
-    // Messages nobody waits for stay in their rings (up to a ring's worth
-    // of sends complete without a receiver), so collectives skip the scan.
-    if (comm->p2p_active > 0) {
-        n += shi_p2p_step(comm);
-    }
-    n += shi_coll_step(comm);
-    return n;
-}
-
-// Over TCP every thread of ours that waits (callers, the progress thread)
-// sleeps in one epoll set, and one of them may read the data another one
-// sleeps for: the kernel hands an event to one waiter, the others see it
-// only if it is still unread when they run, and a thread awake reads
-// whatever is there. A pass that moved anything while another thread
-// sleeps may thus have completed that thread's request and left it
-// nothing to wake it: it wakes every sleeper to look again. Sleepers count
-// themselves under the lock after their last look (sleep_in_epoll), so a
-// pass that does not see one ran before that look.
-static int
-tcp_wake_sleepers(shoal_comm *comm, int asleep, int moved)
-{
-    if (moved > 0 && asleep) {
-        shi_tcp_wake(comm->net);
-    }
-    return moved;
+    int n = comm->tp->progress(comm);
+    return n + comm->coll_step(comm);
 }
 
 // One pass over everything that can move. Under the lock.
+//
+// Where this rank's threads sleep in one set armed after their last look
+// (TCP's epoll, see transport.h), one of them may read the data another
+// one sleeps for: the kernel hands an event to one waiter, the others see
+// it only if it is still unread when they run, and a thread awake reads
+// whatever is there. A pass that moved anything while another thread
+// sleeps may thus have completed that thread's request and left it
+// nothing to wake it: it wakes every announced sleeper to look again.
+// Sleepers announce themselves under the lock after their last look
+// (sleep_until_woken), so a pass that does not see one ran before that
+// look.
 static int
 step_locked(shoal_comm *comm)
 {
-    if (comm->net == NULL) {
-        return pass_locked(comm, 0);
+    int moved = pass_locked(comm);
+
+    if (moved > 0 && !comm->tp->arm_before_look) {
+        comm->tp->wake(comm, comm->rank, 0);
     }
-    int asleep = atomic_load(&comm->my_ctl->sleepers) > 0;
-    // The wake-up stays rung while anyone sleeps, so that one about to
-    // enter epoll still sees it.
-    return tcp_wake_sleepers(comm, asleep, pass_locked(comm, !asleep));
+    return moved;
 }
 
 // Whether every rank but this one is gone: then an any-source receive
@@ -235,13 +217,13 @@ net_deadline_passed(shoal_comm *comm, shoal_request *r, int64_t now)
     int     p;
     int64_t grace = comm->timeout_ms * 1000000 / 4;
 
-    if (shi_tcp_unreachable(comm->net, &p, why, sizeof(why))) {
+    if (comm->tp->unreachable(comm, &p, why, sizeof(why))) {
         shi_req_describe(r, desc, sizeof(desc));
         shi_comm_abort(comm, SHOAL_EPEER,
             "rank %d (pid %d on host %s, %s) is unreachable: %s; %s gave up "
             "after %.2f s on rank %d",
             p, comm->peers[p].pid, comm->peers[p].host,
-            comm->net->peers[p].addr, why, desc,
+            comm->tp->peer_address(comm, p), why, desc,
             (double) (now - r->start_ns) / 1e9, comm->rank);
         return 0;
     }
@@ -280,17 +262,19 @@ housekeeping_locked(shoal_comm *comm, int64_t now)
     shoal_request *r;
 
     for (r = comm->active.head; r != NULL; r = r->anext) {
-        if (now > r->deadline && comm->net != NULL
+        if (now > r->deadline && comm->tp->unreachable != NULL
             && !net_deadline_passed(comm, r, now)) {
             return;
         }
         if (now > r->deadline) {
-            char waiting[192] = "";
-            if (r->blocked_on >= 0 && comm->net != NULL) {
+            char        waiting[192] = "";
+            const char *addr         = r->blocked_on >= 0
+                        ? comm->tp->peer_address(comm, r->blocked_on)
+                        : "";
+            if (addr[0] != '\0') {
                 snprintf(waiting, sizeof(waiting),
                     ", waiting for rank %d (host %s, %s)", r->blocked_on,
-                    comm->peers[r->blocked_on].host,
-                    comm->net->peers[r->blocked_on].addr);
+                    comm->peers[r->blocked_on].host, addr);
             } else if (r->blocked_on >= 0) {
                 snprintf(waiting, sizeof(waiting), ", waiting for rank %d",
                     r->blocked_on);
@@ -355,74 +339,44 @@ sleep_ns(shoal_comm *comm, int64_t deadline)
 {
     // A host-aware stage runs on other communicators, whose progress does
     // not wake our epoll: look again at least every millisecond.
-    int64_t cap     = comm->net != NULL && comm->net->hier_sub != NULL
-            ? 1000000
-            : ENGINE_HOUSEKEEPING_NS;
+    int64_t cap = comm->hier_sub != NULL ? 1000000 : ENGINE_HOUSEKEEPING_NS;
     int64_t wait_ns = deadline - shi_now_ns();
 
     return wait_ns > cap ? cap : wait_ns;
 }
 
-// Shared memory: sleeps on this rank's doorbell futex unless something
-// can move. Peers look at `sleepers` after publishing and ring only then,
-// so it is raised before the last look (see shi_ring). Returns 1 if it
-// made progress instead of sleeping.
+// Sleeps unless something can move: the transport's sleep in three calls
+// around the last look (see transport.h for when each comes). Returns 1
+// if it made progress instead of sleeping.
 static int
-sleep_on_futex(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
+sleep_until_woken(
+    shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
 {
-    struct shm_ctl *me = comm->my_ctl;
-    int64_t         wait_ns;
-    int             progressed, over;
+    const struct shi_transport_ops *tp    = comm->tp;
+    uint32_t                        token = 0;
+    int                             armed = 0, progressed, sleep;
+    int64_t                         wait_ns;
 
-    atomic_fetch_add(&me->sleepers, 1);
-    uint32_t bell = atomic_load(&me->doorbell);
-    pthread_mutex_lock(&comm->lock);
-    progressed = step_locked(comm);
-    over       = drive_over(comm, req, app);
-    wait_ns    = sleep_ns(comm, deadline);
-    pthread_mutex_unlock(&comm->lock);
-    if (!progressed && !over && wait_ns > 0) {
-        shi_futex_wait(&me->doorbell, bell, wait_ns);
+    if (tp->arm_before_look) {
+        token = tp->sleep_arm(comm);
+        armed = 1;
     }
-    atomic_fetch_sub(&me->sleepers, 1);
-    return progressed;
-}
-
-// TCP: sleeps in epoll unless something can move; data, a closed
-// connection or a wake-up (another thread moved something, see
-// step_locked) ends the sleep. The sleeper counts itself in the same
-// critical section as its last look: a pass before it is seen by that
-// look, and every pass after it sees the sleeper and wakes it.
-static int
-sleep_in_epoll(shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
-{
-    _Atomic uint32_t *sleepers = &comm->my_ctl->sleepers;
-    int64_t           wait_ns;
-    int               progressed, sleep;
-
     pthread_mutex_lock(&comm->lock);
     progressed = step_locked(comm);
     wait_ns    = sleep_ns(comm, deadline);
     sleep      = !progressed && !drive_over(comm, req, app) && wait_ns > 0;
-    if (sleep) {
-        atomic_fetch_add(sleepers, 1);
+    if (sleep && !armed) {
+        token = tp->sleep_arm(comm);
+        armed = 1;
     }
     pthread_mutex_unlock(&comm->lock);
     if (sleep) {
-        shi_tcp_sleep(comm->net, wait_ns);
-        atomic_fetch_sub(sleepers, 1);
+        tp->sleep_wait(comm, token, wait_ns);
+    }
+    if (armed) {
+        tp->sleep_disarm(comm);
     }
     return progressed;
-}
-
-// Sleeps unless something can move. Returns 1 if it made progress instead
-// of sleeping.
-static int
-sleep_on_doorbell(
-    shoal_comm *comm, shoal_request *req, int64_t deadline, int app)
-{
-    return comm->net != NULL ? sleep_in_epoll(comm, req, deadline, app)
-                             : sleep_on_futex(comm, req, deadline, app);
 }
 
 // Drives until `req` completes (req NULL: until nothing is active), the
@@ -483,7 +437,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
         } else if (yields < yield_iter || now - idle_since < yield_ns) {
             sched_yield();
             yields++;
-        } else if (sleep_on_doorbell(
+        } else if (sleep_until_woken(
                        comm, req, until < deadline ? until : deadline, app)
             == 0) {
             idle_since = shi_now_ns();
@@ -576,11 +530,8 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
     }
     req->in_engine = 1;
     queue_push_active(&comm->active, req);
-    if ((req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV)
-        && comm->net != NULL) {
-        shi_net_p2p_post(comm, req);
-    } else if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
-        shi_p2p_post(comm, req);
+    if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
+        comm->tp->p2p_post(comm, req);
     } else {
         req->seq = ++comm->coll_seq;
         shi_queue_push(&comm->colls, req);
@@ -649,16 +600,23 @@ shi_engine_sync(shoal_comm *comm, int64_t deadline)
 void
 shi_engine_check_peers(shoal_comm *comm)
 {
-    if (comm->net == NULL || atomic_load(&comm->failed)) {
-        return; // shared memory: the watcher thread sees deaths itself
+    if (!comm->tp->deaths_need_progress || atomic_load(&comm->failed)) {
+        return; // deaths are seen without us (the shm watcher)
     }
     pthread_mutex_lock(&comm->lock);
-    int asleep = atomic_load(&comm->my_ctl->sleepers) > 0;
-    tcp_wake_sleepers(comm, asleep, shi_tcp_progress(comm->net, !asleep));
+    if (comm->tp->progress(comm) > 0 && !comm->tp->arm_before_look) {
+        comm->tp->wake(comm, comm->rank, 0);
+    }
     if (atomic_load(&comm->failed)) {
-        shi_net_flush_abort(comm);
+        flush_abort_locked(comm);
     }
     pthread_mutex_unlock(&comm->lock);
+}
+
+void
+shi_engine_flush_abort(shoal_comm *comm)
+{
+    flush_abort_locked(comm);
 }
 
 static void *

@@ -38,10 +38,6 @@ int shi_engine_wait(shoal_request *req, int64_t deadline);
 // once `until` passes first.
 int shi_engine_wait_until(shoal_request *req, int64_t deadline, int64_t until);
 
-// Takes over an abort another rank announced in shared memory; returns 1
-// if there was one (0 too for a communicator without a segment).
-int shi_adopt_remote_abort(shoal_comm *comm);
-
 // Fails every request still in flight (aborting the communicator if it
 // has not failed yet): for destruction, after the progress thread stopped.
 void shi_engine_fail_pending(shoal_comm *comm);
@@ -53,20 +49,14 @@ int shi_engine_sync(shoal_comm *comm, int64_t deadline);
 // queue, then publishes the status.
 void shi_engine_complete(shoal_comm *comm, shoal_request *req, int status);
 
-// Transport steps, called under the comm lock; each returns how many units
-// of progress it made (0: nothing could move).
-int shi_p2p_post(shoal_comm *comm, shoal_request *req);
-int shi_p2p_step(shoal_comm *comm);
-int shi_coll_step(shoal_comm *comm);
+// After a failure (under the lock): lets the transport send what the
+// abort left to send and the collective layer let go of its work.
+void shi_engine_flush_abort(shoal_comm *comm);
 
-// The same over TCP (transport/tcp/tcp_p2p.c, algo/net/net_exec.c).
-int shi_net_p2p_post(shoal_comm *comm, shoal_request *req);
-int shi_net_coll_step(shoal_comm *comm);
-
-// Over TCP: sends the abort's text to every peer once (under the lock).
-void shi_net_flush_abort(shoal_comm *comm);
-
-// Frees buffered messages nobody received (at destroy).
-void shi_p2p_discard(shoal_comm *comm);
+// The collective drivers (comm->coll_step, chosen by coll_setup.c for the
+// transport's class): one pass over the head collectives, under the comm
+// lock; each returns units of progress.
+int shi_coll_step(shoal_comm *comm); // mapped memory (core/coll.c)
+int shi_net_coll_step(shoal_comm *comm); // message schedules (algo/net)
 
 #endif

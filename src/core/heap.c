@@ -1,11 +1,12 @@
-// shoal_alloc / shoal_free: memory in this rank's part of the
-// communicator's shared segment, which every peer has mapped, so that
-// collectives read it in place (the zero-copy path).
+// shoal_alloc / shoal_free: memory from the range the transport gives
+// (heap_region in transport.h): over shared memory, this rank's part of
+// the segment every peer maps, so that collectives read it in place (the
+// zero-copy path); over a message transport, private memory.
 //
-// The heap is a range of the segment reserved per rank (sparse: pages are
-// backed only once allocated). Bookkeeping stays in private memory: a list
-// of blocks sorted by offset, first fit, 64-byte granules. Freed blocks
-// give their pages back to the kernel.
+// The range is reserved, not backed: pages exist only once allocated.
+// Bookkeeping stays in private memory: a list of blocks sorted by offset,
+// first fit, 64-byte granules. Freed blocks give their pages back to the
+// kernel.
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -27,6 +28,8 @@ struct heap_block {
 struct shi_heap {
     pthread_mutex_t    lock;
     struct heap_block *blocks;
+    unsigned char     *base; // the transport's range (heap_region)
+    size_t             bytes;
 };
 
 int
@@ -41,7 +44,8 @@ shi_heap_init(shoal_comm *comm)
         return shi_error(SHOAL_ENOMEM, "out of memory");
     }
     pthread_mutex_init(&h->lock, NULL);
-    b->len     = comm->seg.heap_bytes;
+    comm->tp->heap_region(comm, &h->base, &h->bytes);
+    b->len     = h->bytes;
     h->blocks  = b;
     comm->heap = h;
     return SHOAL_OK;
@@ -123,7 +127,7 @@ shoal_alloc(shoal_comm *comm, size_t bytes, void **out)
     if (comm->heap == NULL) {
         return shi_error(SHOAL_EINVAL,
             "alloc: communicator '%s' has no "
-            "shared heap",
+            "heap",
             comm->name);
     }
     len = bytes == 0 ? HEAP_ALIGN
@@ -140,12 +144,12 @@ shoal_alloc(shoal_comm *comm, size_t bytes, void **out)
     pthread_mutex_unlock(&comm->heap->lock);
     if (b == NULL) {
         return shi_error(SHOAL_ENOSPACE,
-            "alloc: no room for %zu bytes in the shared heap of "
+            "alloc: no room for %zu bytes in the heap of "
             "communicator '%s' (SHOAL_SHM_HEAP_BYTES = %llu per "
             "rank)",
-            bytes, comm->name, (unsigned long long) comm->seg.heap_bytes);
+            bytes, comm->name, (unsigned long long) comm->heap->bytes);
     }
-    unsigned char *p = shm_heap_of(&comm->seg, comm->rank) + b->off;
+    unsigned char *p = comm->heap->base + b->off;
     if ((st = populate(p, len)) != SHOAL_OK) {
         shoal_free(comm, p);
         return st;
@@ -182,8 +186,11 @@ release_pages(shoal_comm *comm, size_t off)
         size_t lo = (b->off + HEAP_PAGE - 1) / HEAP_PAGE * HEAP_PAGE;
         size_t hi = (b->off + b->len) / HEAP_PAGE * HEAP_PAGE;
         if (hi > lo) {
-            madvise(shm_heap_of(&comm->seg, comm->rank) + lo, hi - lo,
-                MADV_REMOVE);
+            // Shared memory gives its pages back with MADV_REMOVE; the
+            // private range of a message transport with MADV_DONTNEED.
+            if (madvise(comm->heap->base + lo, hi - lo, MADV_REMOVE) != 0) {
+                madvise(comm->heap->base + lo, hi - lo, MADV_DONTNEED);
+            }
         }
         return;
     }
@@ -204,8 +211,7 @@ shoal_free(shoal_comm *comm, void *ptr)
             "shoal_alloc on this communicator",
             ptr);
     }
-    size_t off = (size_t) ((unsigned char *) ptr
-        - shm_heap_of(&comm->seg, comm->rank));
+    size_t off = (size_t) ((unsigned char *) ptr - comm->heap->base);
     pthread_mutex_lock(&comm->heap->lock);
     for (b = comm->heap->blocks; b != NULL; b = b->next) {
         if (b->used && b->off == off) {

@@ -30,6 +30,7 @@ static const struct {
     { "create_kill", mp_case_create_kill },
     { "recreate_kill", mp_case_recreate_kill },
     { "split_keys", mp_case_split_keys },
+    { "tp_mem", mp_case_tp_mem },
     { "split_left", mp_case_split_left },
     { "freeze", mp_case_freeze },
     { "fault", mp_case_fault },

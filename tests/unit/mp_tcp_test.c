@@ -129,6 +129,9 @@ TCP_CASE(tcp_coll_half_8, 8, "coll_half", NULL, TCP)
 TCP_CASE(tcp_ring_coll_half_8, 8, "coll_half", NULL, TCP, TINY, ALL_RING)
 TCP_CASE(tcp_small_coll_half_3, 3, "coll_half", NULL, TCP, ALL_SMALL)
 
+// The transport's memory operations: nothing mapped, nothing copied.
+TCP_CASE(tcp_tp_mem_3, 3, "tp_mem", NULL, TCP)
+
 // Bad calls and failures.
 TCP_CASE(tcp_coll_bad_args_3, 3, "coll_bad_args", NULL, TCP)
 TCP_CASE(tcp_timeout_3, 3, "timeout", NULL, TCP)

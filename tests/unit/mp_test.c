@@ -219,6 +219,9 @@ TEST_T(mp_split_left_tcp_4, 60)
 // Splits delete their keys from the store once every rank read them.
 MP_TEST_234(mp_split_keys, "split_keys", NULL)
 
+// The transport's memory operations (expose, view, read, write).
+MP_TEST(mp_tp_mem, "tp_mem", NULL)
+
 // A forked child cannot hurt its parent's communicator.
 MP_TEST_234(mp_fork, "fork", NULL)
 

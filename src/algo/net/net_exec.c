@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
+#include "algo/select.h"
 #include "algo/net/sched.h"
 #include "algo/reduce/reduce.h"
 #include "core/coll.h"
@@ -20,12 +21,25 @@
 #include "core/engine.h"
 #include "core/env.h"
 #include "core/log.h"
-#include "transport/tcp/tcp_net.h"
+#include "transport/msg.h"
 
 // Reduction pipelining unit (a piece is reduced as soon as it arrives).
 #define NET_PIECE_BYTES (1u << 20)
 
 enum { OP_WAITING = 0, OP_STARTED, OP_DONE };
+
+// The executor's state for the head collective (comm->net_run, kept from
+// one collective to the next so that its arrays are reused).
+struct shi_net_run {
+    shi_sched      sched;
+    shi_msg       *msgs; // one per SEND/RECV op
+    unsigned char *state; // per op: 0 waiting, 1 started, 2 done
+    int            msgs_cap, state_cap;
+    int            remaining; // operations not done
+    int            first_open; // no operation before it is still open
+    unsigned char *scratch;
+    size_t         scratch_cap;
+};
 
 static int
 is_net_algo(int algo)
@@ -120,7 +134,7 @@ buffer(shoal_comm *comm, shoal_request *req, int which)
         case SHI_SBUF_RECV:
             return req->buf;
     }
-    return comm->net->run.scratch;
+    return comm->net_run->scratch;
 }
 
 // Where an operand lives (NULL for a buffer the call does not have: a
@@ -137,10 +151,15 @@ at(shoal_comm *comm, shoal_request *req, int which, uint64_t off)
 static int
 net_start(shoal_comm *comm, shoal_request *req)
 {
-    struct shi_net     *net = comm->net;
-    struct shi_net_run *run = &net->run;
+    struct shi_net_run *run;
     long long           piece;
     int                 st;
+
+    if (comm->net_run == NULL
+        && (comm->net_run = calloc(1, sizeof(*comm->net_run))) == NULL) {
+        return shi_error(SHOAL_ENOMEM, "out of memory for a schedule");
+    }
+    run = comm->net_run;
 
     shi_env_bytes("SHOAL_NET_PIECE_BYTES", NET_PIECE_BYTES, &piece);
     shi_sched_call call = {
@@ -181,20 +200,18 @@ net_start(shoal_comm *comm, shoal_request *req)
     run->first_open = 0;
     for (int i = 0; i < run->sched.nops; i++) {
         const shi_sop *op = &run->sched.ops[i];
-        shi_tcp_msg   *m  = &run->msgs[i];
+        shi_msg       *m  = &run->msgs[i];
         if (op->kind != SHI_SOP_SEND && op->kind != SHI_SOP_RECV) {
             continue;
         }
-        struct shi_tcp_peer *peer = &net->peers[op->peer];
-        *m                        = (shi_tcp_msg) {
-                                   .peer      = op->peer,
-                                   .type      = SHI_TCP_DATA,
-                                   .coll_seq  = (uint32_t) req->seq,
-                                   .call_hash = hash,
-                                   .id        = op->kind == SHI_SOP_SEND ? peer->data_tx_id++
-                                                                         : peer->data_rx_id++,
-                                   .total     = op->bytes,
+        *m = (shi_msg) {
+            .peer      = op->peer,
+            .type      = SHI_MSG_DATA,
+            .coll_seq  = (uint32_t) req->seq,
+            .call_hash = hash,
+            .total     = op->bytes,
         };
+        comm->tp->msg_number(comm, m, op->kind == SHI_SOP_SEND);
         m->buf = op->kind == SHI_SOP_SEND
             ? at(comm, req, op->src, op->src_off)
             : at(comm, req, op->dst, op->dst_off);
@@ -276,16 +293,16 @@ op_finished(struct shi_net_run *run, int i)
 static int
 start_op(shoal_comm *comm, shoal_request *req, int i)
 {
-    struct shi_net_run *run = &comm->net->run;
+    struct shi_net_run *run = comm->net_run;
     const shi_sop      *op  = &run->sched.ops[i];
 
     run->state[i] = OP_STARTED;
     if (op->kind == SHI_SOP_SEND) {
-        shi_tcp_send(comm->net, &run->msgs[i]);
+        comm->tp->msg_send(comm, &run->msgs[i]);
         return run->msgs[i].done;
     }
     if (op->kind == SHI_SOP_RECV) {
-        return shi_tcp_recv(comm->net, &run->msgs[i]) || run->msgs[i].done;
+        return comm->tp->msg_recv(comm, &run->msgs[i]) || run->msgs[i].done;
     }
     run_local(comm, req, op);
     return 1;
@@ -295,7 +312,7 @@ start_op(shoal_comm *comm, shoal_request *req, int i)
 static int
 net_advance(shoal_comm *comm, shoal_request *req)
 {
-    struct shi_net_run *run = &comm->net->run;
+    struct shi_net_run *run = comm->net_run;
     int                 n = 0, moved = 1;
 
     while (moved && !atomic_load(&comm->failed)) {
@@ -358,7 +375,7 @@ shi_net_coll_step(shoal_comm *comm)
             size_t bytes = req->kind == SHI_OP_BCAST
                 ? req->count * shi_req_esize(req)
                 : 0;
-            req->algo    = shi_select(&comm->select, shi_coll_of_op(req->kind),
+            req->algo    = shi_select(comm->select, shi_coll_of_op(req->kind),
                    bytes, comm->size, comm->algos_available);
         }
         if (!req->started && hier_rounds_partials(req)) {
@@ -390,20 +407,17 @@ shi_net_coll_step(shoal_comm *comm)
 }
 
 void
-shi_net_flush_abort(shoal_comm *comm)
+shi_net_exec_free(shoal_comm *comm)
 {
-    struct shi_net *net = comm->net;
-    int             st  = atomic_load(&comm->failed);
+    struct shi_net_run *run = comm->net_run;
 
-    if (net == NULL || st == 0 || net->abort_sent) {
+    if (run == NULL) {
         return;
     }
-    net->abort_sent = 1;
-    shi_tcp_purge(net);
-    shi_hier_abandon(comm);
-    pthread_mutex_lock(&comm->err_lock);
-    char text[SHI_ERROR_TEXT_MAX];
-    snprintf(text, sizeof(text), "%s", comm->fail_text);
-    pthread_mutex_unlock(&comm->err_lock);
-    shi_tcp_abort_peers(net, st, text);
+    shi_sched_free(&run->sched);
+    free(run->msgs);
+    free(run->state);
+    free(run->scratch);
+    free(run);
+    comm->net_run = NULL;
 }

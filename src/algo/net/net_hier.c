@@ -26,11 +26,11 @@
 #include <stdlib.h>
 
 #include "algo/common/algos.h"
+#include "algo/select.h"
 #include "algo/reduce/reduce.h"
 #include "core/comm.h"
 #include "core/engine.h"
 #include "core/log.h"
-#include "transport/tcp/tcp_net.h"
 
 enum { HIER_LOCAL_REDUCE = 0, HIER_LEADERS, HIER_BCAST, HIER_DONE };
 
@@ -128,32 +128,31 @@ hier_fail(shoal_comm *comm, shoal_request *req, int st, const char *what)
 int
 shi_hier_step(shoal_comm *comm, shoal_request *req)
 {
-    struct shi_net *net = comm->net;
-    int             n   = 0;
+    int n = 0;
 
     while (req->state < HIER_DONE) {
-        if (net->hier_sub == NULL && !net->hier_started) {
-            int st = hier_start(comm, req, &net->hier_sub);
+        if (comm->hier_sub == NULL && !comm->hier_started) {
+            int st = hier_start(comm, req, &comm->hier_sub);
             if (st != SHOAL_OK) {
                 hier_fail(comm, req, st, "starting");
                 return n + 1;
             }
-            net->hier_started = 1;
+            comm->hier_started = 1;
             n++;
         }
-        if (net->hier_sub != NULL) {
-            int st = shoal_test(net->hier_sub);
+        if (comm->hier_sub != NULL) {
+            int st = shoal_test(comm->hier_sub);
             if (st == SHOAL_INPROGRESS) {
                 return n;
             }
-            shoal_request_free(net->hier_sub);
-            net->hier_sub = NULL;
+            shoal_request_free(comm->hier_sub);
+            comm->hier_sub = NULL;
             if (st != SHOAL_OK) {
                 hier_fail(comm, req, st, "failed");
                 return n + 1;
             }
         }
-        net->hier_started = 0;
+        comm->hier_started = 0;
         req->state++;
         n++;
     }
@@ -166,9 +165,7 @@ shi_hier_step(shoal_comm *comm, shoal_request *req)
 void
 shi_hier_abandon(shoal_comm *comm)
 {
-    struct shi_net *net = comm->net;
-
-    if (net == NULL || (comm->local == NULL && comm->leaders == NULL)) {
+    if (comm->local == NULL && comm->leaders == NULL) {
         return;
     }
     char text[SHI_ERROR_TEXT_MAX];
@@ -184,12 +181,12 @@ shi_hier_abandon(shoal_comm *comm)
         shi_comm_abort(comm->leaders, st, "communicator '%s' failed: %s",
             comm->name, text);
     }
-    if (net->hier_sub != NULL) {
-        shoal_wait(net->hier_sub, -1);
-        shoal_request_free(net->hier_sub);
-        net->hier_sub = NULL;
+    if (comm->hier_sub != NULL) {
+        shoal_wait(comm->hier_sub, -1);
+        shoal_request_free(comm->hier_sub);
+        comm->hier_sub = NULL;
     }
-    net->hier_started = 0;
+    comm->hier_started = 0;
 }
 
 int

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -286,7 +287,7 @@ shi_tcp_mesh(shoal_comm *comm, int lfd, char (*addrs)[64], int64_t deadline)
     struct shi_net *net;
     int             st = net_alloc(comm, &net);
 
-    comm->net = net;
+    comm->tp_state = net;
     for (int r = 0; r < comm->size && net != NULL; r++) {
         snprintf(
             net->peers[r].addr, sizeof(net->peers[r].addr), "%s", addrs[r]);
@@ -330,9 +331,9 @@ shi_net_free(struct shi_net *net)
         // Unexpected messages nobody received.
         struct shi_tcp_queue *qs[] = { &p->unexp, &p->p2p_unexp, &p->ctl_out };
         for (size_t i = 0; i < sizeof(qs) / sizeof(*qs); i++) {
-            shi_tcp_msg *m = qs[i]->head;
+            shi_msg *m = qs[i]->head;
             while (m != NULL) {
-                shi_tcp_msg *next = m->next;
+                shi_msg *next = m->next;
                 if (m->owned) {
                     free(m->buf);
                     free(m);
@@ -350,10 +351,9 @@ shi_net_free(struct shi_net *net)
     if (net->wakefd >= 0) {
         close(net->wakefd);
     }
-    shi_sched_free(&net->run.sched);
-    free(net->run.msgs);
-    free(net->run.state);
-    free(net->run.scratch);
+    if (net->heap != NULL) {
+        munmap(net->heap, net->heap_bytes);
+    }
     free(net->zeros);
     free(net->peers);
     free(net);

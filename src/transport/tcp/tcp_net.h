@@ -6,8 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "algo/net/sched.h"
+#include <stdatomic.h>
+
 #include "transport/tcp/tcp_xfer.h"
+#include "transport/transport.h"
 
 struct shoal_comm;
 
@@ -38,7 +40,7 @@ struct shi_tcp_sock {
     int out_armed; // EPOLLOUT in the interest set
     int bye; // the peer said goodbye on this socket
     // Sending: the frame being written.
-    shi_tcp_msg         *tx;
+    shi_msg             *tx;
     const unsigned char *tx_src; // the frame's payload ...
     size_t               tx_skip; // ... where payload byte tx_skip is
     struct shi_tcp_frame tx_hdr;
@@ -46,13 +48,13 @@ struct shi_tcp_sock {
     // Receiving: the frame being read.
     struct shi_tcp_frame rx_hdr;
     size_t               rx_hdr_got;
-    shi_tcp_msg         *rx; // target message (NULL: control payload)
+    shi_msg             *rx; // target message (NULL: control payload)
     size_t               rx_got; // payload bytes read
     char                 ctl[SHI_TCP_CTL_MAX];
 };
 
 struct shi_tcp_queue {
-    shi_tcp_msg *head, *tail;
+    shi_msg *head, *tail;
 };
 
 struct shi_tcp_peer {
@@ -64,20 +66,8 @@ struct shi_tcp_peer {
     struct shi_tcp_queue posted; // data receives not complete
     struct shi_tcp_queue unexp; // data messages nobody posted yet
     struct shi_tcp_queue p2p_posted, p2p_unexp;
-    shi_tcp_msg         *p2p_cur; // the P2P message arriving now
+    shi_msg             *p2p_cur; // the P2P message arriving now
     char                 addr[64]; // "10.0.0.2:4567", for messages
-};
-
-// The executor's state for the head collective (net_exec.c).
-struct shi_net_run {
-    shi_sched      sched;
-    shi_tcp_msg   *msgs; // one per SEND/RECV op
-    unsigned char *state; // per op: 0 waiting, 1 started, 2 done
-    int            msgs_cap, state_cap;
-    int            remaining; // operations not done
-    int            first_open; // no operation before it is still open
-    unsigned char *scratch;
-    size_t         scratch_cap;
 };
 
 struct shi_net {
@@ -86,22 +76,33 @@ struct shi_net {
     size_t               chunk; // payload bytes per frame, at most
     int                  epfd, wakefd;
     struct shi_tcp_peer *peers;
-    struct shi_net_run   run;
     int64_t              unexpected_bytes;
     struct shi_tcp_queue p2p_any; // any-source receives not matched yet
     uint64_t             p2p_arrivals; // P2P messages before their receive
     int                  abort_sent;
-    shoal_request       *hier_sub; // host-aware stage in flight
-    int                  hier_started;
+    _Atomic uint32_t     sleepers; // our threads in shi_tcp_sleep
+    unsigned char       *heap; // shoal_alloc's range (private memory)
+    size_t               heap_bytes;
     unsigned char       *zeros; // after an abort: what unfinished frames send
-    shi_tcp_msg          purged; // ... on behalf of this message
+    shi_msg              purged; // ... on behalf of this message
 };
 
 // Sets up the mesh of sockets (tcp_mesh.c): given every rank's address,
 // connects to the lower ranks and accepts the higher ones on `lfd`, each
-// connection proving the job secret. On success comm->net is set.
+// connection proving the job secret. On success comm->tp_state is set.
 int shi_tcp_mesh(
     struct shoal_comm *comm, int lfd, char (*addrs)[64], int64_t deadline);
+
+// Lists this rank's address, trades addresses through the store, then
+// joins the mesh (tcp_setup.c): the transport's setup.
+int shi_tcp_setup(
+    struct shoal_comm *comm, const struct shi_tp_boot *boot, int64_t deadline);
+
+// Point to point (tcp_p2p.c): posts a send or receive request; a message
+// finished, and an any-source receive's sender found (from tcp_xfer.c).
+void shi_tcp_p2p_post(struct shoal_comm *comm, shoal_request *req);
+void shi_net_p2p_done(struct shoal_comm *comm, shi_msg *msg);
+void shi_net_p2p_matched(struct shoal_comm *comm, shi_msg *msg);
 
 // Closes every socket and frees the state (NULL accepted).
 void shi_net_free(struct shi_net *net);

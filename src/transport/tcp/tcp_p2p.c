@@ -6,26 +6,22 @@
 #include <stdlib.h>
 
 #include "core/comm.h"
-#include "core/engine.h"
 #include "transport/tcp/tcp_net.h"
 
-void shi_net_p2p_done(shoal_comm *comm, shi_tcp_msg *msg);
-void shi_net_p2p_matched(shoal_comm *comm, shi_tcp_msg *msg);
-
 void
-shi_net_p2p_done(shoal_comm *comm, shi_tcp_msg *msg)
+shi_net_p2p_done(shoal_comm *comm, shi_msg *msg)
 {
     shoal_request *req = msg->owner;
 
     req->xfer = NULL;
     free(msg);
-    shi_engine_complete(comm, req, SHOAL_OK);
+    shi_transport_complete(comm, req, SHOAL_OK);
 }
 
 // An any-source receive found its sender: from now on it waits for that
 // rank alone (and shoal_request_source will name it).
 void
-shi_net_p2p_matched(shoal_comm *comm, shi_tcp_msg *msg)
+shi_net_p2p_matched(shoal_comm *comm, shi_msg *msg)
 {
     shoal_request *req = msg->owner;
 
@@ -34,10 +30,11 @@ shi_net_p2p_matched(shoal_comm *comm, shi_tcp_msg *msg)
     req->blocked_on = msg->peer;
 }
 
-int
-shi_net_p2p_post(shoal_comm *comm, shoal_request *req)
+void
+shi_tcp_p2p_post(shoal_comm *comm, shoal_request *req)
 {
-    shi_tcp_msg *m = calloc(1, sizeof(*m));
+    struct shi_net *net = comm->tp_state;
+    shi_msg        *m   = calloc(1, sizeof(*m));
 
     req->seq        = ++comm->p2p_seq;
     req->blocked_on = req->peer; // -1 (no one yet) for any-source
@@ -45,7 +42,7 @@ shi_net_p2p_post(shoal_comm *comm, shoal_request *req)
     comm->p2p_active++;
     if (m == NULL) {
         shi_comm_abort(comm, SHOAL_ENOMEM, "out of memory for a message");
-        return 1;
+        return;
     }
     m->peer   = req->peer;
     m->type   = SHI_TCP_P2P;
@@ -56,9 +53,8 @@ shi_net_p2p_post(shoal_comm *comm, shoal_request *req)
     m->owner  = req;
     req->xfer = m;
     if (req->kind == SHI_OP_SEND) {
-        shi_tcp_send(comm->net, m);
-    } else if (shi_tcp_recv(comm->net, m)) {
+        shi_tcp_send(net, m);
+    } else if (shi_tcp_recv(net, m)) {
         shi_net_p2p_done(comm, m);
     }
-    return 1;
 }

@@ -20,13 +20,8 @@
 
 #define FRAME_BYTES sizeof(struct shi_tcp_frame)
 
-// Point-to-point completion, and an any-source receive's sender found
-// (tcp_p2p.c).
-void shi_net_p2p_done(shoal_comm *comm, shi_tcp_msg *msg);
-void shi_net_p2p_matched(shoal_comm *comm, shi_tcp_msg *msg);
-
 static void
-queue_push(struct shi_tcp_queue *q, shi_tcp_msg *m)
+queue_push(struct shi_tcp_queue *q, shi_msg *m)
 {
     m->next = NULL;
     if (q->tail != NULL) {
@@ -38,7 +33,7 @@ queue_push(struct shi_tcp_queue *q, shi_tcp_msg *m)
 }
 
 static void
-queue_push_front(struct shi_tcp_queue *q, shi_tcp_msg *m)
+queue_push_front(struct shi_tcp_queue *q, shi_msg *m)
 {
     m->next = q->head;
     q->head = m;
@@ -48,9 +43,9 @@ queue_push_front(struct shi_tcp_queue *q, shi_tcp_msg *m)
 }
 
 static void
-queue_remove(struct shi_tcp_queue *q, shi_tcp_msg *m)
+queue_remove(struct shi_tcp_queue *q, shi_msg *m)
 {
-    shi_tcp_msg **pp = &q->head, *prev = NULL;
+    shi_msg **pp = &q->head, *prev = NULL;
 
     while (*pp != NULL && *pp != m) {
         prev = *pp;
@@ -66,10 +61,10 @@ queue_remove(struct shi_tcp_queue *q, shi_tcp_msg *m)
     m->next = NULL;
 }
 
-static shi_tcp_msg *
+static shi_msg *
 queue_find_id(const struct shi_tcp_queue *q, uint64_t id)
 {
-    for (shi_tcp_msg *m = q->head; m != NULL; m = m->next) {
+    for (shi_msg *m = q->head; m != NULL; m = m->next) {
         if (m->id == id) {
             return m;
         }
@@ -77,10 +72,10 @@ queue_find_id(const struct shi_tcp_queue *q, uint64_t id)
     return NULL;
 }
 
-static shi_tcp_msg *
+static shi_msg *
 queue_find_tag(const struct shi_tcp_queue *q, int tag)
 {
-    for (shi_tcp_msg *m = q->head; m != NULL; m = m->next) {
+    for (shi_msg *m = q->head; m != NULL; m = m->next) {
         if (m->tag == tag) {
             return m;
         }
@@ -96,7 +91,7 @@ peer_addr(struct shi_net *net, int p)
 
 // A message of ours (control frame or an unexpected buffer) is done.
 static void
-msg_complete(struct shi_net *net, shi_tcp_msg *m)
+msg_complete(struct shi_net *net, shi_msg *m)
 {
     m->done = 1;
     if (m->type == SHI_TCP_ABORT || m->type == SHI_TCP_BYE) {
@@ -132,7 +127,7 @@ next_frame(struct shi_net *net, int p, int s)
     struct shi_tcp_peer  *peer = &net->peers[p];
     struct shi_tcp_sock  *sk   = &peer->socks[s];
     struct shi_tcp_queue *q    = &peer->data_out;
-    shi_tcp_msg          *m;
+    shi_msg              *m;
 
     if (s == 0 && peer->ctl_out.head != NULL) {
         q = &peer->ctl_out;
@@ -229,7 +224,7 @@ tx_socket(struct shi_net *net, int p, int s)
         if (sk->tx == NULL && !next_frame(net, p, s)) {
             break;
         }
-        shi_tcp_msg *m   = sk->tx;
+        shi_msg     *m   = sk->tx;
         size_t       len = sk->tx_hdr.len;
         struct iovec iov[2];
         int          n = 0;
@@ -282,7 +277,7 @@ tx_peer(struct shi_net *net, int p)
 }
 
 void
-shi_tcp_send(struct shi_net *net, shi_tcp_msg *m)
+shi_tcp_send(struct shi_net *net, shi_msg *m)
 {
     struct shi_tcp_peer *peer = &net->peers[m->peer];
 
@@ -302,7 +297,7 @@ shi_tcp_send(struct shi_net *net, shi_tcp_msg *m)
 
 static void
 mismatch(struct shi_net *net, int p, const struct shi_tcp_frame *h,
-    const shi_tcp_msg *m)
+    const shi_msg *m)
 {
     shoal_comm *comm = net->comm;
 
@@ -322,10 +317,10 @@ mismatch(struct shi_net *net, int p, const struct shi_tcp_frame *h,
         m->total);
 }
 
-static shi_tcp_msg *
+static shi_msg *
 new_unexpected(struct shi_net *net, const struct shi_tcp_frame *h, int p)
 {
-    shi_tcp_msg *u = calloc(1, sizeof(*u));
+    shi_msg *u = calloc(1, sizeof(*u));
 
     if (u == NULL || (h->total > 0 && (u->buf = malloc(h->total)) == NULL)) {
         free(u);
@@ -348,7 +343,7 @@ new_unexpected(struct shi_net *net, const struct shi_tcp_frame *h, int p)
 }
 
 static void
-free_unexpected(struct shi_net *net, shi_tcp_msg *u)
+free_unexpected(struct shi_net *net, shi_msg *u)
 {
     net->unexpected_bytes -= (int64_t) u->total;
     free(u->buf);
@@ -356,7 +351,7 @@ free_unexpected(struct shi_net *net, shi_tcp_msg *u)
 }
 
 static void
-frames_disagree(struct shi_net *net, int p, const shi_tcp_msg *m,
+frames_disagree(struct shi_net *net, int p, const shi_msg *m,
     const struct shi_tcp_frame *h)
 {
     shi_comm_abort(net->comm, SHOAL_EPROTO,
@@ -366,11 +361,11 @@ frames_disagree(struct shi_net *net, int p, const shi_tcp_msg *m,
 }
 
 // The message a DATA frame's payload goes to.
-static shi_tcp_msg *
+static shi_msg *
 data_target(struct shi_net *net, int p, const struct shi_tcp_frame *h)
 {
     struct shi_tcp_peer *peer = &net->peers[p];
-    shi_tcp_msg         *m    = queue_find_id(&peer->posted, h->id);
+    shi_msg             *m    = queue_find_id(&peer->posted, h->id);
 
     if (m != NULL) {
         if (m->total != h->total || m->call_hash != h->call_hash) {
@@ -398,12 +393,12 @@ data_target(struct shi_net *net, int p, const struct shi_tcp_frame *h)
 
 // Takes the receive a P2P message from p with `tag` goes to: the earliest
 // posted of p's named receives and the any-source ones.
-static shi_tcp_msg *
+static shi_msg *
 take_posted(struct shi_net *net, int p, int tag)
 {
     struct shi_tcp_peer *peer  = &net->peers[p];
-    shi_tcp_msg         *named = queue_find_tag(&peer->p2p_posted, tag);
-    shi_tcp_msg         *any   = queue_find_tag(&net->p2p_any, tag);
+    shi_msg             *named = queue_find_tag(&peer->p2p_posted, tag);
+    shi_msg             *any   = queue_find_tag(&net->p2p_any, tag);
 
     if (any != NULL && (named == NULL || any->posted < named->posted)) {
         queue_remove(&net->p2p_any, any);
@@ -417,11 +412,11 @@ take_posted(struct shi_net *net, int p, int tag)
     return named;
 }
 
-static shi_tcp_msg *
+static shi_msg *
 p2p_target(struct shi_net *net, int p, const struct shi_tcp_frame *h)
 {
     struct shi_tcp_peer *peer = &net->peers[p];
-    shi_tcp_msg         *m;
+    shi_msg             *m;
 
     if (h->off != 0) {
         m = peer->p2p_cur;
@@ -453,13 +448,12 @@ p2p_target(struct shi_net *net, int p, const struct shi_tcp_frame *h)
 
 // A frame's payload has fully arrived in m.
 static void
-frame_arrived(
-    struct shi_net *net, shi_tcp_msg *m, const struct shi_tcp_frame *h)
+frame_arrived(struct shi_net *net, shi_msg *m, const struct shi_tcp_frame *h)
 {
     m->readers--;
     m->moved += h->len;
     if (m->forward != NULL) {
-        shi_tcp_msg *f = m->forward;
+        shi_msg *f = m->forward;
         if (h->len > 0) {
             memcpy(f->buf + h->off, m->buf + h->off, h->len);
         }
@@ -680,7 +674,7 @@ shi_tcp_wake(struct shi_net *net)
 // Adopts an unexpected message u into the posted receive m. Returns 1 if
 // m is complete.
 static int
-adopt(struct shi_net *net, shi_tcp_msg *m, shi_tcp_msg *u)
+adopt(struct shi_net *net, shi_msg *m, shi_msg *u)
 {
     struct shi_tcp_peer *peer = &net->peers[m->peer];
 
@@ -723,12 +717,12 @@ adopt(struct shi_net *net, shi_tcp_msg *m, shi_tcp_msg *u)
 // Posts an any-source P2P receive: it adopts the earliest arrived message
 // with its tag from any peer, or waits for one on net->p2p_any.
 static int
-recv_any(struct shi_net *net, shi_tcp_msg *m)
+recv_any(struct shi_net *net, shi_msg *m)
 {
-    shi_tcp_msg *best = NULL;
+    shi_msg *best = NULL;
 
     for (int p = 0; p < net->comm->size; p++) {
-        shi_tcp_msg *u = p == net->comm->rank
+        shi_msg *u = p == net->comm->rank
             ? NULL
             : queue_find_tag(&net->peers[p].p2p_unexp, m->tag);
         if (u != NULL && (best == NULL || u->arrival < best->arrival)) {
@@ -746,10 +740,10 @@ recv_any(struct shi_net *net, shi_tcp_msg *m)
 }
 
 int
-shi_tcp_recv(struct shi_net *net, shi_tcp_msg *m)
+shi_tcp_recv(struct shi_net *net, shi_msg *m)
 {
     struct shi_tcp_peer *peer;
-    shi_tcp_msg         *u;
+    shi_msg             *u;
 
     m->moved = m->handed = 0;
     m->readers           = 0;
@@ -817,8 +811,8 @@ static void
 queue_control(struct shi_net *net, int p, int type, int status,
     const char *text, int front)
 {
-    size_t       len = text != NULL ? strlen(text) : 0;
-    shi_tcp_msg *m;
+    size_t   len = text != NULL ? strlen(text) : 0;
+    shi_msg *m;
 
     if (len > SHI_TCP_CTL_MAX) {
         len = SHI_TCP_CTL_MAX;
@@ -854,7 +848,7 @@ shi_tcp_abort_peers(struct shi_net *net, int status, const char *text)
 static void
 purge_queue(struct shi_tcp_queue *q, int keep_control)
 {
-    shi_tcp_msg *m = q->head, *next;
+    shi_msg *m = q->head, *next;
 
     q->head = q->tail = NULL;
     for (; m != NULL; m = next) {
@@ -875,7 +869,7 @@ shi_tcp_purge(struct shi_net *net)
     if (net->zeros == NULL && (net->zeros = calloc(1, net->chunk)) == NULL) {
         return;
     }
-    net->purged = (shi_tcp_msg) { .type = SHI_TCP_DATA, .total = SIZE_MAX };
+    net->purged = (shi_msg) { .type = SHI_TCP_DATA, .total = SIZE_MAX };
     purge_queue(&net->p2p_any, 0);
     for (int p = 0; p < net->comm->size; p++) {
         struct shi_tcp_peer *peer = &net->peers[p];

@@ -33,51 +33,30 @@
 #include <stdint.h>
 
 #include "shoal.h"
+#include "transport/msg.h"
 
 struct shi_net;
 
+// Frame types (the message types keep their numbers on the wire).
 enum shi_tcp_type {
-    SHI_TCP_DATA = 1,
-    SHI_TCP_P2P,
+    SHI_TCP_DATA = SHI_MSG_DATA,
+    SHI_TCP_P2P  = SHI_MSG_P2P,
     SHI_TCP_ABORT, // payload: the abort's text; coll_seq: its status
     SHI_TCP_BYE, // the sender destroyed its communicator
 };
-
-// A message being sent or received. The owner (the schedule executor, or a
-// point-to-point request) keeps it until `done`.
-typedef struct shi_tcp_msg {
-    struct shi_tcp_msg *next;
-    struct shi_tcp_msg *forward; // unexpected: the receive it belongs to
-    int                 peer;
-    int                 type; // shi_tcp_type
-    int                 tag; // P2P
-    uint32_t            coll_seq; // DATA: collective number
-    uint64_t            call_hash; // DATA: the call's descriptor hash
-    uint64_t            id; // position on its channel
-    uint64_t            posted; // P2P receive: post number (request seq)
-    uint64_t            arrival; // P2P unexpected: arrival number
-    unsigned char      *buf;
-    size_t              total;
-    size_t              handed; // send: bytes given to frames
-    size_t              moved; // bytes fully written or read
-    int                 readers; // frames being read into buf
-    int                 owned; // buf is ours (unexpected message)
-    int                 done;
-    void               *owner; // P2P: the request
-} shi_tcp_msg;
 
 // Queues a message to `msg->peer` (type DATA or P2P, buf, total, tag or
 // coll_seq and call_hash filled in; DATA: also its id, the message's
 // position on the channel, taken from the peer's data_tx_id when the
 // schedule was built). Under the comm lock.
-void shi_tcp_send(struct shi_net *net, shi_tcp_msg *msg);
+void shi_tcp_send(struct shi_net *net, shi_msg *msg);
 
 // Posts a receive (DATA: message msg->id of the peer's data channel, from
 // its data_rx_id; P2P: the next message with msg->tag, from msg->peer or,
 // for SHOAL_ANY_SOURCE, from any peer, with msg->posted set). A message
 // already (partly) here is adopted. Returns 1 if msg completed at once.
 // Under the comm lock.
-int shi_tcp_recv(struct shi_net *net, shi_tcp_msg *msg);
+int shi_tcp_recv(struct shi_net *net, shi_msg *msg);
 
 // Moves bytes on every socket that is ready (epoll, no wait) and returns
 // the number of frames finished (0: nothing moved). Peer failures and

@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "core/engine.h"
 #include "core/log.h"
+#include "transport/shm/shm.h"
 
 // Budget for buffered unexpected messages per communicator.
 #define P2P_UNEXPECTED_MAX (64LL << 20)
@@ -167,7 +167,7 @@ recv_step(shoal_comm *comm, int src)
         n++;
         if (flag & SHM_LAST) {
             p->active_recv = NULL;
-            shi_engine_complete(comm, r, SHOAL_OK);
+            shi_transport_complete(comm, r, SHOAL_OK);
         }
     }
 }
@@ -209,14 +209,14 @@ send_step(shoal_comm *comm, int dst)
         n++;
         shi_ring(comm, dst, 0);
         if (r->done == r->bytes) {
-            shi_engine_complete(comm, r, SHOAL_OK);
+            shi_transport_complete(comm, r, SHOAL_OK);
         }
     }
     return n;
 }
 
 int
-shi_p2p_step(shoal_comm *comm)
+shi_shm_p2p_step(shoal_comm *comm)
 {
     int n = 0;
 
@@ -271,7 +271,7 @@ deliver_unexpected(shoal_comm *comm, int src, struct shi_unexpected *u,
         if (u->bytes > 0) {
             memcpy(req->buf, u->data, u->bytes);
         }
-        shi_engine_complete(comm, req, SHOAL_OK);
+        shi_transport_complete(comm, req, SHOAL_OK);
     }
     free(u);
 }
@@ -361,8 +361,8 @@ match_arrived_any(shoal_comm *comm, shoal_request *req)
     return 1;
 }
 
-int
-shi_p2p_post(shoal_comm *comm, shoal_request *req)
+void
+shi_shm_p2p_post(shoal_comm *comm, shoal_request *req)
 {
     int any = req->peer == SHOAL_ANY_SOURCE;
 
@@ -372,18 +372,17 @@ shi_p2p_post(shoal_comm *comm, shoal_request *req)
     comm->p2p_active++;
     if (req->kind == SHI_OP_SEND) {
         shi_queue_push(&comm->peers[req->peer].sends, req);
-        return 0;
+        return;
     }
     if (any ? match_arrived_any(comm, req) : match_arrived(comm, req)) {
-        return 1;
+        return;
     }
     shi_queue_push(
         any ? &comm->any_recvs : &comm->peers[req->peer].recvs, req);
-    return 0;
 }
 
 void
-shi_p2p_discard(shoal_comm *comm)
+shi_shm_p2p_discard(shoal_comm *comm)
 {
     for (int i = 0; i < comm->size; i++) {
         struct shi_unexpected *u = comm->peers[i].unexpected;

@@ -11,9 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/comm.h"
-#include "core/engine.h"
 #include "core/log.h"
+#include "transport/shm/shm.h"
 
 // Handles readable data or a hang-up on peer `r`'s socket. Returns 1 when
 // the socket is finished (removed from the set).
@@ -22,7 +21,7 @@ watch_peer_event(shoal_comm *comm, int r)
 {
     struct shi_peer *p = &comm->peers[r];
     char             buf[64];
-    ssize_t          n = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
+    ssize_t n = recv(shi_shm_of(comm)->fds[r], buf, sizeof(buf), MSG_DONTWAIT);
 
     if (n > 0) {
         if (memchr(buf, 'B', (size_t) n) != NULL) {
@@ -40,7 +39,7 @@ watch_peer_event(shoal_comm *comm, int r)
         atomic_store(&p->state, SHI_PEER_DEAD);
         // A rank that aborted the communicator before it went left the
         // cause in shared memory: that is the news, not its exit.
-        if (shi_adopt_remote_abort(comm)) {
+        if (shi_shm_adopt_abort(comm)) {
             return 1;
         }
         shi_comm_abort(comm, SHOAL_EPEER,
@@ -55,18 +54,18 @@ static void *
 watch_main(void *arg)
 {
     shoal_comm        *comm = arg;
+    struct shi_shm    *sh   = shi_shm_of(comm);
     struct epoll_event ev[16];
 
     for (;;) {
-        int n = epoll_wait(comm->watch_ep, ev, 16, -1);
+        int n = epoll_wait(sh->watch_ep, ev, 16, -1);
         for (int i = 0; i < n; i++) {
             uint32_t r = ev[i].data.u32;
             if (r == UINT32_MAX) {
                 return NULL;
             }
             if (watch_peer_event(comm, (int) r)) {
-                epoll_ctl(
-                    comm->watch_ep, EPOLL_CTL_DEL, comm->peers[r].fd, NULL);
+                epoll_ctl(sh->watch_ep, EPOLL_CTL_DEL, sh->fds[r], NULL);
             }
         }
     }
@@ -75,52 +74,54 @@ watch_main(void *arg)
 // The epoll set is made here, not in the thread: its descriptor exists
 // from the moment the communicator does (and a failure is an error).
 int
-shi_watch_start(shoal_comm *comm)
+shi_shm_watch_start(shoal_comm *comm)
 {
     struct epoll_event stop = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
+    struct shi_shm    *sh   = shi_shm_of(comm);
 
-    comm->watch_stop_fd = eventfd(0, EFD_CLOEXEC);
-    comm->watch_ep      = epoll_create1(EPOLL_CLOEXEC);
-    if (comm->watch_stop_fd < 0 || comm->watch_ep < 0
-        || epoll_ctl(comm->watch_ep, EPOLL_CTL_ADD, comm->watch_stop_fd, &stop)
+    sh->watch_stop_fd = eventfd(0, EFD_CLOEXEC);
+    sh->watch_ep      = epoll_create1(EPOLL_CLOEXEC);
+    if (sh->watch_stop_fd < 0 || sh->watch_ep < 0
+        || epoll_ctl(sh->watch_ep, EPOLL_CTL_ADD, sh->watch_stop_fd, &stop)
             != 0) {
         return shi_error(SHOAL_ESYS, "cannot set up the watcher of peers: %s",
             strerror(errno));
     }
     for (int r = 0; r < comm->size; r++) {
-        if (comm->peers[r].fd >= 0) {
+        if (sh->fds[r] >= 0) {
             struct epoll_event e
                 = { .events = EPOLLIN | EPOLLRDHUP, .data.u32 = (uint32_t) r };
-            epoll_ctl(comm->watch_ep, EPOLL_CTL_ADD, comm->peers[r].fd, &e);
+            epoll_ctl(sh->watch_ep, EPOLL_CTL_ADD, sh->fds[r], &e);
         }
     }
-    int err = pthread_create(&comm->watch_thread, NULL, watch_main, comm);
+    int err = pthread_create(&sh->watch_thread, NULL, watch_main, comm);
     if (err != 0) {
         return shi_error(
             SHOAL_ESYS, "cannot start the watcher thread: %s", strerror(err));
     }
-    comm->watch_started = 1;
+    sh->watch_started = 1;
     return SHOAL_OK;
 }
 
 void
-shi_watch_stop(shoal_comm *comm)
+shi_shm_watch_stop(shoal_comm *comm)
 {
-    uint64_t one = 1;
+    struct shi_shm *sh  = shi_shm_of(comm);
+    uint64_t        one = 1;
 
-    if (comm->watch_started) {
-        if (write(comm->watch_stop_fd, &one, sizeof(one)) < 0) {
+    if (sh->watch_started) {
+        if (write(sh->watch_stop_fd, &one, sizeof(one)) < 0) {
             SHI_WARN("cannot stop the watcher: %s", strerror(errno));
         }
-        pthread_join(comm->watch_thread, NULL);
-        comm->watch_started = 0;
+        pthread_join(sh->watch_thread, NULL);
+        sh->watch_started = 0;
     }
-    if (comm->watch_stop_fd >= 0) {
-        close(comm->watch_stop_fd);
-        comm->watch_stop_fd = -1;
+    if (sh->watch_stop_fd >= 0) {
+        close(sh->watch_stop_fd);
+        sh->watch_stop_fd = -1;
     }
-    if (comm->watch_ep >= 0) {
-        close(comm->watch_ep);
-        comm->watch_ep = -1;
+    if (sh->watch_ep >= 0) {
+        close(sh->watch_ep);
+        sh->watch_ep = -1;
     }
 }

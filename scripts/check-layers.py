@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Fails when an #include in src/ crosses a layer the wrong way.
+
+The layers, bottom to top (docs/architecture.md draws them):
+
+  base       core/{error,clock,log,log_impl,env,auth,auth_msg,hostid}.h:
+             errors, time, logging, environment, the job secret
+  platform   src/platform/: the operating system (sockets, futex, memory)
+  store      src/store/: the key-value store and its wire format
+  transport  src/transport/: transport.h and msg.h (the interface), one
+             folder per transport
+  core       src/core/: communicator, requests, engine, collective entry
+  algo       src/algo/: algorithms and reduction kernels
+  plan       src/plan/: compiled custom collectives
+
+Every file may include the public header shoal.h and the base headers.
+Beyond that, a file may include what its rule below lists. A transport
+sees the communicator and request types (core/comm.h, core/request.h)
+and calls the layers above only through the functions transport.h
+declares; it never includes the engine, the collective layer, an
+algorithm or another transport. Algorithms reach a transport only
+through transport.h and msg.h (mapped-memory algorithms also use the
+segment's layout, shm_segment.h, which is theirs to read). The core
+includes no transport's private header, and nothing below algo includes
+an algorithm.
+
+Run from the repository root; prints each crossing and exits 1 if any.
+"""
+import os
+import re
+import sys
+
+BASE = {
+    "core/error.h", "core/clock.h", "core/log.h", "core/log_impl.h",
+    "core/env.h", "core/auth.h", "core/auth_msg.h", "core/hostid.h",
+}
+PUBLIC = {"shoal.h"}
+TRANSPORT_API = {"transport/transport.h", "transport/msg.h"}
+DATA_MODEL = {"core/comm.h", "core/request.h"}
+SEGMENT = {"transport/shm/shm_segment.h"}
+
+
+def allowed(src, inc):
+    """Whether src (a path under src/) may include inc (as written)."""
+    if inc in PUBLIC or inc in BASE:
+        return True
+    layer = src.split("/")[0]
+    if src in BASE:  # base headers and their sources
+        return inc.startswith("platform/")
+    if layer == "platform":
+        return inc.startswith("platform/")
+    if layer == "store":
+        return inc.startswith(("platform/", "store/"))
+    if layer == "transport":
+        own = "/".join(src.split("/")[:2]) + "/"
+        if src.count("/") == 1:  # transport.h, msg.h themselves
+            return inc.startswith("platform/") or inc in TRANSPORT_API
+        return (inc.startswith(("platform/", "store/", own))
+                or inc in TRANSPORT_API or inc in DATA_MODEL)
+    if layer == "core":
+        if inc.startswith("transport/"):
+            # comm.h still holds the segment of the mapped-memory
+            # algorithms (they find it there).
+            return inc in TRANSPORT_API or (
+                src == "core/comm.h" and inc in SEGMENT)
+        if inc.startswith("algo/"):
+            # The collective layer of core dispatches to the algorithms.
+            return src in COLLECTIVE_LAYER
+        return inc.startswith(("platform/", "store/", "core/"))
+    if layer == "algo":
+        if inc.startswith("transport/"):
+            return inc in TRANSPORT_API or inc in SEGMENT
+        return inc.startswith(("platform/", "core/", "algo/"))
+    if layer == "plan":
+        return inc.startswith(("plan/", "algo/reduce/")) or inc in {
+            "core/comm.h", "core/ops.h"}
+    return False
+
+
+# The files of core that sit above the algorithms: they choose and start
+# them.
+COLLECTIVE_LAYER = {
+    "core/coll.c", "core/coll.h", "core/coll_api.c", "core/coll_setup.c",
+    "core/ops.c",
+}
+
+
+def includes(path):
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+            if m:
+                yield n, m.group(1)
+
+
+def resolve(src, inc):
+    """An include as a path under src/ (a bare name is its own folder's)."""
+    if "/" in inc or inc in PUBLIC:
+        return inc
+    return os.path.join(os.path.dirname(src), inc)
+
+
+def main():
+    bad = []
+    for root, _, files in os.walk("src"):
+        for name in sorted(files):
+            if not name.endswith((".c", ".h")):
+                continue
+            path = os.path.join(root, name)
+            src = os.path.relpath(path, "src")
+            for n, inc in includes(path):
+                target = resolve(src, inc)
+                if not allowed(src, target):
+                    bad.append(f"src/{src}:{n}: includes {inc}")
+    for line in bad:
+        print(line)
+    if bad:
+        print(f"check-layers: {len(bad)} include(s) cross a layer the "
+              "wrong way (rules: scripts/check-layers.py, "
+              "docs/architecture.md)")
+        return 1
+    print("check-layers: every include respects the layers")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

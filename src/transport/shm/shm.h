@@ -1,0 +1,56 @@
+// The shared-memory transport's private state and its parts (only files of
+// this folder include this header). Every rank of the communicator is on
+// this host; rank 0 creates the segment (shm_segment.h) and passes it to
+// the others over unix sockets, which then stay open so that a peer's
+// death is seen the moment its socket closes (shm_watch.c).
+#ifndef SHI_SHM_H
+#define SHI_SHM_H
+
+#include <pthread.h>
+
+#include "core/comm.h"
+
+struct shi_shm {
+    int *fds; // per rank: unix socket to that peer (-1: none, ourselves)
+    // Liveness watcher (shm_watch.c).
+    pthread_t watch_thread;
+    int       watch_started;
+    int       watch_stop_fd;
+    int       watch_ep; // its epoll set
+};
+
+static inline struct shi_shm *
+shi_shm_of(const shoal_comm *comm)
+{
+    return (struct shi_shm *) comm->tp_state;
+}
+
+// Connecting (shm_setup.c): the unix-socket mesh, then the segment (a
+// single rank makes its own).
+int shi_shm_setup(
+    shoal_comm *comm, const struct shi_tp_boot *boot, int64_t deadline);
+
+// Point to point over the segment's channels (shm_p2p.c).
+void shi_shm_p2p_post(shoal_comm *comm, shoal_request *req);
+int  shi_shm_p2p_step(shoal_comm *comm);
+void shi_shm_p2p_discard(shoal_comm *comm);
+
+// Liveness watcher (shm_watch.c).
+int  shi_shm_watch_start(shoal_comm *comm);
+void shi_shm_watch_stop(shoal_comm *comm);
+
+// Memory operations (shm_mem.c; contracts in transport.h).
+void  shi_shm_mem_expose(shoal_comm *comm, const void *base, size_t bytes,
+     struct shi_tp_region *out);
+void *shi_shm_mem_view(
+    shoal_comm *comm, const struct shi_tp_region *r, size_t off, size_t bytes);
+int shi_shm_mem_read(shoal_comm *comm, const struct shi_tp_region *r,
+    size_t off, void *dst, size_t bytes);
+int shi_shm_mem_write(shoal_comm *comm, const struct shi_tp_region *r,
+    size_t off, const void *src, size_t bytes);
+
+// Adopts an abort another rank published in the segment; 1 if there was
+// one (shm_transport.c).
+int shi_shm_adopt_abort(shoal_comm *comm);
+
+#endif

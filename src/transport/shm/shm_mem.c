@@ -1,0 +1,132 @@
+// Memory operations of the shared-memory transport (transport.h): a
+// region in a rank's shared heap is mapped by every peer and viewed in
+// place; any other region is reached by single copies through the kernel
+// (process_vm_readv/writev), where the ranks may (see coll_setup.c).
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "transport/shm/shm.h"
+
+// The offset + 1 of [p, p + bytes) in this rank's heap, or 0.
+static uint64_t
+heap_offset(shoal_comm *comm, const void *ptr, size_t bytes)
+{
+    const unsigned char *base = shm_heap_of(&comm->seg, comm->rank);
+    const unsigned char *p    = ptr;
+
+    if (p == NULL || p < base || (size_t) (p - base) > comm->seg.heap_bytes
+        || bytes > comm->seg.heap_bytes - (size_t) (p - base)) {
+        return 0;
+    }
+    return (uint64_t) (p - base) + 1;
+}
+
+void
+shi_shm_mem_expose(shoal_comm *comm, const void *base, size_t bytes,
+    struct shi_tp_region *out)
+{
+    *out = (struct shi_tp_region) {
+        .addr     = (uint64_t) (uintptr_t) base,
+        .bytes    = bytes,
+        .heap_off = heap_offset(comm, base, bytes),
+        .pid      = (int32_t) getpid(),
+        .owner    = comm->rank,
+    };
+}
+
+// [off, off + bytes) lies inside the region.
+static int
+inside(const struct shi_tp_region *r, size_t off, size_t bytes)
+{
+    return off <= r->bytes && bytes <= r->bytes - off;
+}
+
+void *
+shi_shm_mem_view(
+    shoal_comm *comm, const struct shi_tp_region *r, size_t off, size_t bytes)
+{
+    uint64_t heap = comm->seg.heap_bytes;
+
+    if (r->owner < 0 || r->owner >= comm->size || r->heap_off == 0
+        || !inside(r, off, bytes) || r->heap_off - 1 > heap
+        || r->bytes > heap - (r->heap_off - 1)) {
+        return NULL;
+    }
+    return shm_heap_of(&comm->seg, r->owner) + (r->heap_off - 1) + off;
+}
+
+// One process_vm_readv/writev loop; errno set on failure.
+static int
+cma_copy(pid_t pid, uint64_t addr, unsigned char *local, size_t len, int write)
+{
+    while (len > 0) {
+        struct iovec l = { .iov_base = local, .iov_len = len };
+        struct iovec r
+            = { .iov_base = (void *) (uintptr_t) addr, .iov_len = len };
+        ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (n <= 0) {
+            if (n == 0) {
+                errno = EFAULT;
+            }
+            return -1;
+        }
+        local += n;
+        addr += (uint64_t) n;
+        len -= (size_t) n;
+    }
+    return 0;
+}
+
+static int
+mem_copy(shoal_comm *comm, const struct shi_tp_region *r, size_t off,
+    unsigned char *local, size_t bytes, int write)
+{
+    unsigned char *view;
+
+    if (bytes == 0) {
+        return SHOAL_OK;
+    }
+    if (r->owner < 0 || r->owner >= comm->size || !inside(r, off, bytes)) {
+        return shi_error(SHOAL_EINVAL,
+            "%zu bytes at offset %zu are outside rank %d's region of %llu "
+            "bytes",
+            bytes, off, (int) r->owner, (unsigned long long) r->bytes);
+    }
+    if ((view = shi_shm_mem_view(comm, r, off, bytes)) != NULL) {
+        memcpy(write ? view : local, write ? local : view, bytes);
+        return SHOAL_OK;
+    }
+    if (r->owner == comm->rank) {
+        unsigned char *mine = (unsigned char *) (uintptr_t) r->addr + off;
+        memmove(write ? mine : local, write ? local : mine, bytes);
+        return SHOAL_OK;
+    }
+    if (cma_copy((pid_t) comm->peers[r->owner].pid, r->addr + off, local,
+            bytes, write)
+        != 0) {
+        int err = errno;
+        return shi_error(err == ESRCH ? SHOAL_EPEER : SHOAL_ESYS,
+            "%s %zu bytes of rank %d's memory (pid %d): %s%s",
+            write ? "cannot write" : "cannot read", bytes, (int) r->owner,
+            comm->peers[r->owner].pid, strerror(err),
+            err == ESRCH ? " (the rank's process is gone)" : "");
+    }
+    return SHOAL_OK;
+}
+
+int
+shi_shm_mem_read(shoal_comm *comm, const struct shi_tp_region *r, size_t off,
+    void *dst, size_t bytes)
+{
+    return mem_copy(comm, r, off, dst, bytes, 0);
+}
+
+int
+shi_shm_mem_write(shoal_comm *comm, const struct shi_tp_region *r, size_t off,
+    const void *src, size_t bytes)
+{
+    return mem_copy(comm, r, off, (unsigned char *) (uintptr_t) src, bytes, 1);
+}

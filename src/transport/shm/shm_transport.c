@@ -1,0 +1,224 @@
+// The shared-memory transport's table (transport.h): every rank on this
+// host, data through one segment every rank maps, sleeping threads woken
+// through a futex doorbell per rank, deaths seen by a watcher thread.
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "platform/futex.h"
+#include "transport/shm/shm.h"
+
+static int
+shm_start(shoal_comm *comm)
+{
+    return comm->size > 1 ? shi_shm_watch_start(comm) : SHOAL_OK;
+}
+
+static void
+shm_stop(shoal_comm *comm)
+{
+    if (shi_shm_of(comm) != NULL) {
+        shi_shm_watch_stop(comm);
+    }
+}
+
+static void
+shm_teardown(shoal_comm *comm)
+{
+    struct shi_shm *sh = shi_shm_of(comm);
+
+    shi_shm_p2p_discard(comm);
+    if (sh != NULL) {
+        for (int r = 0; r < comm->size; r++) {
+            if (sh->fds[r] >= 0) {
+                close(sh->fds[r]);
+            }
+        }
+        free(sh->fds);
+        free(sh);
+        comm->tp_state = NULL;
+    }
+    shm_segment_unmap(&comm->seg);
+    comm->my_ctl = NULL;
+}
+
+static int
+shm_reaches(const shoal_comm *comm, int peer)
+{
+    return peer >= 0 && peer < comm->size;
+}
+
+static const char *
+shm_peer_address(const shoal_comm *comm, int peer)
+{
+    (void) comm;
+    (void) peer;
+    return "";
+}
+
+static int
+shm_progress(shoal_comm *comm)
+{
+    // Messages nobody waits for stay in their rings (up to a ring's worth
+    // of sends complete without a receiver), so collectives skip the scan.
+    return comm->p2p_active > 0 ? shi_shm_p2p_step(comm) : 0;
+}
+
+int
+shi_shm_adopt_abort(shoal_comm *comm)
+{
+    struct shm_abort *ab;
+
+    if (comm->seg.base == NULL) {
+        return 0;
+    }
+    ab = shm_abort_of(&comm->seg);
+    if (atomic_load_explicit(&ab->state, memory_order_acquire) != 2) {
+        return 0;
+    }
+    shi_comm_abort(
+        comm, ab->status, "rank %d reported: %s", ab->by_rank, ab->text);
+    return 1;
+}
+
+// Peers look at `sleepers` after publishing and ring only then, so it is
+// raised before the sleeper's last look (arm_before_look).
+static uint32_t
+shm_sleep_arm(shoal_comm *comm)
+{
+    atomic_fetch_add(&comm->my_ctl->sleepers, 1);
+    return atomic_load(&comm->my_ctl->doorbell);
+}
+
+static void
+shm_sleep_wait(shoal_comm *comm, uint32_t token, int64_t timeout_ns)
+{
+    shi_futex_wait(&comm->my_ctl->doorbell, token, timeout_ns);
+}
+
+static void
+shm_sleep_disarm(shoal_comm *comm)
+{
+    atomic_fetch_sub(&comm->my_ctl->sleepers, 1);
+}
+
+static void
+shm_wake(shoal_comm *comm, int rank, int force)
+{
+    struct shm_ctl *ctl;
+
+    if (comm->seg.base == NULL) {
+        return; // not set up yet: nobody sleeps
+    }
+    ctl = shm_ctl_of(&comm->seg, rank);
+    if (!force) {
+        // Pairs with the sleeper's increment of `sleepers` before its last
+        // look at the data: one of the two sees the other.
+        atomic_thread_fence(memory_order_seq_cst);
+        if (atomic_load_explicit(&ctl->sleepers, memory_order_relaxed) == 0) {
+            return;
+        }
+    }
+    atomic_fetch_add(&ctl->doorbell, 1);
+    shi_futex_wake_all(&ctl->doorbell);
+}
+
+static void
+shm_wake_peers(shoal_comm *comm)
+{
+    if (comm->seg.base == NULL) {
+        return;
+    }
+    // One fence covers every peer (see shm_wake); then ring only sleepers.
+    atomic_thread_fence(memory_order_seq_cst);
+    for (int p = 0; p < comm->size; p++) {
+        struct shm_ctl *ctl = shm_ctl_of(&comm->seg, p);
+        if (p != comm->rank
+            && atomic_load_explicit(&ctl->sleepers, memory_order_relaxed)
+                != 0) {
+            shm_wake(comm, p, 1);
+        }
+    }
+}
+
+// The first rank to abort writes its cause in the segment and rings every
+// rank; the others adopt it at their next engine pass.
+static void
+shm_abort_notify(shoal_comm *comm, int status, const char *text)
+{
+    struct shm_abort *ab;
+    uint32_t          old = 0;
+
+    if (comm->seg.base == NULL) {
+        return;
+    }
+    ab = shm_abort_of(&comm->seg);
+    if (atomic_compare_exchange_strong(&ab->state, &old, 1)) {
+        ab->status  = status;
+        ab->by_rank = comm->rank;
+        snprintf(ab->text, sizeof(ab->text), "%s", text);
+        atomic_store_explicit(&ab->state, 2, memory_order_release);
+    }
+    for (int r = 0; r < comm->size; r++) {
+        shm_wake(comm, r, 1);
+    }
+}
+
+// A goodbye byte on every peer's socket: its watcher marks us as gone on
+// purpose instead of dead.
+static void
+shm_goodbye(shoal_comm *comm, int64_t deadline)
+{
+    struct shi_shm *sh = shi_shm_of(comm);
+
+    (void) deadline;
+    for (int r = 0; sh != NULL && r < comm->size; r++) {
+        if (sh->fds[r] >= 0
+            && send(sh->fds[r], "B", 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+            SHI_TRACE("goodbye to rank %d not sent", r);
+        }
+    }
+}
+
+static void
+shm_heap_region(shoal_comm *comm, unsigned char **base, size_t *bytes)
+{
+    *base  = shm_heap_of(&comm->seg, comm->rank);
+    *bytes = comm->seg.heap_bytes;
+}
+
+const struct shi_transport_ops shi_shm_transport = {
+    .name                 = "shm",
+    .klass                = SHI_TP_MAPPED,
+    .setup                = shi_shm_setup,
+    .start                = shm_start,
+    .stop                 = shm_stop,
+    .teardown             = shm_teardown,
+    .reaches              = shm_reaches,
+    .peer_address         = shm_peer_address,
+    .p2p_post             = shi_shm_p2p_post,
+    .progress             = shm_progress,
+    .poll_abort           = shi_shm_adopt_abort,
+    .deaths_need_progress = 0,
+    .arm_before_look      = 1,
+    .sleep_arm            = shm_sleep_arm,
+    .sleep_wait           = shm_sleep_wait,
+    .sleep_disarm         = shm_sleep_disarm,
+    .wake                 = shm_wake,
+    .wake_peers           = shm_wake_peers,
+    .abort_notify         = shm_abort_notify,
+    .abort_flush          = NULL,
+    .goodbye              = shm_goodbye,
+    .unreachable          = NULL,
+    .heap_region          = shm_heap_region,
+    .mem_expose           = shi_shm_mem_expose,
+    .mem_view             = shi_shm_mem_view,
+    .mem_read             = shi_shm_mem_read,
+    .mem_write            = shi_shm_mem_write,
+    .msg_number           = NULL,
+    .msg_send             = NULL,
+    .msg_recv             = NULL,
+};

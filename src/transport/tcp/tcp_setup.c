@@ -1,0 +1,93 @@
+// The TCP transport's setup: every rank listens on TCP (on the address
+// tcp_addr.c picks), publishes "host:port" in the store, reads every
+// peer's, then joins the mesh (tcp_mesh.c). shoal_alloc's heap is private
+// memory here: no peer maps it.
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/comm.h"
+#include "core/env.h"
+#include "platform/net.h"
+#include "store/store.h"
+#include "transport/tcp/tcp_addr.h"
+#include "transport/tcp/tcp_net.h"
+
+// shoal_alloc's range: SHOAL_SHM_HEAP_BYTES (the same variable as over
+// shared memory) of private memory, reserved, backed only once used.
+static int
+map_heap(struct shi_net *net)
+{
+    long long bytes;
+    int       st = shi_env_bytes("SHOAL_SHM_HEAP_BYTES", 4LL << 30, &bytes);
+
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    if (bytes < 0 || bytes > (1LL << 40)) {
+        return shi_error(SHOAL_EENV,
+            "SHOAL_SHM_HEAP_BYTES=%lld is outside 0..%lld", bytes, 1LL << 40);
+    }
+    net->heap_bytes = (size_t) bytes / 4096 * 4096;
+    if (net->heap_bytes == 0) {
+        return SHOAL_OK;
+    }
+    void *p = mmap(NULL, net->heap_bytes, PROT_READ | PROT_WRITE,
+        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        net->heap_bytes = 0;
+        return shi_error(SHOAL_ENOSPACE,
+            "cannot reserve %lld bytes of address space for shoal_alloc "
+            "(SHOAL_SHM_HEAP_BYTES): %s",
+            bytes, strerror(errno));
+    }
+    net->heap = p;
+    return SHOAL_OK;
+}
+
+int
+shi_tcp_setup(
+    shoal_comm *comm, const struct shi_tp_boot *boot, int64_t deadline)
+{
+    char   ip[64], key[512], (*addrs)[64];
+    int    lfd = -1, port, st;
+    char  *value;
+    size_t len;
+
+    if ((st = shi_tcp_pick_ip(comm, boot->one_host, ip, sizeof(ip)))
+        != SHOAL_OK) {
+        return st;
+    }
+    if ((addrs = calloc((size_t) comm->size, sizeof(*addrs))) == NULL) {
+        return shi_error(SHOAL_ENOMEM, "out of memory");
+    }
+    st = shi_tcp_listen(ip, 0, comm->size * 16, &lfd, &port);
+    if (st == SHOAL_OK) {
+        shi_tcp_format_addr(ip, port, addrs[comm->rank], sizeof(*addrs));
+        snprintf(key, sizeof(key), "%sboot/tcp/%d", comm->prefix, comm->rank);
+        st = shi_store_set(shi_comm_store(comm), key, addrs[comm->rank],
+            strlen(addrs[comm->rank]), deadline);
+    }
+    for (int r = 0; st == SHOAL_OK && r < comm->size; r++) {
+        snprintf(key, sizeof(key), "%sboot/tcp/%d", comm->prefix, r);
+        st = shi_rdv_get(comm, key, &value, &len, deadline);
+        if (st == SHOAL_OK) {
+            snprintf(addrs[r], sizeof(*addrs), "%s", value);
+            free(value);
+        }
+    }
+    if (st == SHOAL_OK) {
+        st = shi_tcp_mesh(comm, lfd, addrs, deadline);
+    }
+    if (st == SHOAL_OK) {
+        st = map_heap(comm->tp_state);
+    }
+    if (lfd >= 0) {
+        close(lfd); // strangers knocking later find nothing listening
+    }
+    free(addrs);
+    return st;
+}
