@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "algo/registry.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/request.h"
@@ -140,44 +141,6 @@ static const char *const select_coll_names[SHI_COLL_COUNT] = {
     [SHI_COLL_BARRIER]        = "barrier",
 };
 
-static const char *const select_algo_names[SHI_ALGO_COUNT] = {
-    [SHI_ALGO_NONE]    = "none",
-    [SHI_ALGO_ONESHOT] = "oneshot",
-    [SHI_ALGO_TWOSHOT] = "twoshot",
-    [SHI_ALGO_DIRECT]  = "direct",
-    [SHI_ALGO_STAGED]  = "staged",
-    [SHI_ALGO_OUTBOX]  = "outbox",
-    [SHI_ALGO_FLAGS]   = "flags",
-    [SHI_ALGO_RING]    = "ring",
-    [SHI_ALGO_RHD]     = "rhd",
-    [SHI_ALGO_FLAT]    = "flat",
-    [SHI_ALGO_HIER]    = "hier",
-};
-
-#define SEL_MOVE_ALGOS                                                        \
-    (SHI_ALGO_BIT(SHI_ALGO_STAGED) | SHI_ALGO_BIT(SHI_ALGO_DIRECT))
-
-#define SEL_NET_ALGOS                                                         \
-    (SHI_ALGO_BIT(SHI_ALGO_RING) | SHI_ALGO_BIT(SHI_ALGO_FLAT))
-
-static const unsigned select_coll_algos[SHI_COLL_COUNT] = {
-    [SHI_COLL_ALLREDUCE] = SHI_ALGO_BIT(SHI_ALGO_ONESHOT)
-        | SHI_ALGO_BIT(SHI_ALGO_TWOSHOT) | SHI_ALGO_BIT(SHI_ALGO_DIRECT)
-        | SHI_ALGO_BIT(SHI_ALGO_RING) | SHI_ALGO_BIT(SHI_ALGO_RHD)
-        | SHI_ALGO_BIT(SHI_ALGO_HIER),
-    [SHI_COLL_REDUCE] = SHI_ALGO_BIT(SHI_ALGO_ONESHOT)
-        | SHI_ALGO_BIT(SHI_ALGO_DIRECT) | SEL_NET_ALGOS,
-    [SHI_COLL_ALLGATHER]      = SEL_MOVE_ALGOS | SEL_NET_ALGOS,
-    [SHI_COLL_REDUCE_SCATTER] = SEL_MOVE_ALGOS | SEL_NET_ALGOS,
-    [SHI_COLL_ALLTOALL]       = SEL_MOVE_ALGOS | SHI_ALGO_BIT(SHI_ALGO_FLAT),
-    [SHI_COLL_GATHER]         = SEL_MOVE_ALGOS | SHI_ALGO_BIT(SHI_ALGO_FLAT),
-    [SHI_COLL_SCATTER]        = SEL_MOVE_ALGOS | SHI_ALGO_BIT(SHI_ALGO_FLAT),
-    [SHI_COLL_BROADCAST]      = SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | SEL_NET_ALGOS
-        | SHI_ALGO_BIT(SHI_ALGO_HIER),
-    [SHI_COLL_BARRIER]
-    = SHI_ALGO_BIT(SHI_ALGO_FLAGS) | SHI_ALGO_BIT(SHI_ALGO_RHD),
-};
-
 const char *
 shi_coll_name(int coll)
 {
@@ -185,24 +148,6 @@ shi_coll_name(int coll)
         return NULL;
     }
     return select_coll_names[coll];
-}
-
-const char *
-shi_algo_name(int algo)
-{
-    if (algo < 0 || algo >= SHI_ALGO_COUNT) {
-        return NULL;
-    }
-    return select_algo_names[algo];
-}
-
-unsigned
-shi_algos_for(shi_coll coll)
-{
-    if ((int) coll < 0 || coll >= SHI_COLL_COUNT) {
-        return 0;
-    }
-    return select_coll_algos[coll];
 }
 
 void
@@ -372,12 +317,9 @@ select_lookup_coll(select_span s)
 static int
 select_lookup_algo(select_span s)
 {
-    for (int a = SHI_ALGO_NONE + 1; a < SHI_ALGO_COUNT; a++) {
-        if (select_span_is(s, select_algo_names[a])) {
-            return a;
-        }
-    }
-    return -1;
+    shi_algo a = shi_algo_by_name(s.p, s.n);
+
+    return a == SHI_ALGO_NONE ? -1 : (int) a;
 }
 
 // Writes the names of the algorithms in `mask` as "a, b, c".
@@ -390,7 +332,7 @@ select_mask_names(unsigned mask, char *buf, size_t len)
     for (int a = SHI_ALGO_NONE + 1; a < SHI_ALGO_COUNT; a++) {
         if ((mask & SHI_ALGO_BIT(a)) && pos < len) {
             int n = snprintf(buf + pos, len - pos, "%s%s", pos ? ", " : "",
-                select_algo_names[a]);
+                shi_algo_name(a));
             pos += n > 0 ? (size_t) n : 0;
         }
     }
@@ -530,14 +472,14 @@ select_parse_item(shi_select_table *out, int coll, select_span item)
             "SHOAL_ALGO: missing algorithm name in '%.*s' for %s", SEL_Q(item),
             select_coll_names[coll]);
     }
-    select_mask_names(select_coll_algos[coll], names, sizeof(names));
+    select_mask_names(shi_algos_for((shi_coll) coll), names, sizeof(names));
     algo = select_lookup_algo(name);
     if (algo < 0) {
         return shi_error(SHOAL_EINVAL,
             "SHOAL_ALGO: unknown algorithm '%.*s' for %s (it can use %s)",
             SEL_Q(name), select_coll_names[coll], names);
     }
-    if (!(select_coll_algos[coll] & SHI_ALGO_BIT(algo))) {
+    if (!(shi_algos_for((shi_coll) coll) & SHI_ALGO_BIT(algo))) {
         return shi_error(SHOAL_EINVAL,
             "SHOAL_ALGO: algorithm '%.*s' cannot run %s (it can use %s)",
             SEL_Q(name), select_coll_names[coll], names);

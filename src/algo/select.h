@@ -27,6 +27,8 @@ typedef enum shi_coll {
     SHI_COLL_COUNT
 } shi_coll;
 
+// The algorithms' names as identifiers; what each one runs, on which
+// transport class, at what cost, is in the registry (registry.c).
 typedef enum shi_algo {
     SHI_ALGO_NONE = 0,
     SHI_ALGO_ONESHOT, // every rank stages its input; every reader reduces all
@@ -60,11 +62,13 @@ typedef struct shi_select_table {
     shi_select_rule rules[SHI_SELECT_MAX_RULES]; // first match wins
 } shi_select_table;
 
-// Names ("allreduce", "oneshot"); NULL for out-of-range values.
+// Names ("allreduce", "oneshot"); NULL for out-of-range values. An
+// algorithm's name is its registry rows' (registry.c).
 const char *shi_coll_name(int coll);
 const char *shi_algo_name(int algo);
 
-// Which algorithms can run `coll` at all (a mask of SHI_ALGO_BIT).
+// Which algorithms can run `coll` at all (a mask of SHI_ALGO_BIT): those
+// with a row for it in the registry.
 unsigned shi_algos_for(shi_coll coll);
 
 // The built-in table.

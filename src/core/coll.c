@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 
-#include "algo/common/algos.h"
+#include "algo/registry.h"
 #include "algo/select.h"
 #include "core/engine.h"
 
@@ -180,42 +180,26 @@ shi_coll_verify(shoal_comm *comm, uint32_t upto)
     return 0;
 }
 
-// One step of the head collective's algorithm.
+// One step of the head collective's algorithm (its registry row; barrier
+// and broadcast are not selected at submission: their one mapped-memory
+// algorithm each).
 static int
 run_algorithm(shoal_comm *comm, shoal_request *req)
 {
-    switch (req->kind) {
-        case SHI_OP_BARRIER:
-            return shi_barrier_flags_step(comm, req);
-        case SHI_OP_BCAST:
-            return shi_bcast_outbox_step(comm, req);
+    const shi_algo_desc *d;
+
+    if (req->kind == SHI_OP_BARRIER) {
+        req->algo = SHI_ALGO_FLAGS;
+    } else if (req->kind == SHI_OP_BCAST) {
+        req->algo = SHI_ALGO_OUTBOX;
     }
-    switch (req->algo) {
-        case SHI_ALGO_ONESHOT:
-            return shi_inline_fits(req) ? shi_inline_step(comm, req)
-                                        : shi_oneshot_step(comm, req);
-        case SHI_ALGO_TWOSHOT:
-            return shi_twoshot_step(comm, req);
-        case SHI_ALGO_STAGED:
-            return shi_inline_fits(req) ? shi_inline_step(comm, req)
-                                        : shi_staged_step(comm, req);
-        case SHI_ALGO_DIRECT:
-            break;
-        default:
-            shi_comm_abort(comm, SHOAL_ENOTSUP, "no algorithm can run %s",
-                shi_op_kind_name(req->kind));
-            return 1;
+    d = shi_algo_find(shi_coll_of_op(req->kind), (shi_algo) req->algo);
+    if (d == NULL || d->step == NULL) {
+        shi_comm_abort(comm, SHOAL_ENOTSUP, "no algorithm can run %s",
+            shi_op_kind_name(req->kind));
+        return 1;
     }
-    switch (req->kind) {
-        case SHI_OP_ALLREDUCE:
-            return shi_allreduce_direct_step(comm, req);
-        case SHI_OP_REDUCE:
-            return shi_reduce_direct_step(comm, req);
-        case SHI_OP_REDUCE_SCATTER:
-        case SHI_OP_REDUCE_SCATTERV:
-            return shi_reduce_scatter_direct_step(comm, req);
-    }
-    return shi_move_direct_step(comm, req);
+    return d->step(comm, req);
 }
 
 int

@@ -30,11 +30,6 @@ int shi_coll_agree(shoal_comm *comm, uint32_t seq);
 // and returns 1.
 int shi_coll_peer_differs(shoal_comm *comm, int p, uint32_t seq);
 
-// Algorithm steps (src/algo/...): advance `req`, the head collective; they
-// return units of progress and complete the request when done.
-int shi_barrier_flags_step(shoal_comm *comm, shoal_request *req);
-int shi_bcast_outbox_step(shoal_comm *comm, shoal_request *req);
-
 // Signed distance a - b between wrapping 32-bit collective numbers.
 static inline int32_t
 shi_seq_diff(uint32_t a, uint32_t b)

@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/uio.h>
 
+#include "algo/registry.h"
 #include "algo/select.h"
 #include "core/comm.h"
 #include "core/engine.h"
@@ -151,23 +152,17 @@ shi_coll_agree_table(shoal_comm *comm, int64_t deadline)
     return st;
 }
 
-// The collective driver and the algorithms of the transport's class.
+// The collective driver of the transport's class, and the algorithms the
+// registry offers for that class and what this communicator has.
 static void
 use_driver(shoal_comm *comm)
 {
-    if (comm->tp->klass == SHI_TP_MESSAGES) {
-        comm->coll_step       = shi_net_coll_step;
-        comm->coll_abandon    = shi_hier_abandon;
-        comm->algos_available = SHI_ALGO_BIT(SHI_ALGO_RING)
-            | SHI_ALGO_BIT(SHI_ALGO_RHD) | SHI_ALGO_BIT(SHI_ALGO_FLAT);
-        return;
-    }
-    comm->coll_step       = shi_coll_step;
-    comm->coll_abandon    = NULL;
-    comm->algos_available = SHI_ALGO_BIT(SHI_ALGO_ONESHOT)
-        | SHI_ALGO_BIT(SHI_ALGO_TWOSHOT) | SHI_ALGO_BIT(SHI_ALGO_STAGED)
-        | SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | SHI_ALGO_BIT(SHI_ALGO_FLAGS)
-        | (comm->cma_ok ? SHI_ALGO_BIT(SHI_ALGO_DIRECT) : 0);
+    int messages = comm->tp->klass == SHI_TP_MESSAGES;
+
+    comm->coll_step       = messages ? shi_net_coll_step : shi_coll_step;
+    comm->coll_abandon    = messages ? shi_hier_abandon : NULL;
+    comm->algos_available = shi_algos_offered(
+        comm->tp->klass, comm->cma_ok ? SHI_NEEDS_SINGLE_COPY : 0);
 }
 
 int

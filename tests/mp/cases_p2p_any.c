@@ -189,7 +189,8 @@ mixed_arrived(shoal_comm *comm, int rank, int size)
         MP_OK(shoal_irecv(comm, &end, 1, SHOAL_INT32, 1, 39, &late));
     }
     // Small ones first: behind a large one they would wait in the sender's
-    // queue, not at rank 0 (see "Point-to-point matching" in docs/architecture.md).
+    // queue, not at rank 0 (see "Point-to-point matching" in
+    // docs/architecture.md).
     for (int k = 0; rank != 0 && k < 4; k++) {
         mp_fill(small + k * SMALL, SMALL, rank, k);
         MP_OK(shoal_isend(

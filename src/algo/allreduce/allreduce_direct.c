@@ -21,37 +21,35 @@
 // peer's reduced segment back from memory is avoided), against 5 S for
 // staged two-shot.
 #include "algo/common/algos.h"
+#include "algo/common/direct.h"
+#include "algo/registry.h"
 #include "algo/common/direct_reduce.h"
 #include "algo/common/xfer.h"
-#include "core/engine.h"
+
+// Rank r reduces segment r of every input into its recvbuf and pushes it
+// to every peer.
+static int
+reduce_my_segment(shoal_comm *comm, shoal_request *req)
+{
+    size_t es = shi_req_esize(req), lo, hi;
+
+    shi_segment(req->count, es, comm->size, comm->rank, &lo, &hi);
+    return shi_direct_reduce_range(
+        comm, req, lo, hi - lo, req->buf + lo * es, SHI_PUSH_ALL);
+}
+
+static const shi_direct_ops allreduce_direct = { .work = reduce_my_segment };
 
 int
 shi_allreduce_direct_step(shoal_comm *comm, shoal_request *req)
 {
-    int    moved = 0; // 1 once this call did work (waiting is not progress)
-    size_t es    = shi_req_esize(req), lo, hi;
+    return shi_direct_run(comm, req, &allreduce_direct);
+}
 
-    if (req->state == 0) {
-        shi_expose(comm, req->sendbuf, req->buf);
-        req->state = 1;
-    }
-    if (req->state == 1) {
-        if (!shi_sync_all(comm, req, 1)) {
-            return 0;
-        }
-        shi_segment(req->count, es, comm->size, comm->rank, &lo, &hi);
-        if (shi_direct_reduce_range(
-                comm, req, lo, hi - lo, req->buf + lo * es, SHI_PUSH_ALL)
-            != SHOAL_OK) {
-            return 1;
-        }
-        req->state = 2;
-        moved      = 1;
-    }
-    if (!shi_sync_all(comm, req, 2)) {
-        return moved;
-    }
-    shi_sync_finish(comm, req, 2);
-    shi_engine_complete(comm, req, SHOAL_OK);
-    return 1;
+void
+shi_allreduce_direct_cost(const shi_cost_call *c, shi_cost *out)
+{
+    *out = (shi_cost) {
+        .alpha = 2, .beta = (double) c->bytes, .gamma = (double) c->bytes
+    };
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
+#include "algo/registry.h"
 #include "algo/common/xfer.h"
 #include "algo/reduce/reduce.h"
 #include "core/engine.h"
@@ -74,4 +75,23 @@ shi_oneshot_step(shoal_comm *comm, shoal_request *req)
     shi_sync_finish(comm, req, (int) req->pos);
     shi_engine_complete(comm, req, SHOAL_OK);
     return n + 1;
+}
+
+// The tiny all-reduce and all-gather of a cache line go inline (one
+// line per peer, allreduce_inline.c); everything else as above.
+int
+shi_oneshot_run(shoal_comm *comm, shoal_request *req)
+{
+    return shi_inline_fits(req) ? shi_inline_step(comm, req)
+                                : shi_oneshot_step(comm, req);
+}
+
+void
+shi_oneshot_cost(const shi_cost_call *c, shi_cost *out)
+{
+    double chunks = shi_cost_chunks(c);
+
+    *out = (shi_cost) { .alpha = chunks,
+        .beta                  = (double) c->bytes,
+        .gamma                 = (double) c->nranks * (double) c->bytes };
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
+#include "algo/registry.h"
 #include "algo/common/xfer.h"
 #include "algo/reduce/reduce.h"
 #include "core/engine.h"
@@ -115,4 +116,14 @@ shi_twoshot_step(shoal_comm *comm, shoal_request *req)
     shi_sync_finish(comm, req, 2 * (int) chunks);
     shi_engine_complete(comm, req, SHOAL_OK);
     return n + 1;
+}
+
+void
+shi_twoshot_cost(const shi_cost_call *c, shi_cost *out)
+{
+    double n = c->nranks > 0 ? c->nranks : 1, s = (double) c->bytes;
+
+    *out = (shi_cost) { .alpha = 2 * shi_cost_chunks(c),
+        .beta                  = s * (n - 1) / n + s,
+        .gamma                 = s };
 }

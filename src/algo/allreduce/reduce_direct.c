@@ -15,38 +15,37 @@
 // per rank into the root; the work is spread over all ranks instead of
 // the root reducing n S alone.
 #include "algo/common/algos.h"
+#include "algo/common/direct.h"
+#include "algo/registry.h"
 #include "algo/common/direct_reduce.h"
 #include "algo/common/xfer.h"
-#include "core/engine.h"
+
+// Rank r reduces segment r of every input and writes it into the root's
+// recvbuf.
+static int
+reduce_my_segment(shoal_comm *comm, shoal_request *req)
+{
+    size_t         es   = shi_req_esize(req), lo, hi;
+    int            root = req->peer;
+    unsigned char *mine;
+
+    shi_segment(req->count, es, comm->size, comm->rank, &lo, &hi);
+    mine = comm->rank == root ? req->buf + lo * es : NULL;
+    return shi_direct_reduce_range(comm, req, lo, hi - lo, mine, root);
+}
+
+static const shi_direct_ops reduce_direct = { .work = reduce_my_segment };
 
 int
 shi_reduce_direct_step(shoal_comm *comm, shoal_request *req)
 {
-    int    moved = 0; // 1 once this call did work (waiting is not progress)
-    size_t es    = shi_req_esize(req), lo, hi;
-    int    root  = req->peer;
+    return shi_direct_run(comm, req, &reduce_direct);
+}
 
-    if (req->state == 0) {
-        shi_expose(comm, req->sendbuf, req->buf);
-        req->state = 1;
-    }
-    if (req->state == 1) {
-        if (!shi_sync_all(comm, req, 1)) {
-            return 0;
-        }
-        shi_segment(req->count, es, comm->size, comm->rank, &lo, &hi);
-        unsigned char *mine = comm->rank == root ? req->buf + lo * es : NULL;
-        if (shi_direct_reduce_range(comm, req, lo, hi - lo, mine, root)
-            != SHOAL_OK) {
-            return 1;
-        }
-        req->state = 2;
-        moved      = 1;
-    }
-    if (!shi_sync_all(comm, req, 2)) {
-        return moved;
-    }
-    shi_sync_finish(comm, req, 2);
-    shi_engine_complete(comm, req, SHOAL_OK);
-    return 1;
+void
+shi_reduce_direct_cost(const shi_cost_call *c, shi_cost *out)
+{
+    *out = (shi_cost) { .alpha = 2,
+        .beta  = (double) c->bytes / (c->nranks > 0 ? c->nranks : 1),
+        .gamma = (double) c->bytes };
 }

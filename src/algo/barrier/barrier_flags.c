@@ -9,6 +9,8 @@
 // a peer has moved on.
 // Preconditions: none (any number of ranks; 1 rank returns at once).
 // Cost: alpha * 1 flag round (each rank reads n-1 lines); no payload.
+#include "algo/common/algos.h"
+#include "algo/registry.h"
 #include "core/coll.h"
 #include "core/engine.h"
 
@@ -39,4 +41,11 @@ shi_barrier_flags_step(shoal_comm *comm, shoal_request *req)
         shi_engine_complete(comm, req, SHOAL_OK);
     }
     return 1;
+}
+
+void
+shi_barrier_flags_cost(const shi_cost_call *c, shi_cost *out)
+{
+    (void) c;
+    *out = (shi_cost) { .alpha = 1, .beta = 0, .gamma = 0 };
 }

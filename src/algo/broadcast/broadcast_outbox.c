@@ -16,6 +16,8 @@
 // root writes S once whatever the number of ranks.
 #include <string.h>
 
+#include "algo/common/algos.h"
+#include "algo/registry.h"
 #include "core/coll.h"
 #include "core/engine.h"
 
@@ -158,4 +160,12 @@ shi_bcast_outbox_step(shoal_comm *comm, shoal_request *req)
         n++;
     }
     return n;
+}
+
+void
+shi_bcast_outbox_cost(const shi_cost_call *c, shi_cost *out)
+{
+    *out = (shi_cost) {
+        .alpha = 1 + shi_cost_chunks(c), .beta = (double) c->bytes, .gamma = 0
+    };
 }

@@ -13,9 +13,10 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
+#include "algo/common/direct.h"
+#include "algo/registry.h"
 #include "algo/common/xfer.h"
 #include "algo/move/move_plan.h"
-#include "core/engine.h"
 
 static int
 copy_from_peers(shoal_comm *comm, shoal_request *req)
@@ -40,30 +41,26 @@ copy_from_peers(shoal_comm *comm, shoal_request *req)
     return 0;
 }
 
+static int
+take_from_peers(shoal_comm *comm, shoal_request *req)
+{
+    shi_move_snapshot(comm, req);
+    return copy_from_peers(comm, req) ? SHOAL_EPEER : SHOAL_OK;
+}
+
+static const shi_direct_ops move_direct = {
+    .publish = shi_move_publish,
+    .work    = take_from_peers,
+};
+
 int
 shi_move_direct_step(shoal_comm *comm, shoal_request *req)
 {
-    int moved = 0; // 1 once this call did work (waiting is not progress)
-    if (req->state == 0) {
-        shi_expose(comm, req->sendbuf, req->buf);
-        shi_move_publish(comm, req);
-        req->state = 1;
-    }
-    if (req->state == 1) {
-        if (!shi_sync_all(comm, req, 1)) {
-            return 0;
-        }
-        shi_move_snapshot(comm, req);
-        if (copy_from_peers(comm, req)) {
-            return 1;
-        }
-        req->state = 2;
-        moved      = 1;
-    }
-    if (!shi_sync_all(comm, req, 2)) {
-        return moved;
-    }
-    shi_sync_finish(comm, req, 2);
-    shi_engine_complete(comm, req, SHOAL_OK);
-    return 1;
+    return shi_direct_run(comm, req, &move_direct);
+}
+
+void
+shi_move_direct_cost(const shi_cost_call *c, shi_cost *out)
+{
+    *out = (shi_cost) { .alpha = 2, .beta = (double) c->bytes, .gamma = 0 };
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
+#include "algo/registry.h"
 #include "algo/common/xfer.h"
 #include "algo/move/move_plan.h"
 #include "algo/reduce/reduce.h"
@@ -145,4 +146,21 @@ shi_staged_step(shoal_comm *comm, shoal_request *req)
     shi_sync_finish(comm, req, 1 + (int) req->slot_end);
     shi_engine_complete(comm, req, SHOAL_OK);
     return n + 1;
+}
+
+// A tiny all-gather goes inline (one cache line per peer,
+// allreduce_inline.c); everything else through the slabs as above.
+int
+shi_staged_run(shoal_comm *comm, shoal_request *req)
+{
+    return shi_inline_fits(req) ? shi_inline_step(comm, req)
+                                : shi_staged_step(comm, req);
+}
+
+void
+shi_staged_cost(const shi_cost_call *c, shi_cost *out)
+{
+    *out = (shi_cost) { .alpha = 1 + shi_cost_chunks(c),
+        .beta                  = 2 * (double) c->bytes,
+        .gamma                 = 0 };
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
+#include "algo/registry.h"
 #include "algo/select.h"
 #include "algo/net/sched.h"
 #include "algo/reduce/reduce.h"
@@ -40,13 +41,6 @@ struct shi_net_run {
     unsigned char *scratch;
     size_t         scratch_cap;
 };
-
-static int
-is_net_algo(int algo)
-{
-    return algo == SHI_ALGO_RING || algo == SHI_ALGO_RHD
-        || algo == SHI_ALGO_FLAT;
-}
 
 // The in-place forms of shoal.h, from the buffers' addresses.
 static int
@@ -359,6 +353,26 @@ hier_rounds_partials(const shoal_request *req)
         && (req->dtype == SHOAL_FLOAT16 || req->dtype == SHOAL_BFLOAT16);
 }
 
+// The algorithm of a collective about to start: barrier and broadcast are
+// not selected at submission.
+static const shi_algo_desc *
+choose(shoal_comm *comm, shoal_request *req)
+{
+    shi_coll coll = shi_coll_of_op(req->kind);
+
+    if (!(comm->algos_available & SHI_ALGO_BIT(req->algo))
+        || shi_algo_find(coll, req->algo) == NULL) {
+        size_t bytes
+            = req->kind == SHI_OP_BCAST ? req->count * shi_req_esize(req) : 0;
+        req->algo = shi_select(
+            comm->select, coll, bytes, comm->size, comm->algos_available);
+    }
+    if (hier_rounds_partials(req)) {
+        req->algo = SHI_ALGO_RING;
+    }
+    return shi_algo_find(coll, req->algo);
+}
+
 int
 shi_net_coll_step(shoal_comm *comm)
 {
@@ -369,20 +383,11 @@ shi_net_coll_step(shoal_comm *comm)
         if (req == NULL || atomic_load(&comm->failed)) {
             return n;
         }
-        if (!req->started && !is_net_algo(req->algo)
-            && req->algo != SHI_ALGO_HIER) {
-            // Barrier and broadcast are not selected at submission.
-            size_t bytes = req->kind == SHI_OP_BCAST
-                ? req->count * shi_req_esize(req)
-                : 0;
-            req->algo    = shi_select(comm->select, shi_coll_of_op(req->kind),
-                   bytes, comm->size, comm->algos_available);
-        }
-        if (!req->started && hier_rounds_partials(req)) {
-            req->algo = SHI_ALGO_RING;
-        }
-        if (req->algo == SHI_ALGO_HIER) {
-            n += shi_hier_step(comm, req);
+        const shi_algo_desc *d = req->started
+            ? shi_algo_find(shi_coll_of_op(req->kind), req->algo)
+            : choose(comm, req);
+        if (d != NULL && d->step != NULL) { // runs itself (host-aware)
+            n += d->step(comm, req);
             if (comm->colls.head == req) {
                 return n;
             }

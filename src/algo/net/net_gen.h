@@ -174,4 +174,24 @@ int net_bcast_flat(net_gen *g);
 int net_bcast_ring(net_gen *g);
 int net_barrier_rhd(net_gen *g);
 
+// Their cost formulas (registry.h), as each file's header states them.
+struct shi_cost_call;
+struct shi_cost;
+#define NET_COST(name)                                                        \
+    void name(const struct shi_cost_call *c, struct shi_cost *out)
+NET_COST(net_allreduce_ring_cost);
+NET_COST(net_allreduce_rhd_cost);
+NET_COST(net_reduce_flat_cost);
+NET_COST(net_reduce_ring_cost);
+NET_COST(net_reduce_scatter_flat_cost);
+NET_COST(net_reduce_scatter_ring_cost);
+NET_COST(net_all_gather_flat_cost);
+NET_COST(net_all_gather_ring_cost);
+NET_COST(net_all_to_all_flat_cost);
+NET_COST(net_rooted_flat_cost); // gather and scatter
+NET_COST(net_bcast_flat_cost);
+NET_COST(net_bcast_ring_cost);
+NET_COST(net_barrier_rhd_cost);
+NET_COST(net_hier_cost);
+
 #endif

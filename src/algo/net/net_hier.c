@@ -26,6 +26,8 @@
 #include <stdlib.h>
 
 #include "algo/common/algos.h"
+#include "algo/net/net_gen.h"
+#include "algo/registry.h"
 #include "algo/select.h"
 #include "algo/reduce/reduce.h"
 #include "core/comm.h"
@@ -203,10 +205,25 @@ shi_hier_setup(shoal_comm *comm, int host_index, int local_rank)
             "creating the per-host and between-host communicators of '%s'",
             comm->name);
     }
-    comm->algos_available |= SHI_ALGO_BIT(SHI_ALGO_HIER);
+    comm->algos_available = shi_algos_offered(comm->tp->klass,
+        SHI_NEEDS_HOSTS | (comm->cma_ok ? SHI_NEEDS_SINGLE_COPY : 0));
     SHI_INFO("communicator '%s': rank %d is rank %d of %d on its host%s",
         comm->name, comm->rank, shoal_comm_rank(comm->local),
         shoal_comm_size(comm->local),
         comm->leaders != NULL ? ", its leader" : "");
     return SHOAL_OK;
+}
+
+// Two shared-memory stages (about 2 S per rank at memory speed, counted
+// as beta) around the leaders' ring; the number of hosts is not known
+// here, so the ring is priced for every rank a host (the worst case).
+void
+net_hier_cost(const shi_cost_call *c, shi_cost *out)
+{
+    shi_cost ring;
+
+    net_allreduce_ring_cost(c, &ring);
+    *out = (shi_cost) { .alpha = 2 + ring.alpha,
+        .beta                  = 2 * (double) c->bytes + ring.beta,
+        .gamma                 = (double) c->bytes + ring.gamma };
 }

@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "algo/net/net_gen.h"
+#include "algo/registry.h"
 #include "core/error.h"
 #include "core/request.h"
 
@@ -276,4 +277,85 @@ net_barrier_rhd(net_gen *g)
              g, net_mod(r - d, n), none, 0, SHI_SOP_NODEP, SHI_SOP_NODEP);
     }
     return net_done(g);
+}
+
+// ---------------------------------------------------------------------------
+// Costs (the formulas of the header; S = c->bytes, B = S / n)
+// ---------------------------------------------------------------------------
+
+// The pieces a broadcast ring pipelines (SHOAL_NET_PIECE_BYTES' default).
+#define NET_COST_PIECE (1u << 20)
+
+static double
+ranks_of(const shi_cost_call *c)
+{
+    return c->nranks > 1 ? c->nranks : 1;
+}
+
+// alpha + (n - 1) B beta: every flat data movement.
+static void
+flat_blocks(const shi_cost_call *c, shi_cost *out)
+{
+    double n = ranks_of(c);
+
+    *out = (shi_cost) {
+        .alpha = 1, .beta = (n - 1) * (double) c->bytes / n, .gamma = 0
+    };
+}
+
+void
+net_all_gather_flat_cost(const shi_cost_call *c, shi_cost *out)
+{
+    flat_blocks(c, out);
+}
+
+void
+net_all_to_all_flat_cost(const shi_cost_call *c, shi_cost *out)
+{
+    flat_blocks(c, out);
+}
+
+void
+net_rooted_flat_cost(const shi_cost_call *c, shi_cost *out)
+{
+    flat_blocks(c, out);
+}
+
+void
+net_all_gather_ring_cost(const shi_cost_call *c, shi_cost *out)
+{
+    double n = ranks_of(c);
+
+    *out = (shi_cost) {
+        .alpha = n - 1, .beta = (n - 1) * (double) c->bytes / n, .gamma = 0
+    };
+}
+
+void
+net_bcast_flat_cost(const shi_cost_call *c, shi_cost *out)
+{
+    *out = (shi_cost) {
+        .alpha = 1, .beta = (ranks_of(c) - 1) * (double) c->bytes, .gamma = 0
+    };
+}
+
+void
+net_bcast_ring_cost(const shi_cost_call *c, shi_cost *out)
+{
+    double pieces = c->bytes > NET_COST_PIECE
+        ? (double) ((c->bytes + NET_COST_PIECE - 1) / NET_COST_PIECE)
+        : 1;
+    double steps  = ranks_of(c) - 2 + pieces;
+
+    *out = (shi_cost) {
+        .alpha = steps, .beta = steps * (double) c->bytes / pieces, .gamma = 0
+    };
+}
+
+void
+net_barrier_rhd_cost(const shi_cost_call *c, shi_cost *out)
+{
+    *out = (shi_cost) {
+        .alpha = shi_cost_log2(c->nranks), .beta = 0, .gamma = 0
+    };
 }

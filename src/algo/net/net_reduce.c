@@ -100,6 +100,7 @@
 #include <stdint.h>
 
 #include "algo/net/net_gen.h"
+#include "algo/registry.h"
 #include "core/error.h"
 
 // ---------------------------------------------------------------------------
@@ -874,4 +875,75 @@ net_reduce_scatter_ring(net_gen *g)
         .mode         = RING_STEP2,
         .fin_to_recv  = 1 };
     return ring_rs_run(g, &rs);
+}
+
+// ---------------------------------------------------------------------------
+// Costs (the formulas of the header; S = c->bytes, B = S / n)
+// ---------------------------------------------------------------------------
+
+static double
+ranks_of(const shi_cost_call *c)
+{
+    return c->nranks > 1 ? c->nranks : 1;
+}
+
+void
+net_allreduce_ring_cost(const shi_cost_call *c, shi_cost *out)
+{
+    double n = ranks_of(c), s = (double) c->bytes;
+
+    *out = (shi_cost) { .alpha = 2 * (n - 1),
+        .beta                  = 2 * (n - 1) / n * s,
+        .gamma                 = (n - 1) / n * s };
+}
+
+void
+net_allreduce_rhd_cost(const shi_cost_call *c, shi_cost *out)
+{
+    int    n = c->nranks > 1 ? c->nranks : 1, p2 = 1;
+    double s = (double) c->bytes, rounds;
+
+    while (p2 * 2 <= n) {
+        p2 *= 2;
+    }
+    rounds = shi_cost_log2(p2) + (p2 != n ? 2 : 0);
+    *out   = (shi_cost) {
+          .alpha = rounds, .beta = rounds * s, .gamma = shi_cost_log2(p2) * s
+    };
+}
+
+void
+net_reduce_flat_cost(const shi_cost_call *c, shi_cost *out)
+{
+    double n = ranks_of(c), s = (double) c->bytes;
+
+    *out = (shi_cost) { .alpha = 1, .beta = (n - 1) * s, .gamma = n * s };
+}
+
+void
+net_reduce_ring_cost(const shi_cost_call *c, shi_cost *out)
+{
+    double n = ranks_of(c), s = (double) c->bytes;
+
+    *out = (shi_cost) {
+        .alpha = n, .beta = 2 * (n - 1) / n * s, .gamma = (n - 1) / n * s
+    };
+}
+
+void
+net_reduce_scatter_flat_cost(const shi_cost_call *c, shi_cost *out)
+{
+    double n = ranks_of(c), b = (double) c->bytes / n;
+
+    *out = (shi_cost) { .alpha = 1, .beta = (n - 1) * b, .gamma = n * b };
+}
+
+void
+net_reduce_scatter_ring_cost(const shi_cost_call *c, shi_cost *out)
+{
+    double n = ranks_of(c), b = (double) c->bytes / n;
+
+    *out = (shi_cost) {
+        .alpha = n - 1, .beta = (n - 1) * b, .gamma = (n - 1) * b
+    };
 }

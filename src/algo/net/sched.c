@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "algo/net/net_gen.h"
+#include "algo/registry.h"
 #include "algo/select.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -537,35 +538,6 @@ net_inputs_make(net_gen *g, net_inputs *in, const net_blocks *b,
 // Dispatch
 // ---------------------------------------------------------------------------
 
-typedef int (*net_gen_fn)(net_gen *g);
-
-typedef struct net_entry {
-    int        kind, algo;
-    net_gen_fn fn;
-} net_entry;
-
-static const net_entry net_table[] = {
-    { SHI_OP_ALLREDUCE, SHI_ALGO_RING, net_allreduce_ring },
-    { SHI_OP_ALLREDUCE, SHI_ALGO_RHD, net_allreduce_rhd },
-    { SHI_OP_REDUCE, SHI_ALGO_FLAT, net_reduce_flat },
-    { SHI_OP_REDUCE, SHI_ALGO_RING, net_reduce_ring },
-    { SHI_OP_REDUCE_SCATTER, SHI_ALGO_FLAT, net_reduce_scatter_flat },
-    { SHI_OP_REDUCE_SCATTER, SHI_ALGO_RING, net_reduce_scatter_ring },
-    { SHI_OP_REDUCE_SCATTERV, SHI_ALGO_FLAT, net_reduce_scatter_flat },
-    { SHI_OP_REDUCE_SCATTERV, SHI_ALGO_RING, net_reduce_scatter_ring },
-    { SHI_OP_ALLGATHER, SHI_ALGO_FLAT, net_all_gather_flat },
-    { SHI_OP_ALLGATHER, SHI_ALGO_RING, net_all_gather_ring },
-    { SHI_OP_ALLGATHERV, SHI_ALGO_FLAT, net_all_gather_flat },
-    { SHI_OP_ALLGATHERV, SHI_ALGO_RING, net_all_gather_ring },
-    { SHI_OP_ALLTOALL, SHI_ALGO_FLAT, net_all_to_all_flat },
-    { SHI_OP_ALLTOALLV, SHI_ALGO_FLAT, net_all_to_all_flat },
-    { SHI_OP_GATHER, SHI_ALGO_FLAT, net_gather_flat },
-    { SHI_OP_SCATTER, SHI_ALGO_FLAT, net_scatter_flat },
-    { SHI_OP_BCAST, SHI_ALGO_FLAT, net_bcast_flat },
-    { SHI_OP_BCAST, SHI_ALGO_RING, net_bcast_ring },
-    { SHI_OP_BARRIER, SHI_ALGO_RHD, net_barrier_rhd },
-};
-
 static int
 sched_check(const shi_sched_call *c)
 {
@@ -602,17 +574,13 @@ sched_check(const shi_sched_call *c)
 int
 shi_sched_build(shi_sched *s, const shi_sched_call *call)
 {
-    net_gen_fn fn = NULL;
+    const shi_algo_desc *d
+        = shi_algo_find(shi_coll_of_op(call->kind), (shi_algo) call->algo);
+    shi_build_fn fn = d != NULL ? d->build : NULL;
 
     s->nops          = 0;
     s->scratch_bytes = 0;
     s->nomem         = 0;
-    for (size_t i = 0; i < sizeof(net_table) / sizeof(net_table[0]); i++) {
-        if (net_table[i].kind == call->kind
-            && net_table[i].algo == call->algo) {
-            fn = net_table[i].fn;
-        }
-    }
     if (fn == NULL) {
         const char *an = shi_algo_name(call->algo);
         return shi_error(SHOAL_ENOTSUP,

@@ -10,35 +10,34 @@
 // Cost: 2 alpha + gamma S/n per rank reading n inputs; traffic about
 // (n + 1) S/n per rank.
 #include "algo/common/algos.h"
+#include "algo/common/direct.h"
+#include "algo/registry.h"
 #include "algo/common/direct_reduce.h"
 #include "algo/common/xfer.h"
-#include "core/engine.h"
+
+// Rank r reduces block r over every rank's send buffer into its recvbuf.
+static int
+reduce_my_block(shoal_comm *comm, shoal_request *req)
+{
+    return shi_direct_reduce_range(comm, req, shi_block_displ(req, comm->rank),
+        shi_block_count(req, comm->rank), req->buf, SHI_PUSH_NONE);
+}
+
+static const shi_direct_ops reduce_scatter_direct
+    = { .work = reduce_my_block };
 
 int
 shi_reduce_scatter_direct_step(shoal_comm *comm, shoal_request *req)
 {
-    int moved = 0; // 1 once this call did work (waiting is not progress)
-    if (req->state == 0) {
-        shi_expose(comm, req->sendbuf, req->buf);
-        req->state = 1;
-    }
-    if (req->state == 1) {
-        if (!shi_sync_all(comm, req, 1)) {
-            return 0;
-        }
-        if (shi_direct_reduce_range(comm, req,
-                shi_block_displ(req, comm->rank),
-                shi_block_count(req, comm->rank), req->buf, SHI_PUSH_NONE)
-            != SHOAL_OK) {
-            return 1;
-        }
-        req->state = 2;
-        moved      = 1;
-    }
-    if (!shi_sync_all(comm, req, 2)) {
-        return moved;
-    }
-    shi_sync_finish(comm, req, 2);
-    shi_engine_complete(comm, req, SHOAL_OK);
-    return 1;
+    return shi_direct_run(comm, req, &reduce_scatter_direct);
+}
+
+void
+shi_reduce_scatter_direct_cost(const shi_cost_call *c, shi_cost *out)
+{
+    double n = c->nranks > 0 ? c->nranks : 1;
+
+    *out = (shi_cost) { .alpha = 2,
+        .beta                  = (double) c->bytes * (n - 1) / n,
+        .gamma                 = (double) c->bytes };
 }

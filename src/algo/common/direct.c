@@ -1,0 +1,37 @@
+// The driver of the single-copy algorithms (see direct.h).
+#include "algo/common/direct.h"
+
+#include "algo/common/xfer.h"
+#include "core/engine.h"
+
+enum { DIRECT_EXPOSE = 0, DIRECT_WORK, DIRECT_CLOSE };
+
+int
+shi_direct_run(shoal_comm *comm, shoal_request *req, const shi_direct_ops *ops)
+{
+    int moved = 0; // 1 once this call did work (waiting is not progress)
+
+    if (req->state == DIRECT_EXPOSE) {
+        shi_expose(comm, req->sendbuf, req->buf);
+        if (ops->publish != NULL) {
+            ops->publish(comm, req);
+        }
+        req->state = DIRECT_WORK;
+    }
+    if (req->state == DIRECT_WORK) {
+        if (!shi_sync_all(comm, req, 1)) {
+            return 0;
+        }
+        if (ops->work(comm, req) != SHOAL_OK) {
+            return 1; // the comm is aborted; the engine fails req
+        }
+        req->state = DIRECT_CLOSE;
+        moved      = 1;
+    }
+    if (!shi_sync_all(comm, req, 2)) {
+        return moved;
+    }
+    shi_sync_finish(comm, req, 2);
+    shi_engine_complete(comm, req, SHOAL_OK);
+    return 1;
+}

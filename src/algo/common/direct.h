@@ -1,0 +1,24 @@
+// The driver of the single-copy ("direct") algorithms, which all run the
+// same three phases: (1) expose this rank's buffers to its peers (and
+// whatever else the algorithm publishes); sync point 1, which also checks
+// that the ranks called the same collective; (2) the algorithm's work,
+// reading (and writing) peers' buffers in place or through the kernel;
+// (3) sync point 2, so that no rank returns, and reuses its buffers, while
+// a peer still reads or writes them.
+#ifndef SHI_DIRECT_H
+#define SHI_DIRECT_H
+
+#include "core/comm.h"
+
+typedef struct shi_direct_ops {
+    // Publishes what the algorithm needs besides the buffers (NULL: none).
+    void (*publish)(shoal_comm *comm, shoal_request *req);
+    // Phase 2; returns SHOAL_OK, or an error after aborting the comm.
+    int (*work)(shoal_comm *comm, shoal_request *req);
+} shi_direct_ops;
+
+// One step of a direct algorithm (a shi_step_fn with its ops).
+int shi_direct_run(
+    shoal_comm *comm, shoal_request *req, const shi_direct_ops *ops);
+
+#endif

@@ -1,0 +1,95 @@
+// The algorithm registry: one row per (collective, algorithm), in
+// registry.c. A row says which transport class the algorithm runs on, what
+// it needs beyond that class, its cost formula, and how to run it; the
+// names of the algorithms, which collectives each one runs, what a
+// communicator offers, SHOAL_ALGO's parsing and the dispatch of a call to
+// its algorithm all derive from the table. Adding an algorithm is one file
+// (its steps, preconditions and cost at the top) and one row here, plus
+// its name in enum shi_algo (select.h) when the name is new, and a default
+// rule in select.c if it should be chosen without SHOAL_ALGO.
+#ifndef SHI_REGISTRY_H
+#define SHI_REGISTRY_H
+
+#include <stddef.h>
+
+#include "algo/select.h"
+#include "core/comm.h"
+
+struct net_gen;
+
+// What an algorithm needs beyond its transport class.
+enum shi_algo_needs {
+    SHI_NEEDS_SINGLE_COPY = 1u << 0, // ranks copy each other's memory
+    SHI_NEEDS_HOSTS       = 1u << 1, // per-host and between-host comms
+};
+
+// The alpha-beta-gamma model of one call: alpha counts latency rounds (a
+// sync point or a message in sequence), beta the bytes a rank moves (its
+// copies, or what crosses its busiest link), gamma the input bytes a rank
+// reduces. Time = alpha * a + beta * b + gamma * g for a machine's a, b, g.
+typedef struct shi_cost {
+    double alpha, beta, gamma;
+} shi_cost;
+
+// The call a cost is asked for: the selection's bytes (see shi_select),
+// the ranks, and the staging slab of the transport (0: none).
+typedef struct shi_cost_call {
+    size_t bytes;
+    int    nranks;
+    size_t slab_bytes;
+} shi_cost_call;
+
+typedef void (*shi_cost_fn)(const shi_cost_call *c, shi_cost *out);
+
+// Chunks of one staging slab a message of c->bytes takes (at least 1).
+static inline double
+shi_cost_chunks(const shi_cost_call *c)
+{
+    if (c->slab_bytes == 0 || c->bytes <= c->slab_bytes) {
+        return 1;
+    }
+    return (double) ((c->bytes + c->slab_bytes - 1) / c->slab_bytes);
+}
+
+// ceil(log2 n), 0 for n <= 1.
+static inline double
+shi_cost_log2(int n)
+{
+    int k = 0;
+
+    while (n > 1 && (1 << k) < n) {
+        k++;
+    }
+    return k;
+}
+// Drives the head collective `req` as far as it can without waiting;
+// returns units of progress and completes the request when done.
+typedef int (*shi_step_fn)(shoal_comm *comm, shoal_request *req);
+// Builds one rank's message schedule (algo/net/net_gen.h).
+typedef int (*shi_build_fn)(struct net_gen *g);
+
+typedef struct shi_algo_desc {
+    shi_coll          coll;
+    shi_algo          algo;
+    const char       *name; // in SHOAL_ALGO and logs
+    enum shi_tp_class klass;
+    unsigned          needs; // shi_algo_needs
+    shi_cost_fn       cost;
+    shi_step_fn       step; // runs the request itself, or
+    shi_build_fn      build; // a message schedule the executor runs
+} shi_algo_desc;
+
+// The row for (coll, algo), or NULL if that algorithm cannot run it.
+const shi_algo_desc *shi_algo_find(shi_coll coll, shi_algo algo);
+
+// Every row, for enumeration (tuning, tests): *n rows.
+const shi_algo_desc *shi_algo_rows(int *n);
+
+// The mask (SHI_ALGO_BIT) of the algorithms a communicator offers: those
+// of transport class `klass` whose needs are all in `have`.
+unsigned shi_algos_offered(enum shi_tp_class klass, unsigned have);
+
+// Algorithm id of a name (case-insensitive, `n` bytes), or SHI_ALGO_NONE.
+shi_algo shi_algo_by_name(const char *name, size_t n);
+
+#endif
