@@ -199,6 +199,21 @@ SHOAL_API const char *shoal_comm_name(const shoal_comm *comm);
 // now on. Local. Errors: SHOAL_EINVAL (timeout_ms <= 0).
 SHOAL_API int shoal_comm_set_timeout(shoal_comm *comm, int64_t timeout_ms);
 
+// Options of one operation; they travel with that operation alone.
+typedef struct shoal_call_opts {
+    int64_t timeout_ms; // its deadline; <= 0: the communicator's default
+} shoal_call_opts;
+
+// Gives `opts` to the next operation this thread issues, on any
+// communicator (send, receive, broadcast, barrier or one of the
+// collectives below, blocking or not): that operation takes them, whether
+// it starts or fails its argument checks, and the one after it has none
+// again. No communicator's default changes, so threads issuing operations
+// at the same time do not see each other's options. NULL drops options
+// given and not taken yet. Compiled plans (shoal_plan_run) do not take
+// them. Errors: SHOAL_EINVAL (timeout_ms < 0).
+SHOAL_API int shoal_next_call_opts(const shoal_call_opts *opts);
+
 // Aborts the communicator on every rank: operations in flight and later
 // ones fail with SHOAL_EABORTED, and a message naming this rank and
 // `reason` (NULL: "aborted by the application"). Does not block; the

@@ -6,6 +6,7 @@
 #include "algo/registry.h"
 #include "algo/select.h"
 #include "core/engine.h"
+#include "core/op_props.h"
 
 static void
 describe_call(char *buf, size_t len, const struct shm_desc *d)
@@ -19,9 +20,7 @@ describe_call(char *buf, size_t len, const struct shm_desc *d)
     if (d->root >= 0) {
         snprintf(root, sizeof(root), "root %d, ", d->root);
     }
-    if (d->kind == SHI_OP_ALLREDUCE || d->kind == SHI_OP_REDUCE
-        || d->kind == SHI_OP_REDUCE_SCATTER
-        || d->kind == SHI_OP_REDUCE_SCATTERV) {
+    if (shi_op_props_of((int) d->kind)->reduces) {
         snprintf(op, sizeof(op), ", %s", shoal_op_name((int) d->redop));
     }
     if (d->algo != SHI_ALGO_NONE) {

@@ -9,6 +9,7 @@
 #include "algo/select.h"
 #include "core/clock.h"
 #include "core/engine.h"
+#include "core/op_props.h"
 #include "core/ops.h"
 
 // What one call looks like before checks.
@@ -38,20 +39,6 @@ coll_error(shoal_comm *comm, const char *fmt, ...)
     return shi_comm_error(comm, SHOAL_EINVAL);
 }
 
-static int
-reduces(int kind)
-{
-    return kind == SHI_OP_ALLREDUCE || kind == SHI_OP_REDUCE
-        || kind == SHI_OP_REDUCE_SCATTER || kind == SHI_OP_REDUCE_SCATTERV;
-}
-
-static int
-rooted(int kind)
-{
-    return kind == SHI_OP_REDUCE || kind == SHI_OP_GATHER
-        || kind == SHI_OP_SCATTER;
-}
-
 static size_t
 sum_counts(const size_t *counts, int n)
 {
@@ -63,96 +50,27 @@ sum_counts(const size_t *counts, int n)
     return total;
 }
 
-// Elements in the send and receive buffers of this rank.
-static void
-buffer_elems(
-    shoal_comm *comm, const struct coll_call *c, size_t *send, size_t *recv)
+static shi_op_shape
+shape_of(shoal_comm *comm, const struct coll_call *c)
 {
-    size_t n = (size_t) comm->size, me = (size_t) comm->rank;
-    int    root = comm->rank == c->root;
-
-    switch (c->kind) {
-        case SHI_OP_ALLREDUCE:
-            *send = *recv = c->count;
-            return;
-        case SHI_OP_REDUCE:
-            *send = c->count;
-            *recv = root ? c->count : 0;
-            return;
-        case SHI_OP_ALLGATHER:
-            *send = c->count;
-            *recv = c->count * n;
-            return;
-        case SHI_OP_ALLGATHERV:
-            *send = c->counts[me];
-            *recv = sum_counts(c->counts, comm->size);
-            return;
-        case SHI_OP_REDUCE_SCATTER:
-            *send = c->count * n;
-            *recv = c->count;
-            return;
-        case SHI_OP_REDUCE_SCATTERV:
-            *send = sum_counts(c->counts, comm->size);
-            *recv = c->counts[me];
-            return;
-        case SHI_OP_ALLTOALL:
-            *send = *recv = c->count * n;
-            return;
-        case SHI_OP_ALLTOALLV:
-            *send = sum_counts(c->counts, comm->size);
-            *recv = sum_counts(c->rcounts, comm->size);
-            return;
-        case SHI_OP_GATHER:
-            *send = c->count;
-            *recv = root ? c->count * n : 0;
-            return;
-        case SHI_OP_SCATTER:
-            *send = root ? c->count * n : 0;
-            *recv = c->count;
-            return;
-    }
-    *send = *recv = 0;
-}
-
-// The in-place form of each collective, as a byte offset of the send
-// buffer inside the receive buffer (or the reverse); -1: none allowed.
-static int
-in_place_ok(shoal_comm *comm, const struct coll_call *c, size_t es)
-{
-    const unsigned char *s = c->send, *r = c->recv;
-    size_t               me = (size_t) comm->rank;
-
-    switch (c->kind) {
-        case SHI_OP_ALLREDUCE:
-        case SHI_OP_REDUCE:
-            return s == r;
-        case SHI_OP_ALLGATHER:
-            return s == r + me * c->count * es;
-        case SHI_OP_ALLGATHERV:
-            return s == r + sum_counts(c->counts, comm->rank) * es;
-        case SHI_OP_REDUCE_SCATTER:
-            return r == s + me * c->count * es;
-        case SHI_OP_REDUCE_SCATTERV:
-            return r == s + sum_counts(c->counts, comm->rank) * es;
-        case SHI_OP_GATHER:
-            return comm->rank == c->root
-                && s == r + (size_t) c->root * c->count * es;
-        case SHI_OP_SCATTER:
-            return comm->rank == c->root
-                && r == s + (size_t) c->root * c->count * es;
-    }
-    return 0;
+    return (shi_op_shape) { .kind = c->kind,
+        .rank                     = comm->rank,
+        .nranks                   = comm->size,
+        .root                     = c->root,
+        .count                    = c->count,
+        .counts                   = c->counts,
+        .rcounts                  = c->rcounts };
 }
 
 static int
 check_counts(shoal_comm *comm, const struct coll_call *c)
 {
-    if ((c->kind == SHI_OP_ALLGATHERV || c->kind == SHI_OP_REDUCE_SCATTERV
-            || c->kind == SHI_OP_ALLTOALLV)
-        && c->counts == NULL) {
+    const shi_op_props *p = shi_op_props_of(c->kind);
+
+    if (p->counts && c->counts == NULL) {
         return coll_error(comm, "%s: the counts array is NULL", c->name);
     }
-    if (c->kind == SHI_OP_ALLTOALLV && c->rcounts == NULL) {
+    if (p->rcounts && c->rcounts == NULL) {
         return coll_error(comm, "%s: recvcounts is NULL", c->name);
     }
     return SHOAL_OK;
@@ -161,9 +79,10 @@ check_counts(shoal_comm *comm, const struct coll_call *c)
 static int
 check_buffers(shoal_comm *comm, const struct coll_call *c, size_t es)
 {
-    size_t send, recv;
+    shi_op_shape shape = shape_of(comm, c);
+    size_t       send, recv;
 
-    buffer_elems(comm, c, &send, &recv);
+    shi_op_buffer_elems(&shape, &send, &recv);
     if ((send > 0 && c->send == NULL) || (recv > 0 && c->recv == NULL)) {
         return coll_error(comm, "%s: %s is NULL but holds %zu elements",
             c->name, send > 0 && c->send == NULL ? "sendbuf" : "recvbuf",
@@ -176,7 +95,7 @@ check_buffers(shoal_comm *comm, const struct coll_call *c, size_t es)
     const unsigned char *s = c->send, *r = c->recv;
     int                  overlap
         = send > 0 && recv > 0 && s < r + recv * es && r < s + send * es;
-    if (overlap && !in_place_ok(comm, c, es)) {
+    if (overlap && !shi_op_in_place(&shape, es, s, r)) {
         return coll_error(comm,
             "%s: sendbuf and recvbuf overlap, which is "
             "not this collective's in-place form (see "
@@ -200,11 +119,13 @@ check_call(shoal_comm *comm, const struct coll_call *c)
         return coll_error(comm, "%s: unknown dtype %d (see shoal_dtype)",
             c->name, (int) c->dtype);
     }
-    if (rooted(c->kind) && (c->root < 0 || c->root >= comm->size)) {
+    const shi_op_props *p = shi_op_props_of(c->kind);
+
+    if (p->rooted && (c->root < 0 || c->root >= comm->size)) {
         return coll_error(comm, "%s: root %d is outside 0..%d", c->name,
             c->root, comm->size - 1);
     }
-    if (reduces(c->kind) && shi_reduce_check(c->dtype, c->op) != SHOAL_OK) {
+    if (p->reduces && shi_reduce_check(c->dtype, c->op) != SHOAL_OK) {
         return shi_comm_error(
             comm, shi_error_wrap(SHOAL_EINVAL, "%s", c->name));
     }
@@ -269,9 +190,10 @@ copy_counts(shoal_comm *comm, shoal_request *req, const struct coll_call *c)
 static int
 coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
 {
-    shoal_request req;
-    size_t        es;
-    int           st;
+    shoal_call_opts opts = shi_call_opts_take();
+    shoal_request   req;
+    size_t          es;
+    int             st;
 
     if (out != NULL) {
         *out = NULL;
@@ -285,10 +207,11 @@ coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
         ? sum_counts(c->counts, comm->size)
         : c->count;
     shi_req_fill(&req, c->kind, c->recv, count, c->dtype, c->root);
-    req.sendbuf = c->send;
-    req.op      = c->op;
-    req.algo    = shi_select(comm->select, shi_coll_of_op(c->kind),
-           selection_bytes(comm, c, es), comm->size, comm->algos_available);
+    req.sendbuf    = c->send;
+    req.op         = c->op;
+    req.timeout_ms = opts.timeout_ms;
+    req.algo       = shi_select(comm->select, shi_coll_of_op(c->kind),
+              selection_bytes(comm, c, es), comm->size, comm->algos_available);
     req.counts_hash
         = c->kind == SHI_OP_ALLTOALLV ? 0 : hash_counts(c->counts, comm->size);
     if ((st = copy_counts(comm, &req, c)) != SHOAL_OK) {
@@ -320,7 +243,7 @@ shoal_iall_reduce(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, shoal_reduce_op op, shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "iall_reduce: req is NULL");
+        return shi_missing_req("iall_reduce");
     }
     return coll_run(comm,
         &CALL(.name = "all_reduce", .kind = SHI_OP_ALLREDUCE, .send = sendbuf,
@@ -346,7 +269,7 @@ shoal_ireduce(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "ireduce: req is NULL");
+        return shi_missing_req("ireduce");
     }
     return coll_run(comm,
         &CALL(.name = "reduce", .kind = SHI_OP_REDUCE, .send = sendbuf,
@@ -370,7 +293,7 @@ shoal_iall_gather(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "iall_gather: req is NULL");
+        return shi_missing_req("iall_gather");
     }
     return coll_run(comm,
         &CALL(.name = "all_gather", .kind = SHI_OP_ALLGATHER, .send = sendbuf,
@@ -394,7 +317,7 @@ shoal_iall_gather_v(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     const size_t *recvcounts, shoal_dtype dtype, shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "iall_gather_v: req is NULL");
+        return shi_missing_req("iall_gather_v");
     }
     return coll_run(comm,
         &CALL(.name = "all_gather_v", .kind = SHI_OP_ALLGATHERV,
@@ -420,7 +343,7 @@ shoal_ireduce_scatter(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "ireduce_scatter: req is NULL");
+        return shi_missing_req("ireduce_scatter");
     }
     return coll_run(comm,
         &CALL(.name = "reduce_scatter", .kind = SHI_OP_REDUCE_SCATTER,
@@ -446,7 +369,7 @@ shoal_ireduce_scatter_v(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "ireduce_scatter_v: req is NULL");
+        return shi_missing_req("ireduce_scatter_v");
     }
     return coll_run(comm,
         &CALL(.name = "reduce_scatter_v", .kind = SHI_OP_REDUCE_SCATTERV,
@@ -470,7 +393,7 @@ shoal_iall_to_all(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "iall_to_all: req is NULL");
+        return shi_missing_req("iall_to_all");
     }
     return coll_run(comm,
         &CALL(.name = "all_to_all", .kind = SHI_OP_ALLTOALL, .send = sendbuf,
@@ -496,7 +419,7 @@ shoal_iall_to_all_v(shoal_comm *comm, const void *sendbuf,
     shoal_dtype dtype, shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "iall_to_all_v: req is NULL");
+        return shi_missing_req("iall_to_all_v");
     }
     return coll_run(comm,
         &CALL(.name = "all_to_all_v", .kind = SHI_OP_ALLTOALLV,
@@ -520,7 +443,7 @@ shoal_igather(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, int root, shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "igather: req is NULL");
+        return shi_missing_req("igather");
     }
     return coll_run(comm,
         &CALL(.name = "gather", .kind = SHI_OP_GATHER, .send = sendbuf,
@@ -543,7 +466,7 @@ shoal_iscatter(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, int root, shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "iscatter: req is NULL");
+        return shi_missing_req("iscatter");
     }
     return coll_run(comm,
         &CALL(.name = "scatter", .kind = SHI_OP_SCATTER, .send = sendbuf,

@@ -215,7 +215,7 @@ net_deadline_passed(shoal_comm *comm, shoal_request *r, int64_t now)
 {
     char    desc[256], why[160];
     int     p;
-    int64_t grace = comm->timeout_ms * 1000000 / 4;
+    int64_t grace = r->timeout_ms * 1000000 / 4;
 
     if (comm->tp->unreachable(comm, &p, why, sizeof(why))) {
         shi_req_describe(r, desc, sizeof(desc));
@@ -510,9 +510,12 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
     if ((st = shi_fork_check(comm, shi_op_kind_name(req->kind))) != SHOAL_OK) {
         return st;
     }
-    req->comm       = comm;
-    req->start_ns   = shi_now_ns();
-    req->deadline   = shi_deadline_after(req->start_ns, comm->timeout_ms);
+    req->comm     = comm;
+    req->start_ns = shi_now_ns();
+    if (req->timeout_ms <= 0) {
+        req->timeout_ms = comm->timeout_ms;
+    }
+    req->deadline   = shi_deadline_after(req->start_ns, req->timeout_ms);
     req->blocked_on = -1;
     atomic_store_explicit(
         &req->status, SHOAL_INPROGRESS, memory_order_relaxed);

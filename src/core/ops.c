@@ -159,8 +159,9 @@ static int
 p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
     shoal_dtype dtype, int peer, int tag, shoal_request **out, int *source)
 {
-    shoal_request req;
-    int           st;
+    shoal_call_opts opts = shi_call_opts_take();
+    shoal_request   req;
+    int             st;
 
     if (out != NULL) {
         *out = NULL;
@@ -173,7 +174,8 @@ p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
         return st;
     }
     shi_req_fill(&req, kind, buf, count, (int) dtype, peer);
-    req.tag = tag;
+    req.tag        = tag;
+    req.timeout_ms = opts.timeout_ms;
     if (out != NULL) {
         return shi_start_async(comm, &req, out);
     }
@@ -207,7 +209,7 @@ shoal_isend(shoal_comm *comm, const void *buf, size_t count, shoal_dtype dtype,
     int peer, int tag, shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "isend: req is NULL");
+        return shi_missing_req("isend");
     }
     return p2p(comm, SHI_OP_SEND, buf, count, dtype, peer, tag, req, NULL);
 }
@@ -224,7 +226,7 @@ shoal_irecv(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
     int peer, int tag, shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "irecv: req is NULL");
+        return shi_missing_req("irecv");
     }
     return p2p(comm, SHI_OP_RECV, buf, count, dtype, peer, tag, req, NULL);
 }
@@ -267,12 +269,14 @@ shoal_request_source(const shoal_request *req)
 static int
 barrier(shoal_comm *comm, shoal_request **out)
 {
-    shoal_request req;
+    shoal_call_opts opts = shi_call_opts_take();
+    shoal_request   req;
 
     if (comm == NULL) {
         return shi_error(SHOAL_EINVAL, "barrier: the communicator is NULL");
     }
     shi_req_fill(&req, SHI_OP_BARRIER, NULL, 0, SHOAL_UINT8, -1);
+    req.timeout_ms = opts.timeout_ms;
     return out != NULL ? shi_start_async(comm, &req, out)
                        : shi_run_blocking(comm, &req);
 }
@@ -287,7 +291,7 @@ int
 shoal_ibarrier(shoal_comm *comm, shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "ibarrier: req is NULL");
+        return shi_missing_req("ibarrier");
     }
     *req = NULL;
     return barrier(comm, req);
@@ -297,7 +301,8 @@ static int
 broadcast(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
     int root, shoal_request **out)
 {
-    shoal_request req;
+    shoal_call_opts opts = shi_call_opts_take();
+    shoal_request   req;
     int st = check_buffer(comm, "broadcast", buf, count, (int) dtype);
 
     if (st == SHOAL_OK) {
@@ -307,6 +312,7 @@ broadcast(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
         return st;
     }
     shi_req_fill(&req, SHI_OP_BCAST, buf, count, (int) dtype, root);
+    req.timeout_ms = opts.timeout_ms;
     return out != NULL ? shi_start_async(comm, &req, out)
                        : shi_run_blocking(comm, &req);
 }
@@ -323,7 +329,7 @@ shoal_ibroadcast(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
     int root, shoal_request **req)
 {
     if (req == NULL) {
-        return shi_error(SHOAL_EINVAL, "ibroadcast: req is NULL");
+        return shi_missing_req("ibroadcast");
     }
     *req = NULL;
     return broadcast(comm, buf, count, dtype, root, req);

@@ -5,8 +5,17 @@
 
 #include "core/comm.h"
 
+// The options the calling thread gave its next operation, taken (see
+// shoal_next_call_opts): every public operation takes them first thing.
+shoal_call_opts shi_call_opts_take(void);
+
+// The error of a non-blocking operation called without its request
+// pointer (it takes the thread's call options too, as a refused call).
+int shi_missing_req(const char *op);
+
 // Zeroes `req` and fills the fields every operation has. The start time
-// and the deadline (the comm's timeout from then) are set at submission.
+// and the deadline (req->timeout_ms, else the comm's timeout, from then)
+// are set at submission.
 void shi_req_fill(shoal_request *req, int kind, const void *buf, size_t count,
     int dtype, int peer);
 

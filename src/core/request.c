@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 
+#include "core/op_props.h"
+
 void
 shi_queue_push(shi_req_queue *q, shoal_request *req)
 {
@@ -40,41 +42,18 @@ shi_queue_remove(shi_req_queue *q, shoal_request *req)
 const char *
 shi_op_kind_name(int kind)
 {
-    static const char *const names[] = {
-        [SHI_OP_SEND]            = "send",
-        [SHI_OP_RECV]            = "recv",
-        [SHI_OP_BARRIER]         = "barrier",
-        [SHI_OP_BCAST]           = "broadcast",
-        [SHI_OP_ALLREDUCE]       = "all_reduce",
-        [SHI_OP_REDUCE]          = "reduce",
-        [SHI_OP_ALLGATHER]       = "all_gather",
-        [SHI_OP_ALLGATHERV]      = "all_gather_v",
-        [SHI_OP_REDUCE_SCATTER]  = "reduce_scatter",
-        [SHI_OP_REDUCE_SCATTERV] = "reduce_scatter_v",
-        [SHI_OP_ALLTOALL]        = "all_to_all",
-        [SHI_OP_ALLTOALLV]       = "all_to_all_v",
-        [SHI_OP_GATHER]          = "gather",
-        [SHI_OP_SCATTER]         = "scatter",
-    };
-
-    if (kind <= 0 || kind > SHI_OP_SCATTER) {
-        return "operation";
-    }
-    return names[kind];
+    return shi_op_props_of(kind)->name;
 }
 
 // "all_reduce #4 (1024 x float32, sum)", "gather #2 (root 1, 8 x int64)".
 static void
 describe_collective(const shoal_request *req, char *buf, size_t len)
 {
-    int reduces = req->kind == SHI_OP_ALLREDUCE || req->kind == SHI_OP_REDUCE
-        || req->kind == SHI_OP_REDUCE_SCATTER
-        || req->kind == SHI_OP_REDUCE_SCATTERV;
-    int rooted = req->kind == SHI_OP_REDUCE || req->kind == SHI_OP_GATHER
-        || req->kind == SHI_OP_SCATTER;
-    char root[32] = "";
+    const shi_op_props *p        = shi_op_props_of(req->kind);
+    int                 reduces  = p->reduces;
+    char                root[32] = "";
 
-    if (rooted) {
+    if (p->rooted) {
         snprintf(root, sizeof(root), "root %d, ", req->peer);
     }
     snprintf(buf, len, "%s #%llu (%s%zu x %s%s%s)",

@@ -42,6 +42,7 @@ struct shoal_request {
     int            in_engine;
     int            heap; // allocated by a non-blocking call
     int64_t        start_ns;
+    int64_t        timeout_ms; // this call's (shoal_call_opts), 0: the comm's
     int64_t        deadline;
     uint64_t       seq; // collective number or point-to-point number
     int            peer; // p2p peer (SHOAL_ANY_SOURCE too), or broadcast root

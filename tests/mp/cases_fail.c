@@ -342,3 +342,64 @@ mp_case_freeze(shoal_comm *comm, int argc, char **argv)
     free(buf);
     return 0;
 }
+
+// Per-call options (shoal_next_call_opts): a deadline given to one call
+// is taken by that call alone, even when it fails its argument checks,
+// and never changes the communicator's default; then a barrier whose
+// ranks arrive 1.5 s apart times out after its own 400 ms on the rank
+// that waits, under a default of 60 s.
+int
+mp_case_call_opts(shoal_comm *comm, int argc, char **argv)
+{
+    int             rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    float           x = 1, y = 0;
+    shoal_call_opts tiny = { .timeout_ms = 1 }, bad = { .timeout_ms = -5 };
+    shoal_call_opts short_wait = { .timeout_ms = 400 };
+    (void) argc;
+    (void) argv;
+    MP_CHECK(size > 1);
+    MP_OK(shoal_comm_set_timeout(comm, 60000));
+    MP_EXPECT(shoal_next_call_opts(&bad), SHOAL_EINVAL);
+    // Taken by a refused call: the barrier after it keeps the default.
+    MP_OK(shoal_next_call_opts(&tiny));
+    MP_EXPECT(shoal_all_reduce(comm, &x, &y, 1, (shoal_dtype) 99,
+                  (shoal_reduce_op) { .kind = SHOAL_SUM }),
+        SHOAL_EINVAL);
+    if (rank == 0) {
+        mp_sleep_ms(200);
+    }
+    MP_OK(shoal_barrier(comm));
+    // Taken by a call that succeeds (a small send completes at once): the
+    // receive and the barrier after it have none.
+    if (rank == 0) {
+        MP_OK(shoal_next_call_opts(&tiny));
+        MP_OK(shoal_send(comm, &x, 1, SHOAL_FLOAT32, 1, 7));
+        mp_sleep_ms(200);
+    } else if (rank == 1) {
+        MP_OK(shoal_recv(comm, &y, 1, SHOAL_FLOAT32, 0, 7));
+        MP_CHECK(y == 1);
+    }
+    MP_OK(shoal_barrier(comm));
+    // Dropped before any call: none left.
+    MP_OK(shoal_next_call_opts(&tiny));
+    MP_OK(shoal_next_call_opts(NULL));
+    if (rank == 0) {
+        mp_sleep_ms(200);
+    }
+    MP_OK(shoal_barrier(comm));
+    // Its own deadline, while the default stays 60 s.
+    if (rank != 0) {
+        mp_sleep_ms(1500);
+    }
+    MP_OK(shoal_next_call_opts(&short_wait));
+    double t0 = mp_now();
+    int    st = shoal_barrier(comm);
+    if (rank == 0) {
+        double waited = mp_now() - t0;
+        MP_CHECK(st == SHOAL_ETIMEDOUT);
+        MP_CHECK(waited > 0.35 && waited < 1.4);
+    } else {
+        MP_CHECK(st != SHOAL_OK);
+    }
+    return 0;
+}

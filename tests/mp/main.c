@@ -31,6 +31,7 @@ static const struct {
     { "recreate_kill", mp_case_recreate_kill },
     { "split_keys", mp_case_split_keys },
     { "tp_mem", mp_case_tp_mem },
+    { "call_opts", mp_case_call_opts },
     { "split_left", mp_case_split_left },
     { "freeze", mp_case_freeze },
     { "fault", mp_case_fault },

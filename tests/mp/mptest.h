@@ -79,6 +79,7 @@ int mp_case_fork(shoal_comm *comm, int argc, char **argv);
 int mp_case_split_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_create_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_tp_mem(shoal_comm *comm, int argc, char **argv);
+int mp_case_call_opts(shoal_comm *comm, int argc, char **argv);
 int mp_case_recreate_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_split_keys(shoal_comm *comm, int argc, char **argv);
 int mp_case_split_left(shoal_comm *comm, int argc, char **argv);

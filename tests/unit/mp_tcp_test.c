@@ -135,6 +135,7 @@ TCP_CASE(tcp_tp_mem_3, 3, "tp_mem", NULL, TCP)
 // Bad calls and failures.
 TCP_CASE(tcp_coll_bad_args_3, 3, "coll_bad_args", NULL, TCP)
 TCP_CASE(tcp_timeout_3, 3, "timeout", NULL, TCP)
+TCP_CASE(tcp_call_opts_3, 3, "call_opts", NULL, TCP)
 TCP_CASE(tcp_mismatch_count_2, 2, "mismatch", "count", TCP)
 TCP_CASE(tcp_mismatch_dtype_4, 4, "mismatch", "dtype", TCP)
 TCP_CASE(tcp_p2p_mismatch_3, 3, "p2p_mismatch", NULL, TCP)

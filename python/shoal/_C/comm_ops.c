@@ -91,27 +91,24 @@ ops_begin(ops_call *c, ext_comm *self, long long timeout_ms)
     return ext_comm_check_open(self);
 }
 
-// Applies the per-call deadline right before the call (nothing can fail
-// between here and ops_end, which undoes it). set_timeout only refuses
-// values <= 0, which mean "the default" here.
+// Gives the per-call deadline to the operation issued next, right before
+// it (it travels with that operation; nothing else on any thread sees it).
 static void
 ops_deadline(ops_call *c)
 {
-    if (c->timeout_ms > 0 && c->timeout_ms != c->self->timeout_ms) {
-        shoal_comm_set_timeout(c->self->comm, c->timeout_ms);
+    if (c->timeout_ms > 0) {
+        shoal_call_opts opts = { .timeout_ms = c->timeout_ms };
+        shoal_next_call_opts(&opts);
     }
 }
 
-// Restores the default deadline and wraps the request issued with status
-// c->st. Releases a and b (the Work holds its own references).
+// Wraps the request issued with status c->st. Releases a and b (the Work
+// holds its own references).
 static PyObject *
 ops_end(ops_call *c, ext_buffer *a, ext_buffer *b)
 {
     PyObject *keep, *work;
 
-    if (c->timeout_ms > 0 && c->timeout_ms != c->self->timeout_ms) {
-        shoal_comm_set_timeout(c->self->comm, c->self->timeout_ms);
-    }
     if (c->st < 0) {
         Py_XDECREF(a);
         Py_XDECREF(b);

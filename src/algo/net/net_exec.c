@@ -22,6 +22,7 @@
 #include "core/engine.h"
 #include "core/env.h"
 #include "core/log.h"
+#include "core/op_props.h"
 #include "transport/msg.h"
 
 // Reduction pipelining unit (a piece is reduced as soon as it arrives).
@@ -46,30 +47,15 @@ struct shi_net_run {
 static int
 in_place(const shoal_comm *comm, const shoal_request *req)
 {
-    const unsigned char *s = req->sendbuf, *r = req->buf;
-    size_t               es = shi_req_esize(req);
-    int                  me = comm->rank, root = req->peer;
+    shi_op_shape shape = { .kind = req->kind,
+        .rank                    = comm->rank,
+        .nranks                  = comm->size,
+        .root                    = req->peer,
+        .count                   = req->count,
+        .counts                  = req->counts,
+        .rcounts                 = req->rcounts };
 
-    if (s == NULL || r == NULL) {
-        return 0;
-    }
-    switch (req->kind) {
-        case SHI_OP_ALLREDUCE:
-            return s == r;
-        case SHI_OP_REDUCE:
-            return me == root && s == r;
-        case SHI_OP_ALLGATHER:
-        case SHI_OP_ALLGATHERV:
-            return s == r + shi_block_displ(req, me) * es;
-        case SHI_OP_REDUCE_SCATTER:
-        case SHI_OP_REDUCE_SCATTERV:
-            return r == s + shi_block_displ(req, me) * es;
-        case SHI_OP_GATHER:
-            return me == root && s == r + req->count * (size_t) root * es;
-        case SHI_OP_SCATTER:
-            return me == root && r == s + req->count * (size_t) root * es;
-    }
-    return 0;
+    return shi_op_in_place(&shape, shi_req_esize(req), req->sendbuf, req->buf);
 }
 
 static uint64_t

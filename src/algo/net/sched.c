@@ -18,6 +18,7 @@
 #include "algo/select.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/op_props.h"
 #include "core/request.h"
 
 // ---------------------------------------------------------------------------
@@ -546,9 +547,9 @@ sched_check(const shi_sched_call *c)
             "net schedule: rank %d out of range for %d ranks", c->rank,
             c->nranks);
     }
-    int rooted = c->kind == SHI_OP_REDUCE || c->kind == SHI_OP_GATHER
-        || c->kind == SHI_OP_SCATTER || c->kind == SHI_OP_BCAST;
-    if (rooted && (c->root < 0 || c->root >= c->nranks)) {
+    const shi_op_props *p = shi_op_props_of(c->kind);
+
+    if (p->rooted && (c->root < 0 || c->root >= c->nranks)) {
         return shi_error(SHOAL_EINVAL,
             "net schedule: root %d out of range for %d ranks", c->root,
             c->nranks);
@@ -557,14 +558,12 @@ sched_check(const shi_sched_call *c)
         return shi_error(
             SHOAL_EINVAL, "net schedule: element size 0 (unknown dtype?)");
     }
-    if ((c->kind == SHI_OP_ALLGATHERV || c->kind == SHI_OP_REDUCE_SCATTERV
-            || c->kind == SHI_OP_ALLTOALLV)
-        && c->counts == NULL) {
+    if (p->counts && c->counts == NULL) {
         return shi_error(SHOAL_EINVAL,
             "net schedule: %s without per-rank counts",
             shi_op_kind_name(c->kind));
     }
-    if (c->kind == SHI_OP_ALLTOALLV && c->rcounts == NULL) {
+    if (p->rcounts && c->rcounts == NULL) {
         return shi_error(
             SHOAL_EINVAL, "net schedule: all_to_all_v without receive counts");
     }

@@ -1,0 +1,57 @@
+// One table of the operations' properties: name, whether a root takes
+// part, whether it reduces, which per-rank count arrays it takes, its
+// in-place form, and the elements of each buffer on a rank. The argument
+// checks (coll_api.c), the messages (request.c, coll.c) and every
+// transport's algorithms (the schedule executor's in-place rule) read it,
+// so a rule is written once.
+#ifndef SHI_OP_PROPS_H
+#define SHI_OP_PROPS_H
+
+#include <stddef.h>
+
+// How the send buffer may lie inside the receive buffer (or the reverse)
+// for the collective to run in place (include/shoal.h documents each).
+enum shi_in_place {
+    SHI_IN_PLACE_NONE = 0, // no in-place form (all_to_all, all_to_all_v)
+    SHI_IN_PLACE_SAME, // send == recv (on the root only, when rooted)
+    SHI_IN_PLACE_SEND_AT_MY_BLOCK, // send == recv + my block (all_gather)
+    SHI_IN_PLACE_RECV_AT_MY_BLOCK, // recv == send + my block (reduce_scatter)
+    SHI_IN_PLACE_ROOT_SEND_AT_ITS_BLOCK, // root: send == recv + root's block
+    SHI_IN_PLACE_ROOT_RECV_AT_ITS_BLOCK, // root: recv == send + root's block
+};
+
+typedef struct shi_op_props {
+    const char       *name; // "all_reduce"
+    int               collective; // not point to point
+    int               rooted; // a root rank takes part
+    int               reduces; // has a reduction op
+    int               counts; // takes per-rank counts (v-forms)
+    int               rcounts; // takes per-rank receive counts too
+    enum shi_in_place in_place;
+} shi_op_props;
+
+// The properties of operation kind `kind` (enum shi_op_kind); an unknown
+// kind gets a row of zeros named "operation".
+const shi_op_props *shi_op_props_of(int kind);
+
+// The shape of one call as every rule below needs it.
+typedef struct shi_op_shape {
+    int           kind;
+    int           rank, nranks, root; // root: -1 if not rooted
+    size_t        count; // per-rank count (v-forms: unused)
+    const size_t *counts, *rcounts; // v-forms: per-rank counts
+} shi_op_shape;
+
+// Elements of this rank's send and receive buffers.
+void shi_op_buffer_elems(const shi_op_shape *s, size_t *send, size_t *recv);
+
+// Elements before rank `r`'s block (all_gather, reduce_scatter and their
+// v-forms, gather, scatter).
+size_t shi_op_block_displ(const shi_op_shape *s, int r);
+
+// Whether buffers `send` and `recv` (elements of `esize` bytes) are the
+// collective's in-place form on this rank.
+int shi_op_in_place(
+    const shi_op_shape *s, size_t esize, const void *send, const void *recv);
+
+#endif
