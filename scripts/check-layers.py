@@ -59,10 +59,7 @@ def allowed(src, inc):
                 or inc in TRANSPORT_API or inc in DATA_MODEL)
     if layer == "core":
         if inc.startswith("transport/"):
-            # comm.h still holds the segment of the mapped-memory
-            # algorithms (they find it there).
-            return inc in TRANSPORT_API or (
-                src == "core/comm.h" and inc in SEGMENT)
+            return inc in TRANSPORT_API
         if inc.startswith("algo/"):
             # The collective layer of core dispatches to the algorithms.
             return src in COLLECTIVE_LAYER
@@ -79,10 +76,7 @@ def allowed(src, inc):
 
 # The files of core that sit above the algorithms: they choose and start
 # them.
-COLLECTIVE_LAYER = {
-    "core/coll.c", "core/coll.h", "core/coll_api.c", "core/coll_setup.c",
-    "core/ops.c",
-}
+COLLECTIVE_LAYER = {"core/coll_api.c", "core/coll_setup.c"}
 
 
 def includes(path):

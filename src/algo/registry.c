@@ -1,5 +1,6 @@
 // The algorithm registry (see registry.h): the table, and what derives
 // from it.
+#include "algo/net/net_driver.h"
 #include "algo/registry.h"
 
 #include <pthread.h>

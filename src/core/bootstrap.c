@@ -251,10 +251,10 @@ bootstrap_steps(shoal_comm *comm, int64_t deadline)
     if ((st = comm->tp->start(comm)) != SHOAL_OK) {
         return st;
     }
-    if ((st = shi_engine_start(comm)) != SHOAL_OK || !comm->hier_wanted) {
+    if ((st = shi_engine_start(comm)) != SHOAL_OK) {
         return st;
     }
-    return shi_hier_setup(comm, comm->host_index, comm->local_rank);
+    return shi_coll_start(comm);
 }
 
 int

@@ -10,6 +10,8 @@
 #include <sys/prctl.h>
 #include <sys/uio.h>
 
+#include "algo/common/mapped_driver.h"
+#include "algo/net/net_driver.h"
 #include "algo/registry.h"
 #include "algo/select.h"
 #include "core/comm.h"
@@ -213,4 +215,13 @@ shi_coll_teardown(shoal_comm *comm)
     comm->peer_counts = NULL;
     comm->scratch     = NULL;
     shi_heap_destroy(comm);
+}
+
+int
+shi_coll_start(shoal_comm *comm)
+{
+    if (!comm->hier_wanted) {
+        return SHOAL_OK;
+    }
+    return shi_hier_setup(comm, comm->host_index, comm->local_rank);
 }

@@ -11,10 +11,11 @@
 #include "core/error.h"
 #include "core/request.h"
 #include "shoal.h"
-#include "transport/shm/shm_segment.h"
 #include "transport/transport.h"
 
 struct shi_select_table;
+struct shm_segment;
+struct shm_ctl;
 struct shi_net_run;
 struct shi_store_ref; // shared by a communicator and the ones split from it
 
@@ -78,15 +79,18 @@ struct shoal_comm {
     void                           *tp_state;
     // Over TCP with several ranks on some host (algo/net/net_hier.c): this
     // host's ranks, and the first rank of each host (NULL elsewhere).
-    shoal_comm     *local, *leaders;
-    int             host_index, local_rank, hier_wanted;
-    int            *host_first; // per rank: the first rank of its host
-    int            *local_rank_of; // per rank: its rank within its host
-    shm_segment     seg;
-    struct shm_ctl *my_ctl;
-    int             spin_ns; // busy-wait budget before yielding
-    int             yield_iter; // sched_yield rounds before sleeping ...
-    int64_t         yield_ns; // ... and at least this long since idle
+    shoal_comm *local, *leaders;
+    int         host_index, local_rank, hier_wanted;
+    int        *host_first; // per rank: the first rank of its host
+    int        *local_rank_of; // per rank: its rank within its host
+    // The segment every rank maps, on a mapped-memory transport (its
+    // layout: transport/shm/shm_segment.h), and this rank's control block
+    // in it; NULL on other transports.
+    struct shm_segment *mapped;
+    struct shm_ctl     *my_ctl;
+    int                 spin_ns; // busy-wait budget before yielding
+    int                 yield_iter; // sched_yield rounds before sleeping ...
+    int64_t             yield_ns; // ... and at least this long since idle
 
     // Progress engine (engine.c), under `lock`.
     pthread_mutex_t lock;
@@ -168,13 +172,6 @@ int shi_comm_alloc(shoal_comm **out, const char *name, int rank, int size,
 // Frees a communicator after its threads have stopped.
 void shi_comm_free(shoal_comm *comm);
 
-// Host-aware collectives (algo/net/net_hier.c).
-int  shi_hier_setup(shoal_comm *comm, int host_index, int local_rank);
-int  shi_hier_step(shoal_comm *comm, shoal_request *req);
-void shi_hier_abandon(shoal_comm *comm);
-// Frees the message schedules' executor state (algo/net/net_exec.c).
-void shi_net_exec_free(shoal_comm *comm);
-
 // Shared heap of shoal_alloc (heap.c).
 int  shi_heap_init(shoal_comm *comm);
 void shi_heap_destroy(shoal_comm *comm);
@@ -186,6 +183,9 @@ int shi_coll_setup(shoal_comm *comm, int64_t deadline);
 // skips it): rank 0's algorithm table, through the store.
 int  shi_coll_agree_table(shoal_comm *comm, int64_t deadline);
 void shi_coll_teardown(shoal_comm *comm);
+// After the engine started: the per-host and between-host communicators
+// of the host-aware collectives, where wanted.
+int shi_coll_start(shoal_comm *comm);
 
 // Rendezvous through the store (rendezvous.c). Creation keys live under
 // <prefix>boot/ (shi_rdv_key). begin leaves a will naming this rank; get

@@ -53,10 +53,4 @@ void shi_engine_complete(shoal_comm *comm, shoal_request *req, int status);
 // abort left to send and the collective layer let go of its work.
 void shi_engine_flush_abort(shoal_comm *comm);
 
-// The collective drivers (comm->coll_step, chosen by coll_setup.c for the
-// transport's class): one pass over the head collectives, under the comm
-// lock; each returns units of progress.
-int shi_coll_step(shoal_comm *comm); // mapped memory (core/coll.c)
-int shi_net_coll_step(shoal_comm *comm); // message schedules (algo/net)
-
 #endif

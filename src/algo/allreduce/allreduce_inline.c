@@ -21,7 +21,7 @@
 
 #include "algo/common/algos.h"
 #include "algo/reduce/reduce.h"
-#include "core/coll.h"
+#include "algo/common/mapped_driver.h"
 #include "core/engine.h"
 
 int
@@ -52,7 +52,7 @@ lines_ready(shoal_comm *comm, shoal_request *req)
 {
     for (int p = 0; p < comm->size; p++) {
         struct shm_inline *line
-            = &shm_ctl_of(&comm->seg, p)->inline_slot[req->slab_use % 2];
+            = &shm_ctl_of(comm->mapped, p)->inline_slot[req->slab_use % 2];
         if (atomic_load_explicit(&line->use, memory_order_acquire)
             != req->slab_use) {
             req->blocked_on = p;
@@ -80,7 +80,7 @@ shi_inline_step(shoal_comm *comm, shoal_request *req)
     uint64_t want = comm->my_ctl->inline_slot[req->slab_use % 2].desc_hash;
     for (int p = 0; p < comm->size; p++) {
         struct shm_inline *line
-            = &shm_ctl_of(&comm->seg, p)->inline_slot[req->slab_use % 2];
+            = &shm_ctl_of(comm->mapped, p)->inline_slot[req->slab_use % 2];
         comm->inputs[p] = line->data;
         agree &= line->desc_hash == want;
     }

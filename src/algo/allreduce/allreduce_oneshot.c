@@ -21,7 +21,7 @@
 static size_t
 chunk_elems(const shoal_comm *comm, size_t esize)
 {
-    return comm->seg.slab_bytes / esize;
+    return comm->mapped->slab_bytes / esize;
 }
 
 static size_t

@@ -76,7 +76,7 @@ gather_segments(
 int
 shi_twoshot_step(shoal_comm *comm, shoal_request *req)
 {
-    size_t es = shi_req_esize(req), per = comm->seg.slab_bytes / es;
+    size_t es = shi_req_esize(req), per = comm->mapped->slab_bytes / es;
     size_t chunks = req->count == 0 ? 1 : (req->count + per - 1) / per;
     int    n      = 0;
 

@@ -11,7 +11,7 @@
 // Cost: alpha * 1 flag round (each rank reads n-1 lines); no payload.
 #include "algo/common/algos.h"
 #include "algo/registry.h"
-#include "core/coll.h"
+#include "algo/common/mapped_driver.h"
 #include "core/engine.h"
 
 int
@@ -25,7 +25,7 @@ shi_barrier_flags_step(shoal_comm *comm, shoal_request *req)
         if (peer == comm->rank) {
             continue;
         }
-        struct shm_ctl *ctl = shm_ctl_of(&comm->seg, peer);
+        struct shm_ctl *ctl = shm_ctl_of(comm->mapped, peer);
         uint32_t        got
             = atomic_load_explicit(&ctl->coll_seq, memory_order_acquire);
         if (shi_seq_diff(got, s) < 0) {

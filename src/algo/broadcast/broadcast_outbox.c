@@ -18,13 +18,13 @@
 
 #include "algo/common/algos.h"
 #include "algo/registry.h"
-#include "core/coll.h"
+#include "algo/common/mapped_driver.h"
 #include "core/engine.h"
 
 static uint64_t
 chunks_of(const shoal_comm *comm, size_t bytes)
 {
-    size_t slot = comm->seg.box_slot_bytes;
+    size_t slot = comm->mapped->box_slot_bytes;
 
     return bytes == 0 ? 1 : (bytes + slot - 1) / slot;
 }
@@ -40,7 +40,7 @@ min_reader_tail(shoal_comm *comm, int *slowest)
             continue;
         }
         uint64_t t = atomic_load_explicit(
-            &shm_box_tail(&comm->seg, comm->rank, r)->tail,
+            &shm_box_tail(comm->mapped, comm->rank, r)->tail,
             memory_order_acquire);
         if (t < low) {
             low      = t;
@@ -53,18 +53,18 @@ min_reader_tail(shoal_comm *comm, int *slowest)
 static int
 root_step(shoal_comm *comm, shoal_request *req)
 {
-    size_t slot_bytes = comm->seg.box_slot_bytes;
+    size_t slot_bytes = comm->mapped->box_slot_bytes;
     int    n          = 0;
 
     while (req->slot < req->slot_end) {
         int slowest = -1;
-        if (min_reader_tail(comm, &slowest) + comm->seg.box_slots
+        if (min_reader_tail(comm, &slowest) + comm->mapped->box_slots
             <= req->slot) {
             req->blocked_on = slowest;
             return n;
         }
         struct shm_slot_header *h
-            = shm_box_slot(&comm->seg, comm->rank, req->slot);
+            = shm_box_slot(comm->mapped, comm->rank, req->slot);
         size_t chunk = req->bytes - req->done < slot_bytes
             ? req->bytes - req->done
             : slot_bytes;
@@ -111,7 +111,8 @@ reader_step(shoal_comm *comm, shoal_request *req)
     int n    = 0;
 
     while (req->slot < req->slot_end) {
-        struct shm_slot_header *h = shm_box_slot(&comm->seg, root, req->slot);
+        struct shm_slot_header *h
+            = shm_box_slot(comm->mapped, root, req->slot);
         if (atomic_load_explicit(&h->seq, memory_order_acquire)
             != req->slot + 1) {
             req->blocked_on = root;
@@ -126,7 +127,7 @@ reader_step(shoal_comm *comm, shoal_request *req)
         req->done += h->chunk_bytes;
         req->slot++;
         atomic_store_explicit(
-            &shm_box_tail(&comm->seg, root, comm->rank)->tail, req->slot,
+            &shm_box_tail(comm->mapped, root, comm->rank)->tail, req->slot,
             memory_order_release);
         shi_ring(comm, root, 0);
         n++;

@@ -6,6 +6,7 @@
 #define SHI_ALGOS_H
 
 #include "core/comm.h"
+#include "transport/shm/shm_segment.h"
 
 struct shi_cost_call;
 struct shi_cost;

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "core/coll.h"
+#include "algo/common/mapped_driver.h"
 #include "core/engine.h"
 
 static int
@@ -16,7 +16,7 @@ all_peers_reached(shoal_comm *comm, shoal_request *req, uint64_t target)
         if (p == comm->rank) {
             continue;
         }
-        struct shm_ctl *ctl = shm_ctl_of(&comm->seg, p);
+        struct shm_ctl *ctl = shm_ctl_of(comm->mapped, p);
         if (atomic_load_explicit(&ctl->sync, memory_order_acquire) < target) {
             req->blocked_on = p;
             shi_coll_peer_differs(comm, p, (uint32_t) req->seq);
@@ -54,7 +54,7 @@ int
 shi_sync_peer(shoal_comm *comm, shoal_request *req, int p, int k)
 {
     uint64_t        target = req->sync_base + (uint64_t) k;
-    struct shm_ctl *ctl    = shm_ctl_of(&comm->seg, p);
+    struct shm_ctl *ctl    = shm_ctl_of(comm->mapped, p);
 
     publish_sync(comm, target);
     if (atomic_load_explicit(&ctl->sync, memory_order_acquire) < target) {
@@ -73,10 +73,10 @@ shi_sync_finish(shoal_comm *comm, shoal_request *req, int k)
 static uint64_t
 heap_offset(shoal_comm *comm, const void *ptr)
 {
-    const unsigned char *base = shm_heap_of(&comm->seg, comm->rank);
+    const unsigned char *base = shm_heap_of(comm->mapped, comm->rank);
     const unsigned char *p    = ptr;
 
-    if (p == NULL || p < base || p >= base + comm->seg.heap_bytes) {
+    if (p == NULL || p < base || p >= base + comm->mapped->heap_bytes) {
         return 0;
     }
     return (uint64_t) (p - base) + 1;
@@ -96,13 +96,13 @@ shi_expose(shoal_comm *comm, const void *send, const void *recv)
 const unsigned char *
 shi_peer_view(shoal_comm *comm, int p, int side, size_t off)
 {
-    const struct shm_expose *e = &shm_ctl_of(&comm->seg, p)->expose;
+    const struct shm_expose *e = &shm_ctl_of(comm->mapped, p)->expose;
     uint64_t heap = side == SHI_SEND ? e->send_heap : e->recv_heap;
 
     if (heap == 0) {
         return NULL;
     }
-    return shm_heap_of(&comm->seg, p) + (heap - 1) + off;
+    return shm_heap_of(comm->mapped, p) + (heap - 1) + off;
 }
 
 // Aborts the comm after a failed process_vm_readv/writev on peer p. ESRCH
@@ -130,7 +130,7 @@ int
 shi_peer_read(
     shoal_comm *comm, int p, int side, size_t off, void *dst, size_t len)
 {
-    const struct shm_expose *e = &shm_ctl_of(&comm->seg, p)->expose;
+    const struct shm_expose *e = &shm_ctl_of(comm->mapped, p)->expose;
     const unsigned char     *view;
 
     if (len == 0) {
@@ -167,7 +167,7 @@ int
 shi_peer_write(
     shoal_comm *comm, int p, int side, size_t off, const void *src, size_t len)
 {
-    const struct shm_expose *e = &shm_ctl_of(&comm->seg, p)->expose;
+    const struct shm_expose *e = &shm_ctl_of(comm->mapped, p)->expose;
     const unsigned char     *view;
 
     if (len == 0) {
@@ -199,7 +199,7 @@ const unsigned char *
 shi_peer_bytes(shoal_comm *comm, int p, int side, size_t off, size_t len,
     unsigned char *scratch)
 {
-    const struct shm_expose *e = &shm_ctl_of(&comm->seg, p)->expose;
+    const struct shm_expose *e = &shm_ctl_of(comm->mapped, p)->expose;
     const unsigned char     *view;
 
     if (p == comm->rank) {
@@ -232,7 +232,7 @@ shi_slab_free(shoal_comm *comm, shoal_request *req, uint64_t use)
         if (p == comm->rank) {
             continue;
         }
-        struct shm_ctl *ctl = shm_ctl_of(&comm->seg, p);
+        struct shm_ctl *ctl = shm_ctl_of(comm->mapped, p);
         if (atomic_load_explicit(&ctl->slab_done, memory_order_acquire)
             < use - 2) {
             req->blocked_on = p;
@@ -245,7 +245,7 @@ shi_slab_free(shoal_comm *comm, shoal_request *req, uint64_t use)
 unsigned char *
 shi_slab_of(shoal_comm *comm, int rank, uint64_t use)
 {
-    return shm_slab(&comm->seg, rank, (int) (use % 2));
+    return shm_slab(comm->mapped, rank, (int) (use % 2));
 }
 
 void

@@ -12,7 +12,7 @@ shi_move_publish(shoal_comm *comm, shoal_request *req)
     if (req->kind != SHI_OP_ALLTOALLV) {
         return;
     }
-    uint64_t *mine = shm_counts_of(&comm->seg, comm->rank);
+    uint64_t *mine = shm_counts_of(comm->mapped, comm->rank);
     for (int p = 0; p < comm->size; p++) {
         mine[p] = req->counts[p];
     }
@@ -56,7 +56,7 @@ shi_move_snapshot(shoal_comm *comm, shoal_request *req)
     }
     for (int q = 0; q < comm->size; q++) {
         memcpy(comm->peer_counts + (size_t) q * comm->size,
-            shm_counts_of(&comm->seg, q),
+            shm_counts_of(comm->mapped, q),
             (size_t) comm->size * sizeof(uint64_t));
     }
 }

@@ -26,7 +26,7 @@
 static size_t
 count_chunks(shoal_comm *comm, shoal_request *req)
 {
-    size_t most = 0, slab = comm->seg.slab_bytes;
+    size_t most = 0, slab = comm->mapped->slab_bytes;
 
     for (int q = 0; q < comm->size; q++) {
         size_t b = shi_move_send_bytes(comm, req, q);
@@ -38,7 +38,7 @@ count_chunks(shoal_comm *comm, shoal_request *req)
 static void
 stage_chunk(shoal_comm *comm, shoal_request *req, size_t c)
 {
-    size_t slab = comm->seg.slab_bytes, first = c * slab;
+    size_t slab = comm->mapped->slab_bytes, first = c * slab;
     size_t mine = shi_move_send_bytes(comm, req, comm->rank);
 
     if (first < mine) {
@@ -62,7 +62,7 @@ overlap(size_t lo, size_t len, size_t c, size_t slab, size_t *start)
 static void
 reduce_chunk(shoal_comm *comm, shoal_request *req, size_t c)
 {
-    size_t es = shi_req_esize(req), slab = comm->seg.slab_bytes, a;
+    size_t es = shi_req_esize(req), slab = comm->mapped->slab_bytes, a;
     size_t lo = shi_block_displ(req, comm->rank) * es;
     size_t len
         = overlap(lo, shi_block_count(req, comm->rank) * es, c, slab, &a);
@@ -80,7 +80,7 @@ reduce_chunk(shoal_comm *comm, shoal_request *req, size_t c)
 static int
 take_chunk(shoal_comm *comm, shoal_request *req, size_t c)
 {
-    size_t slab = comm->seg.slab_bytes;
+    size_t slab = comm->mapped->slab_bytes;
 
     if (req->kind == SHI_OP_REDUCE_SCATTER
         || req->kind == SHI_OP_REDUCE_SCATTERV) {

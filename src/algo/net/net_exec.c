@@ -13,11 +13,12 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
+#include "algo/net/net_driver.h"
 #include "algo/registry.h"
 #include "algo/select.h"
 #include "algo/net/sched.h"
 #include "algo/reduce/reduce.h"
-#include "core/coll.h"
+#include "algo/common/mapped_driver.h"
 #include "core/comm.h"
 #include "core/engine.h"
 #include "core/env.h"

@@ -27,6 +27,7 @@
 
 #include "algo/common/algos.h"
 #include "algo/net/net_gen.h"
+#include "algo/net/net_driver.h"
 #include "algo/registry.h"
 #include "algo/select.h"
 #include "algo/reduce/reduce.h"

@@ -9,8 +9,10 @@
 #include <pthread.h>
 
 #include "core/comm.h"
+#include "transport/shm/shm_segment.h"
 
 struct shi_shm {
+    shm_segment seg; // comm->mapped once mapped
     int *fds; // per rank: unix socket to that peer (-1: none, ourselves)
     // Liveness watcher (shm_watch.c).
     pthread_t watch_thread;

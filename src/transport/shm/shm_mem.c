@@ -13,11 +13,11 @@
 static uint64_t
 heap_offset(shoal_comm *comm, const void *ptr, size_t bytes)
 {
-    const unsigned char *base = shm_heap_of(&comm->seg, comm->rank);
+    const unsigned char *base = shm_heap_of(comm->mapped, comm->rank);
     const unsigned char *p    = ptr;
 
-    if (p == NULL || p < base || (size_t) (p - base) > comm->seg.heap_bytes
-        || bytes > comm->seg.heap_bytes - (size_t) (p - base)) {
+    if (p == NULL || p < base || (size_t) (p - base) > comm->mapped->heap_bytes
+        || bytes > comm->mapped->heap_bytes - (size_t) (p - base)) {
         return 0;
     }
     return (uint64_t) (p - base) + 1;
@@ -47,14 +47,14 @@ void *
 shi_shm_mem_view(
     shoal_comm *comm, const struct shi_tp_region *r, size_t off, size_t bytes)
 {
-    uint64_t heap = comm->seg.heap_bytes;
+    uint64_t heap = comm->mapped->heap_bytes;
 
     if (r->owner < 0 || r->owner >= comm->size || r->heap_off == 0
         || !inside(r, off, bytes) || r->heap_off - 1 > heap
         || r->bytes > heap - (r->heap_off - 1)) {
         return NULL;
     }
-    return shm_heap_of(&comm->seg, r->owner) + (r->heap_off - 1) + off;
+    return shm_heap_of(comm->mapped, r->owner) + (r->heap_off - 1) + off;
 }
 
 // One process_vm_readv/writev loop; errno set on failure.

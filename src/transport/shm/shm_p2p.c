@@ -32,7 +32,7 @@ consume_slot(shoal_comm *comm, int src)
     struct shi_peer *p = &comm->peers[src];
 
     p->recv_slot++;
-    atomic_store_explicit(&shm_p2p_tail(&comm->seg, src, comm->rank)->tail,
+    atomic_store_explicit(&shm_p2p_tail(comm->mapped, src, comm->rank)->tail,
         p->recv_slot, memory_order_release);
     shi_ring(comm, src, 0);
 }
@@ -135,7 +135,7 @@ recv_step(shoal_comm *comm, int src)
 
     for (;;) {
         struct shm_slot_header *h
-            = shm_p2p_slot(&comm->seg, src, comm->rank, p->recv_slot);
+            = shm_p2p_slot(comm->mapped, src, comm->rank, p->recv_slot);
         if (atomic_load_explicit(&h->seq, memory_order_acquire)
             != p->recv_slot + 1) {
             return n;
@@ -177,15 +177,15 @@ static int
 send_step(shoal_comm *comm, int dst)
 {
     struct shi_peer *p     = &comm->peers[dst];
-    uint32_t         slots = comm->seg.p2p_slots;
-    size_t           max   = comm->seg.p2p_slot_bytes;
+    uint32_t         slots = comm->mapped->p2p_slots;
+    size_t           max   = comm->mapped->p2p_slot_bytes;
     int              n     = 0;
     shoal_request   *r;
 
     while ((r = p->sends.head) != NULL) {
         if (p->send_slot >= p->send_free) {
             uint64_t tail = atomic_load_explicit(
-                &shm_p2p_tail(&comm->seg, comm->rank, dst)->tail,
+                &shm_p2p_tail(comm->mapped, comm->rank, dst)->tail,
                 memory_order_acquire);
             p->send_free = tail + slots;
             if (p->send_slot >= p->send_free) {
@@ -193,7 +193,7 @@ send_step(shoal_comm *comm, int dst)
             }
         }
         struct shm_slot_header *h
-            = shm_p2p_slot(&comm->seg, comm->rank, dst, p->send_slot);
+            = shm_p2p_slot(comm->mapped, comm->rank, dst, p->send_slot);
         size_t chunk = r->bytes - r->done < max ? r->bytes - r->done : max;
         if (chunk > 0) {
             memcpy(shm_slot_data(h), r->buf + r->done, chunk);
@@ -284,7 +284,7 @@ head_waits_with_tag(shoal_comm *comm, int src, int tag)
     struct shi_peer *p = &comm->peers[src];
 
     return p->head_seen != 0 && p->active_recv == NULL
-        && (int) shm_p2p_slot(&comm->seg, src, comm->rank, p->recv_slot)->tag
+        && (int) shm_p2p_slot(comm->mapped, src, comm->rank, p->recv_slot)->tag
         == tag;
 }
 
@@ -295,7 +295,7 @@ bind_waiting_head(shoal_comm *comm, int src, shoal_request *req)
 {
     struct shi_peer        *p = &comm->peers[src];
     struct shm_slot_header *h
-        = shm_p2p_slot(&comm->seg, src, comm->rank, p->recv_slot);
+        = shm_p2p_slot(comm->mapped, src, comm->rank, p->recv_slot);
 
     p->head_seen    = 0;
     p->active_recv  = req;

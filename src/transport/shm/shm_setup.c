@@ -113,11 +113,10 @@ share_segment(shoal_comm *comm, int64_t deadline)
     int             fd, st;
 
     if (comm->rank == 0) {
-        if ((st = shm_segment_create(&comm->seg, comm->size, &fd))
-            != SHOAL_OK) {
+        if ((st = shm_segment_create(&sh->seg, comm->size, &fd)) != SHOAL_OK) {
             return st;
         }
-        bytes = comm->seg.bytes;
+        bytes = sh->seg.bytes;
         for (int r = 1; r < comm->size && st == SHOAL_OK; r++) {
             st = shi_unix_send_fd(
                 sh->fds[r], fd, &bytes, sizeof(bytes), deadline);
@@ -127,7 +126,7 @@ share_segment(shoal_comm *comm, int64_t deadline)
     }
     st = shi_unix_recv_fd(sh->fds[0], &fd, &bytes, sizeof(bytes), deadline);
     if (st == SHOAL_OK) {
-        st = shm_segment_attach(&comm->seg, fd, comm->size);
+        st = shm_segment_attach(&sh->seg, fd, comm->size);
         close(fd);
     }
     return st;
@@ -158,7 +157,7 @@ shi_shm_setup(
     int st = alloc_state(comm), fd;
 
     if (st == SHOAL_OK && comm->size == 1) {
-        st = shm_segment_create(&comm->seg, 1, &fd);
+        st = shm_segment_create(&shi_shm_of(comm)->seg, 1, &fd);
         if (st == SHOAL_OK) {
             close(fd);
         }
@@ -174,7 +173,8 @@ shi_shm_setup(
         }
     }
     if (st == SHOAL_OK) {
-        comm->my_ctl = shm_ctl_of(&comm->seg, comm->rank);
+        comm->mapped = &shi_shm_of(comm)->seg;
+        comm->my_ctl = shm_ctl_of(comm->mapped, comm->rank);
     }
     return st;
 }

@@ -31,7 +31,10 @@ shm_teardown(shoal_comm *comm)
     struct shi_shm *sh = shi_shm_of(comm);
 
     shi_shm_p2p_discard(comm);
+    comm->mapped = NULL;
+    comm->my_ctl = NULL;
     if (sh != NULL) {
+        shm_segment_unmap(&sh->seg);
         for (int r = 0; r < comm->size; r++) {
             if (sh->fds[r] >= 0) {
                 close(sh->fds[r]);
@@ -41,8 +44,6 @@ shm_teardown(shoal_comm *comm)
         free(sh);
         comm->tp_state = NULL;
     }
-    shm_segment_unmap(&comm->seg);
-    comm->my_ctl = NULL;
 }
 
 static int
@@ -72,10 +73,10 @@ shi_shm_adopt_abort(shoal_comm *comm)
 {
     struct shm_abort *ab;
 
-    if (comm->seg.base == NULL) {
+    if (comm->mapped == NULL) {
         return 0;
     }
-    ab = shm_abort_of(&comm->seg);
+    ab = shm_abort_of(comm->mapped);
     if (atomic_load_explicit(&ab->state, memory_order_acquire) != 2) {
         return 0;
     }
@@ -110,10 +111,10 @@ shm_wake(shoal_comm *comm, int rank, int force)
 {
     struct shm_ctl *ctl;
 
-    if (comm->seg.base == NULL) {
+    if (comm->mapped == NULL) {
         return; // not set up yet: nobody sleeps
     }
-    ctl = shm_ctl_of(&comm->seg, rank);
+    ctl = shm_ctl_of(comm->mapped, rank);
     if (!force) {
         // Pairs with the sleeper's increment of `sleepers` before its last
         // look at the data: one of the two sees the other.
@@ -129,13 +130,13 @@ shm_wake(shoal_comm *comm, int rank, int force)
 static void
 shm_wake_peers(shoal_comm *comm)
 {
-    if (comm->seg.base == NULL) {
+    if (comm->mapped == NULL) {
         return;
     }
     // One fence covers every peer (see shm_wake); then ring only sleepers.
     atomic_thread_fence(memory_order_seq_cst);
     for (int p = 0; p < comm->size; p++) {
-        struct shm_ctl *ctl = shm_ctl_of(&comm->seg, p);
+        struct shm_ctl *ctl = shm_ctl_of(comm->mapped, p);
         if (p != comm->rank
             && atomic_load_explicit(&ctl->sleepers, memory_order_relaxed)
                 != 0) {
@@ -152,10 +153,10 @@ shm_abort_notify(shoal_comm *comm, int status, const char *text)
     struct shm_abort *ab;
     uint32_t          old = 0;
 
-    if (comm->seg.base == NULL) {
+    if (comm->mapped == NULL) {
         return;
     }
-    ab = shm_abort_of(&comm->seg);
+    ab = shm_abort_of(comm->mapped);
     if (atomic_compare_exchange_strong(&ab->state, &old, 1)) {
         ab->status  = status;
         ab->by_rank = comm->rank;
@@ -186,8 +187,8 @@ shm_goodbye(shoal_comm *comm, int64_t deadline)
 static void
 shm_heap_region(shoal_comm *comm, unsigned char **base, size_t *bytes)
 {
-    *base  = shm_heap_of(&comm->seg, comm->rank);
-    *bytes = comm->seg.heap_bytes;
+    *base  = shm_heap_of(comm->mapped, comm->rank);
+    *bytes = comm->mapped->heap_bytes;
 }
 
 const struct shi_transport_ops shi_shm_transport = {

@@ -1,4 +1,5 @@
-// Collectives: ordering, descriptors and the algorithm steps.
+// The driver of the mapped-memory collectives: ordering, descriptors and
+// the dispatch to each algorithm's step (its registry row).
 //
 // Collectives of a communicator run one at a time in issue order. When one
 // starts, the rank publishes what it called (kind, root, count, dtype) in
@@ -7,10 +8,11 @@
 // have reached, so ranks that call different operations, roots, counts or
 // dtypes at the same point get SHOAL_EMISMATCH naming both sides, no later
 // than the next collective that synchronizes them.
-#ifndef SHI_COLL_H
-#define SHI_COLL_H
+#ifndef SHI_MAPPED_DRIVER_H
+#define SHI_MAPPED_DRIVER_H
 
 #include "core/comm.h"
+#include "transport/shm/shm_segment.h"
 
 // Compares our descriptors with every peer's, up to collective `upto`.
 // Aborts the communicator on a mismatch; returns 1 if it did.
@@ -29,6 +31,10 @@ int shi_coll_agree(shoal_comm *comm, uint32_t seq);
 // another algorithm, which would never meet ours), aborts with the mismatch
 // and returns 1.
 int shi_coll_peer_differs(shoal_comm *comm, int p, uint32_t seq);
+
+// One pass over the head collectives (comm->coll_step on a mapped-memory
+// transport), under the comm lock; returns units of progress.
+int shi_coll_step(shoal_comm *comm);
 
 // Signed distance a - b between wrapping 32-bit collective numbers.
 static inline int32_t

@@ -1,5 +1,5 @@
-// Collective ordering and mismatch detection (see coll.h).
-#include "core/coll.h"
+// The mapped-memory collectives' driver (see mapped_driver.h).
+#include "algo/common/mapped_driver.h"
 
 #include <stdio.h>
 
@@ -78,7 +78,7 @@ shi_desc_hash(const struct shm_desc *d)
 int
 shi_coll_peer_differs(shoal_comm *comm, int p, uint32_t seq)
 {
-    struct shm_ctl *ctl = shm_ctl_of(&comm->seg, p);
+    struct shm_ctl *ctl = shm_ctl_of(comm->mapped, p);
 
     if (atomic_load_explicit(&ctl->coll_seq, memory_order_acquire) != seq
         || __atomic_load_n(&ctl->desc_hash[seq % 2], __ATOMIC_RELAXED)
@@ -96,7 +96,7 @@ shi_coll_agree(shoal_comm *comm, uint32_t seq)
         = __atomic_load_n(&comm->my_ctl->desc_hash[seq % 2], __ATOMIC_RELAXED);
 
     for (int p = 0; p < comm->size; p++) {
-        struct shm_ctl *ctl = shm_ctl_of(&comm->seg, p);
+        struct shm_ctl *ctl = shm_ctl_of(comm->mapped, p);
         if (p != comm->rank
             && __atomic_load_n(&ctl->desc_hash[seq % 2], __ATOMIC_RELAXED)
                 != mine) {
@@ -139,7 +139,7 @@ static int
 verify_peer(shoal_comm *comm, int peer, uint32_t upto)
 {
     struct shi_peer *p   = &comm->peers[peer];
-    struct shm_ctl  *ctl = shm_ctl_of(&comm->seg, peer);
+    struct shm_ctl  *ctl = shm_ctl_of(comm->mapped, peer);
     uint32_t         peer_seq
         = atomic_load_explicit(&ctl->coll_seq, memory_order_acquire);
     uint32_t hi = shi_seq_diff(peer_seq, upto) < 0 ? peer_seq : upto;
