@@ -22,16 +22,16 @@ from ._C import (
     PeerError,
     ShoalError,
 )
-from .batch import BatchP2POptions, BatchSendRecv, P2POp
-from .bootstrap import new_comm
+from ._batch import BatchP2POptions, BatchSendRecv, P2POp
+from ._bootstrap import new_comm
 from .comm import Comm
 from .compile_op import CustomOp, Future, compile_op
-from .groups import find_process_group
+from ._groups import find_process_group
 from .memory import (empty, empty_like, is_shared, share_memory_, zeros,
                      zeros_like)
-from .options import CommOptions
-from .reduce_op import ReduceOp, RedOpType
-from .work import Work
+from ._options import CommOptions
+from ._reduce_op import ReduceOp, RedOpType
+from ._work import Work
 
 __version__ = "%d.%d.%d" % (_C.version() // 10000, _C.version() // 100 % 100,
                             _C.version() % 100)

@@ -1,16 +1,24 @@
 """Registers torch.distributed backend "shoal" without importing torch.
 
-``import shoal`` must stay cheap and work without torch, yet
-``dist.init_process_group("shoal")`` must work whether torch or shoal was
-imported first. So: if torch.distributed is already loaded, register now;
-otherwise watch for it (a meta path finder that wraps its loader) and
-register right after it has loaded. The process group itself (shoal.c10d,
-which imports torch) is only imported when a group is created.
+``import shoal`` stays cheap and works without torch. Two paths register
+the backend, so that ``dist.init_process_group("shoal")`` works whichever
+of torch and shoal is imported first, and without ``import shoal`` at all:
+
+- torch loads the entry points of group "torch.backends" at the end of
+  ``import torch`` (torch 2.5 and later; torch/__init__.py,
+  _import_device_backends), and shoal's package declares ``autoload``
+  there (pyproject.toml), which imports torch.distributed and registers;
+- ``import shoal`` registers at once if torch.distributed is loaded
+  already (torch imported with TORCH_DEVICE_BACKEND_AUTOLOAD=0, or a torch
+  older than the entry point group).
+
+Only when both are off (autoloading disabled and shoal imported before
+torch.distributed) does the backend need ``import shoal`` after torch.
+The process group itself (shoal.c10d, which imports torch) is only
+imported when a group is created.
 """
 
 import sys
-
-_TARGET = "torch.distributed"
 
 
 def _create(opts, backend_options):
@@ -28,43 +36,16 @@ def _register(dist):
                                  devices=["cpu"])
 
 
-class _Loader:
-    """Runs torch.distributed's own loader, then registers."""
-
-    def __init__(self, loader):
-        self._loader = loader
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        _register(module)
-
-    def __getattr__(self, name):  # everything else is the real loader's
-        return getattr(self._loader, name)
-
-
-class _Finder:
-    """Finds nothing itself: wraps the loader others find for
-    torch.distributed, once."""
-
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        if name != _TARGET:
-            return None
-        sys.meta_path.remove(cls)
-        from importlib.machinery import PathFinder
-
-        spec = PathFinder.find_spec(name, path)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _Loader(spec.loader)
-        return spec
-
-
 def install():
-    module = sys.modules.get(_TARGET)
+    """Registers now if torch.distributed is loaded (``import shoal``)."""
+    module = sys.modules.get("torch.distributed")
     if module is not None:
         _register(module)
-    elif _Finder not in sys.meta_path:
-        sys.meta_path.insert(0, _Finder)
+
+
+def autoload():
+    """The "torch.backends" entry point: runs at the end of ``import
+    torch``."""
+    import torch.distributed as dist
+
+    _register(dist)

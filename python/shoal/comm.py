@@ -14,11 +14,11 @@ go through contiguous temporaries, copied in before and out after.
 
 import datetime
 
-from . import _C, _arrays, _env, groups
-from .batch import BatchSendRecv
-from .options import CommOptions
-from .reduce_op import as_reduce_op
-from .work import Work
+from . import _C, _arrays, _env, _groups
+from ._batch import BatchSendRecv
+from ._options import CommOptions
+from ._reduce_op import as_reduce_op
+from ._work import Work
 
 InvalidArgumentError = _C.InvalidArgumentError
 
@@ -107,7 +107,7 @@ class Comm:
         self._abort = abort_process_on_timeout_or_error
         self._rank = c.rank
         self._size = c.size
-        groups.register(self, name)
+        _groups.register(self, name)
 
     # ---- identity and life --------------------------------------------------
 

@@ -25,8 +25,8 @@ usable; so do tensors that do not match the compiled specs.
 """
 
 from . import _C, _arrays
-from .groups import find_process_group, native_comm
-from .memory import _dtype_name
+from ._groups import find_process_group, native_comm
+from ._dtypes import name_of as _dtype_name
 
 InvalidArgumentError = _C.InvalidArgumentError
 

@@ -40,7 +40,7 @@ import torch
 
 from . import _C, _env
 from .memory import _resolve_comm, empty, is_shared, share_memory_
-from .reduce_op import ReduceOp
+from ._reduce_op import ReduceOp
 
 __all__ = ["SharedBuckets", "register_shared_buckets",
            "shared_allreduce_hook"]

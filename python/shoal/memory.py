@@ -37,13 +37,9 @@ import atexit
 import sys
 import weakref
 
-from . import _C
+from . import _C, _dtypes
 
 InvalidArgumentError = _C.InvalidArgumentError
-
-# DLPack type codes (DLDataTypeCode).
-_DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_COMPLEX, _DL_BOOL = \
-    0, 1, 2, 4, 5, 6
 
 # address -> live Block, for is_shared (blocks vanish when collected).
 _blocks = weakref.WeakValueDictionary()
@@ -165,8 +161,8 @@ def _new_block(c, nbytes):
 def _torch_array(c, shape, dtype, requires_grad):
     import torch
 
-    dt = _torch_dtype(torch, dtype)
-    code, bits = _dl_type(torch, dt)
+    dt = _dtypes.torch_dtype(torch, dtype)
+    code, bits = _dtypes.dl_type(torch, dt)
     count = _count(shape)
     block = _new_block(c, count * (bits // 8))
     t = torch.from_dlpack(block.dlpack(shape, code, bits))
@@ -179,58 +175,13 @@ def _numpy_array(c, shape, dtype):
     import numpy as np
 
     try:
-        dt = np.dtype("float32" if dtype is None else _dtype_name(dtype))
+        dt = np.dtype("float32" if dtype is None else _dtypes.name_of(dtype))
     except TypeError as e:
         raise InvalidArgumentError(f"empty: dtype {dtype!r}: {e}") from None
     count = _count(shape)
     block = _new_block(c, count * dt.itemsize)
     # The array's base chain ends at the block, which frees the memory.
     return np.frombuffer(block, dtype=dt, count=count).reshape(shape)
-
-
-def _torch_dtype(torch, dtype):
-    if dtype is None:
-        return torch.get_default_dtype()
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    name = _dtype_name(dtype)
-    dt = getattr(torch, name, None)
-    if not isinstance(dt, torch.dtype):
-        raise InvalidArgumentError(f"empty: {dtype!r} is not a torch dtype")
-    return dt
-
-
-def _dl_type(torch, dt):
-    """(DLPack code, bits) of a torch dtype."""
-    bits = dt.itemsize * 8
-    if dt == torch.bool:
-        return _DL_BOOL, 8
-    if dt == torch.bfloat16:
-        return _DL_BFLOAT, 16
-    if dt.is_complex:
-        return _DL_COMPLEX, bits
-    if dt.is_floating_point:
-        if bits < 16:  # float8 kinds have no code in DLPack's older ABI
-            raise InvalidArgumentError(f"empty: {dt} is not supported")
-        return _DL_FLOAT, bits
-    try:
-        signed = torch.iinfo(dt).min < 0
-    except TypeError:
-        raise InvalidArgumentError(f"empty: {dt} is not supported") from None
-    return (_DL_INT if signed else _DL_UINT), bits
-
-
-def _dtype_name(dtype):
-    """'float32' for torch.float32, numpy.float32, 'float32' alike."""
-    if isinstance(dtype, str):
-        return dtype
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(dtype, torch.dtype):
-        return str(dtype).split(".")[-1]
-    np = sys.modules.get("numpy")
-    if np is not None:
-        return np.dtype(dtype).name
-    return str(dtype)
 
 
 # ---- arguments -------------------------------------------------------------

@@ -22,9 +22,9 @@ import os
 import torch
 import torch.distributed as dist
 
-from .. import _C, _env, bootstrap, groups
+from .. import _C, _bootstrap, _env, _groups
 from ..comm import Comm
-from ..reduce_op import ReduceOp
+from .._reduce_op import ReduceOp
 from . import monitored, sparse
 from .profiled import profiled
 from .work import Completer, Work
@@ -79,7 +79,7 @@ def _timeout_ms(timeout):
 def connect(store, rank, size, timeout, name):
     """A shoal.Comm over `size` ranks, agreed through torch's store."""
     key = f"shoal/pg/{name}/{next(_created[name])}"
-    args = bootstrap.store_rendezvous(store, key, rank, size)
+    args = _bootstrap.store_rendezvous(store, key, rank, size)
     abort = _abort_on_error()
     c = _C.Comm(timeout_ms=_timeout_ms(timeout), name=name,
                 abort_on_error=abort, **args)
@@ -105,7 +105,7 @@ class ProcessGroupShoal(dist.ProcessGroup):
         self._store = store
         self._completer = Completer(comm)
         self._group_name = self._group_desc = comm.get_name()
-        groups.register(self, comm.get_name())
+        _groups.register(self, comm.get_name())
 
     @property
     def comm(self):
@@ -144,7 +144,7 @@ class ProcessGroupShoal(dist.ProcessGroup):
 
     def setGroupName(self, name):
         self._group_name = name
-        groups.register(self, name)
+        _groups.register(self, name)
 
     def getGroupDesc(self):
         return self._group_desc

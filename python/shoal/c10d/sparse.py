@@ -10,7 +10,7 @@ tensor in place, as gloo does. Only SUM has a sparse meaning here.
 import torch
 
 from .. import _C
-from ..reduce_op import ReduceOp
+from .._reduce_op import ReduceOp
 
 
 def check(tensor, op):
