@@ -23,19 +23,21 @@
 
 static struct {
     const char *name;
+    const char *file;
     test_fn     fn;
     int         timeout_s;
 } tests[MAX_TESTS];
 static int ntests;
 
 void
-test_register(const char *name, test_fn fn, int timeout_s)
+test_register(const char *name, const char *file, test_fn fn, int timeout_s)
 {
     if (ntests == MAX_TESTS) {
         fprintf(stderr, "too many tests\n");
         exit(2);
     }
     tests[ntests].name      = name;
+    tests[ntests].file      = file;
     tests[ntests].fn        = fn;
     tests[ntests].timeout_s = timeout_s;
     ntests++;
@@ -236,12 +238,36 @@ run_one(int i)
     return code;
 }
 
+// Whether source `file` is ".../<area>_test.c".
 static int
-selected(const char *name, int argc, char **argv)
+in_area(const char *file, const char *area)
 {
-    int any = 0;
+    const char *base = strrchr(file, '/');
+    size_t      n    = strlen(area);
+
+    base = base != NULL ? base + 1 : file;
+    return strncmp(base, area, n) == 0 && strcmp(base + n, "_test.c") == 0;
+}
+
+// A test runs if it is in the --area given (if any) and its name contains
+// one of the other arguments (if any).
+static int
+selected(int i, int argc, char **argv)
+{
+    const char *name = tests[i].name;
+    int         any  = 0;
 
     for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--area") == 0 && a + 1 < argc
+            && !in_area(tests[i].file, argv[++a])) {
+            return 0;
+        }
+    }
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--area") == 0) {
+            a++;
+            continue;
+        }
         if (argv[a][0] == '-') {
             continue;
         }
@@ -257,11 +283,15 @@ int
 main(int argc, char **argv)
 {
     int passed = 0, failed = 0, skipped = 0;
-    int list = argc > 1 && strcmp(argv[1], "--list") == 0;
+    int list = 0;
+
+    for (int a = 1; a < argc; a++) {
+        list |= strcmp(argv[a], "--list") == 0;
+    }
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 0; i < ntests; i++) {
-        if (!selected(tests[i].name, argc, argv)) {
+        if (!selected(i, argc, argv)) {
             continue;
         }
         if (list) {

@@ -10,7 +10,10 @@
 
 typedef void (*test_fn)(void);
 
-void test_register(const char *name, test_fn fn, int timeout_s);
+// Registers a test; `file` (its source) names its area: "store" for
+// unit/store_test.c (shoal_tests --area store runs only those).
+void test_register(
+    const char *name, const char *file, test_fn fn, int timeout_s);
 void test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
 void test_skip(const char *fmt, ...)
@@ -22,7 +25,7 @@ void test_skip(const char *fmt, ...)
     static void                              name(void);                      \
     __attribute__((constructor)) static void test_reg_##name(void)            \
     {                                                                         \
-        test_register(#name, name, timeout_s);                                \
+        test_register(#name, __FILE__, name, timeout_s);                      \
     }                                                                         \
     static void name(void)
 
