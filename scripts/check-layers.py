@@ -69,7 +69,7 @@ def allowed(src, inc):
             return inc in TRANSPORT_API or inc in SEGMENT
         return inc.startswith(("platform/", "core/", "algo/"))
     if layer == "plan":
-        return inc.startswith(("plan/", "algo/reduce/")) or inc in {
+        return inc.startswith(("plan/", "algo/kernels/")) or inc in {
             "core/comm.h", "core/ops.h"}
     return False
 

@@ -71,18 +71,18 @@ static const shi_algo_desc algo_rows[] = {
         net_all_gather_ring),
     SCHED(
         ALLTOALL, FLAT, "flat", net_all_to_all_flat_cost, net_all_to_all_flat),
-    SCHED(GATHER, FLAT, "flat", net_rooted_flat_cost, net_gather_flat),
-    SCHED(SCATTER, FLAT, "flat", net_rooted_flat_cost, net_scatter_flat),
+    SCHED(GATHER, FLAT, "flat", net_gather_flat_cost, net_gather_flat),
+    SCHED(SCATTER, FLAT, "flat", net_scatter_flat_cost, net_scatter_flat),
     SCHED(BROADCAST, FLAT, "flat", net_bcast_flat_cost, net_bcast_flat),
     SCHED(BROADCAST, RING, "ring", net_bcast_ring_cost, net_bcast_ring),
     SCHED(BARRIER, RHD, "rhd", net_barrier_rhd_cost, net_barrier_rhd),
 
     // Across hosts with several ranks on a host: shared memory within
-    // each host, messages between them (algo/net/net_hier.c).
+    // each host, messages between them (algo/common/hier.c).
     { SHI_COLL_ALLREDUCE, SHI_ALGO_HIER, "hier", MESSAGES, HOSTS,
-        net_hier_cost, shi_hier_step, NULL },
+        net_hier_cost, shi_allreduce_hier_step, NULL },
     { SHI_COLL_BROADCAST, SHI_ALGO_HIER, "hier", MESSAGES, HOSTS,
-        net_hier_cost, shi_hier_step, NULL },
+        net_hier_cost, shi_bcast_hier_step, NULL },
 };
 
 #define NROWS ((int) (sizeof(algo_rows) / sizeof(algo_rows[0])))

@@ -51,6 +51,13 @@ shi_cost_chunks(const shi_cost_call *c)
     return (double) ((c->bytes + c->slab_bytes - 1) / c->slab_bytes);
 }
 
+// The ranks of a cost call, at least 1.
+static inline double
+shi_cost_ranks(const shi_cost_call *c)
+{
+    return c->nranks > 1 ? c->nranks : 1;
+}
+
 // ceil(log2 n), 0 for n <= 1.
 static inline double
 shi_cost_log2(int n)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/reduce/reduce.h"
+#include "algo/kernels/reduce.h"
 #include "algo/select.h"
 #include "core/clock.h"
 #include "core/engine.h"

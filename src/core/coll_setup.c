@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/uio.h>
 
+#include "algo/common/hier.h"
 #include "algo/common/mapped_driver.h"
 #include "algo/net/net_driver.h"
 #include "algo/registry.h"

@@ -11,6 +11,9 @@
 
 #include "shoal.h"
 
+// Bytes of an algorithm's private state in its request.
+#define SHI_ALGO_STATE_BYTES 64
+
 enum shi_op_kind {
     SHI_OP_SEND = 1,
     SHI_OP_RECV,
@@ -54,8 +57,6 @@ struct shoal_request {
     size_t         count;
     int            dtype;
     int            blocked_on; // the rank it waits for, -1 if none
-    uint64_t       slot; // next ring slot (broadcast)
-    uint64_t       slot_end; // one past its last slot (broadcast)
     int            started; // collective entered (descriptor published)
     // Collectives with a send and a receive buffer (coll_api.c): `buf` is
     // the receive buffer, `count` the per-rank count.
@@ -65,11 +66,11 @@ struct shoal_request {
     size_t              *counts; // v-collectives: owned copies
     size_t              *rcounts; // all_to_all_v: receive counts
     uint64_t             counts_hash;
-    int                  state; // algorithm's state machine
     uint64_t             sync_base; // comm's sync counter when started
-    size_t               pos; // algorithm's progress (bytes, chunk)
-    uint64_t             slab_use; // staging use of the current chunk
-    void                *xfer; // over TCP: the message carrying a p2p op
+    // The running algorithm's own state: each algorithm keeps a struct of
+    // its own here (shi_algo_state), zeroed when the request is filled.
+    _Alignas(16) unsigned char algo_state[SHI_ALGO_STATE_BYTES];
+    void *xfer; // over TCP: the message carrying a p2p op
     // Links: `anext` on comm->active, `qnext` on one per-kind queue,
     // `onext` on comm->owned (non-blocking requests not yet freed).
     shoal_request *anext, *aprev;
@@ -91,6 +92,12 @@ int  shi_req_detached_status(const shoal_request *req);
 
 // Short description for messages: "broadcast #12 (root 0, 1024 x float32)".
 void shi_req_describe(const shoal_request *req, char *buf, size_t len);
+
+// The algorithm's state in `req`, as its own struct type (checked to fit
+// at compile time).
+#define shi_algo_state(req, type)                                             \
+    ((void) sizeof(char[sizeof(type) <= SHI_ALGO_STATE_BYTES ? 1 : -1]),      \
+        (type *) (void *) (req)->algo_state)
 
 // Queue helpers (FIFO through `qnext`).
 void shi_queue_push(shi_req_queue *q, shoal_request *req);

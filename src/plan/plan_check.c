@@ -3,7 +3,7 @@
 // same message everywhere.
 #include <stdio.h>
 
-#include "algo/reduce/reduce.h"
+#include "algo/kernels/reduce.h"
 #include "core/error.h"
 #include "plan/plan_impl.h"
 

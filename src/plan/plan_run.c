@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "algo/reduce/reduce.h"
+#include "algo/kernels/reduce.h"
 #include "core/error.h"
 #include "core/ops.h"
 #include "plan/plan_obj.h"

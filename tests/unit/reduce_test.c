@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/reduce/reduce_impl.h"
+#include "algo/kernels/reduce_impl.h"
 #include "core/error.h"
 #include "test.h"
 

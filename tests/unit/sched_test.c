@@ -30,8 +30,8 @@
 
 #include "algo/net/net_gen.h"
 #include "algo/net/sched.h"
-#include "algo/reduce/reduce.h"
-#include "algo/reduce/reduce_impl.h"
+#include "algo/kernels/reduce.h"
+#include "algo/kernels/reduce_impl.h"
 #include "algo/select.h"
 #include "core/error.h"
 #include "core/request.h"

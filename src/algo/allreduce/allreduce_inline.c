@@ -20,9 +20,21 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
-#include "algo/reduce/reduce.h"
+#include "algo/kernels/reduce.h"
 #include "algo/common/mapped_driver.h"
 #include "core/engine.h"
+
+// This algorithm's state in its request.
+struct inline_state {
+    int      phase; // 0: lines not published yet
+    uint64_t use; // the inline use (comm->inline_use) of this call
+};
+
+static inline struct inline_state *
+inline_of(shoal_request *req)
+{
+    return shi_algo_state(req, struct inline_state);
+}
 
 int
 shi_inline_fits(const shoal_request *req)
@@ -34,15 +46,17 @@ shi_inline_fits(const shoal_request *req)
 static void
 publish_line(shoal_comm *comm, shoal_request *req)
 {
-    struct shm_inline *mine  = &comm->my_ctl->inline_slot[req->slab_use % 2];
-    size_t             bytes = req->count * shi_req_esize(req);
+    struct shm_inline *mine
+        = &comm->my_ctl->inline_slot[inline_of(req)->use % 2];
+    size_t bytes = req->count * shi_req_esize(req);
 
     if (bytes > 0) {
         memcpy(mine->data, req->sendbuf, bytes);
     }
     mine->desc_hash = __atomic_load_n(
         &comm->my_ctl->desc_hash[req->seq % 2], __ATOMIC_RELAXED);
-    atomic_store_explicit(&mine->use, req->slab_use, memory_order_release);
+    atomic_store_explicit(
+        &mine->use, inline_of(req)->use, memory_order_release);
     shi_ring_peers(comm);
 }
 
@@ -51,10 +65,10 @@ static int
 lines_ready(shoal_comm *comm, shoal_request *req)
 {
     for (int p = 0; p < comm->size; p++) {
-        struct shm_inline *line
-            = &shm_ctl_of(comm->mapped, p)->inline_slot[req->slab_use % 2];
+        struct shm_inline *line = &shm_ctl_of(comm->mapped, p)
+                                       ->inline_slot[inline_of(req)->use % 2];
         if (atomic_load_explicit(&line->use, memory_order_acquire)
-            != req->slab_use) {
+            != inline_of(req)->use) {
             req->blocked_on = p;
             shi_coll_peer_differs(comm, p, (uint32_t) req->seq);
             return 0;
@@ -69,18 +83,19 @@ shi_inline_step(shoal_comm *comm, shoal_request *req)
 {
     int agree = 1;
 
-    if (req->state == 0) {
-        req->slab_use = ++comm->inline_use;
+    if (inline_of(req)->phase == 0) {
+        inline_of(req)->use = ++comm->inline_use;
         publish_line(comm, req);
-        req->state = 1;
+        inline_of(req)->phase = 1;
     }
     if (!lines_ready(comm, req)) {
         return 0;
     }
-    uint64_t want = comm->my_ctl->inline_slot[req->slab_use % 2].desc_hash;
+    uint64_t want
+        = comm->my_ctl->inline_slot[inline_of(req)->use % 2].desc_hash;
     for (int p = 0; p < comm->size; p++) {
-        struct shm_inline *line
-            = &shm_ctl_of(comm->mapped, p)->inline_slot[req->slab_use % 2];
+        struct shm_inline *line = &shm_ctl_of(comm->mapped, p)
+                                       ->inline_slot[inline_of(req)->use % 2];
         comm->inputs[p] = line->data;
         agree &= line->desc_hash == want;
     }

@@ -15,8 +15,21 @@
 #include "algo/common/algos.h"
 #include "algo/registry.h"
 #include "algo/common/xfer.h"
-#include "algo/reduce/reduce.h"
+#include "algo/kernels/reduce.h"
 #include "core/engine.h"
+
+// This algorithm's state in its request.
+struct oneshot_state {
+    int      phase; // within the current chunk
+    size_t   chunk; // chunks done
+    uint64_t use; // staging use of the current chunk
+};
+
+static inline struct oneshot_state *
+oneshot_of(shoal_request *req)
+{
+    return shi_algo_state(req, struct oneshot_state);
+}
 
 static size_t
 chunk_elems(const shoal_comm *comm, size_t esize)
@@ -38,22 +51,22 @@ shi_oneshot_step(shoal_comm *comm, shoal_request *req)
     size_t es = shi_req_esize(req), per = chunk_elems(comm, es);
     int    n = 0;
 
-    while (req->pos < chunks_of(comm, req)) {
-        size_t first = req->pos * per;
+    while (oneshot_of(req)->chunk < chunks_of(comm, req)) {
+        size_t first = oneshot_of(req)->chunk * per;
         size_t elems = req->count - first < per ? req->count - first : per;
-        int    k     = (int) req->pos + 1;
-        if (req->state == 0) {
-            if (req->slab_use == 0) {
-                req->slab_use = shi_slab_next(comm);
+        int    k     = (int) oneshot_of(req)->chunk + 1;
+        if (oneshot_of(req)->phase == 0) {
+            if (oneshot_of(req)->use == 0) {
+                oneshot_of(req)->use = shi_slab_next(comm);
             }
-            if (!shi_slab_free(comm, req, req->slab_use)) {
+            if (!shi_slab_free(comm, req, oneshot_of(req)->use)) {
                 return n;
             }
             if (elems > 0) {
-                memcpy(shi_slab_of(comm, comm->rank, req->slab_use),
+                memcpy(shi_slab_of(comm, comm->rank, oneshot_of(req)->use),
                     req->sendbuf + first * es, elems * es);
             }
-            req->state = 1;
+            oneshot_of(req)->phase = 1;
             n++;
         }
         if (!shi_sync_all(comm, req, k)) {
@@ -61,18 +74,18 @@ shi_oneshot_step(shoal_comm *comm, shoal_request *req)
         }
         if (req->kind == SHI_OP_ALLREDUCE || req->peer == comm->rank) {
             for (int q = 0; q < comm->size; q++) {
-                comm->inputs[q] = shi_slab_of(comm, q, req->slab_use);
+                comm->inputs[q] = shi_slab_of(comm, q, oneshot_of(req)->use);
             }
             shi_reduce(req->dtype, req->op, req->buf + first * es,
                 comm->inputs, comm->size, elems);
         }
-        shi_slab_done(comm, req->slab_use);
-        req->slab_use = 0;
-        req->state    = 0;
-        req->pos++;
+        shi_slab_done(comm, oneshot_of(req)->use);
+        oneshot_of(req)->use   = 0;
+        oneshot_of(req)->phase = 0;
+        oneshot_of(req)->chunk++;
         n++;
     }
-    shi_sync_finish(comm, req, (int) req->pos);
+    shi_sync_finish(comm, req, (int) oneshot_of(req)->chunk);
     shi_engine_complete(comm, req, SHOAL_OK);
     return n + 1;
 }

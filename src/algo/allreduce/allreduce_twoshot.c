@@ -19,8 +19,21 @@
 #include "algo/common/algos.h"
 #include "algo/registry.h"
 #include "algo/common/xfer.h"
-#include "algo/reduce/reduce.h"
+#include "algo/kernels/reduce.h"
 #include "core/engine.h"
+
+// This algorithm's state in its request.
+struct twoshot_state {
+    int      phase; // within the current chunk
+    size_t   chunk; // chunks done
+    uint64_t use; // staging use of the current chunk
+};
+
+static inline struct twoshot_state *
+twoshot_of(shoal_request *req)
+{
+    return shi_algo_state(req, struct twoshot_state);
+}
 
 // Copies the chunk into this rank's slab at the same offsets, except this
 // rank's own segment: the two stretches before and after it.
@@ -28,9 +41,9 @@ static void
 stage_others_segments(
     shoal_comm *comm, shoal_request *req, size_t first, size_t elems)
 {
-    size_t               es   = shi_req_esize(req), lo, hi;
-    unsigned char       *slab = shi_slab_of(comm, comm->rank, req->slab_use);
-    const unsigned char *src  = req->sendbuf + first * es;
+    size_t         es   = shi_req_esize(req), lo, hi;
+    unsigned char *slab = shi_slab_of(comm, comm->rank, twoshot_of(req)->use);
+    const unsigned char *src = req->sendbuf + first * es;
 
     shi_segment(elems, es, comm->size, comm->rank, &lo, &hi);
     if (lo > 0) {
@@ -51,11 +64,11 @@ reduce_my_segment(
     for (int q = 0; q < comm->size; q++) {
         comm->inputs[q] = q == comm->rank
             ? req->sendbuf + (first + lo) * es
-            : shi_slab_of(comm, q, req->slab_use) + lo * es;
+            : shi_slab_of(comm, q, twoshot_of(req)->use) + lo * es;
     }
     shi_reduce(req->dtype, req->op,
-        shi_slab_of(comm, comm->rank, req->slab_use) + lo * es, comm->inputs,
-        comm->size, hi - lo);
+        shi_slab_of(comm, comm->rank, twoshot_of(req)->use) + lo * es,
+        comm->inputs, comm->size, hi - lo);
 }
 
 static void
@@ -68,7 +81,8 @@ gather_segments(
         shi_segment(elems, es, comm->size, q, &lo, &hi);
         if (hi > lo) {
             memcpy(req->buf + (first + lo) * es,
-                shi_slab_of(comm, q, req->slab_use) + lo * es, (hi - lo) * es);
+                shi_slab_of(comm, q, twoshot_of(req)->use) + lo * es,
+                (hi - lo) * es);
         }
     }
 }
@@ -80,37 +94,37 @@ shi_twoshot_step(shoal_comm *comm, shoal_request *req)
     size_t chunks = req->count == 0 ? 1 : (req->count + per - 1) / per;
     int    n      = 0;
 
-    while (req->pos < chunks) {
-        size_t first = req->pos * per;
+    while (twoshot_of(req)->chunk < chunks) {
+        size_t first = twoshot_of(req)->chunk * per;
         size_t elems = req->count - first < per ? req->count - first : per;
-        int    k     = 2 * (int) req->pos + 1;
-        if (req->state == 0) {
-            if (req->slab_use == 0) {
-                req->slab_use = shi_slab_next(comm);
+        int    k     = 2 * (int) twoshot_of(req)->chunk + 1;
+        if (twoshot_of(req)->phase == 0) {
+            if (twoshot_of(req)->use == 0) {
+                twoshot_of(req)->use = shi_slab_next(comm);
             }
-            if (!shi_slab_free(comm, req, req->slab_use)) {
+            if (!shi_slab_free(comm, req, twoshot_of(req)->use)) {
                 return n;
             }
             stage_others_segments(comm, req, first, elems);
-            req->state = 1;
+            twoshot_of(req)->phase = 1;
             n++;
         }
-        if (req->state == 1) {
+        if (twoshot_of(req)->phase == 1) {
             if (!shi_sync_all(comm, req, k)) {
                 return n;
             }
             reduce_my_segment(comm, req, first, elems);
-            req->state = 2;
+            twoshot_of(req)->phase = 2;
             n++;
         }
         if (!shi_sync_all(comm, req, k + 1)) {
             return n;
         }
         gather_segments(comm, req, first, elems);
-        shi_slab_done(comm, req->slab_use);
-        req->slab_use = 0;
-        req->state    = 0;
-        req->pos++;
+        shi_slab_done(comm, twoshot_of(req)->use);
+        twoshot_of(req)->use   = 0;
+        twoshot_of(req)->phase = 0;
+        twoshot_of(req)->chunk++;
         n++;
     }
     shi_sync_finish(comm, req, 2 * (int) chunks);

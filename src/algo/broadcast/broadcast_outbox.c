@@ -21,6 +21,18 @@
 #include "algo/common/mapped_driver.h"
 #include "core/engine.h"
 
+// This algorithm's state in its request.
+struct outbox_state {
+    uint64_t slot; // next slot of the root's outbox
+    uint64_t slot_end; // one past the call's last slot
+};
+
+static inline struct outbox_state *
+outbox_of(shoal_request *req)
+{
+    return shi_algo_state(req, struct outbox_state);
+}
+
 static uint64_t
 chunks_of(const shoal_comm *comm, size_t bytes)
 {
@@ -56,15 +68,15 @@ root_step(shoal_comm *comm, shoal_request *req)
     size_t slot_bytes = comm->mapped->box_slot_bytes;
     int    n          = 0;
 
-    while (req->slot < req->slot_end) {
+    while (outbox_of(req)->slot < outbox_of(req)->slot_end) {
         int slowest = -1;
         if (min_reader_tail(comm, &slowest) + comm->mapped->box_slots
-            <= req->slot) {
+            <= outbox_of(req)->slot) {
             req->blocked_on = slowest;
             return n;
         }
         struct shm_slot_header *h
-            = shm_box_slot(comm->mapped, comm->rank, req->slot);
+            = shm_box_slot(comm->mapped, comm->rank, outbox_of(req)->slot);
         size_t chunk = req->bytes - req->done < slot_bytes
             ? req->bytes - req->done
             : slot_bytes;
@@ -77,10 +89,11 @@ root_step(shoal_comm *comm, shoal_request *req)
         h->kind        = SHI_OP_BCAST;
         h->dtype       = (uint32_t) req->dtype;
         h->count       = req->count;
-        atomic_store_explicit(&h->seq, req->slot + 1, memory_order_release);
+        atomic_store_explicit(
+            &h->seq, outbox_of(req)->slot + 1, memory_order_release);
         shi_ring_peers(comm);
         req->done += chunk;
-        req->slot++;
+        outbox_of(req)->slot++;
         n++;
     }
     return n;
@@ -110,11 +123,11 @@ reader_step(shoal_comm *comm, shoal_request *req)
     int root = req->peer;
     int n    = 0;
 
-    while (req->slot < req->slot_end) {
+    while (outbox_of(req)->slot < outbox_of(req)->slot_end) {
         struct shm_slot_header *h
-            = shm_box_slot(comm->mapped, root, req->slot);
+            = shm_box_slot(comm->mapped, root, outbox_of(req)->slot);
         if (atomic_load_explicit(&h->seq, memory_order_acquire)
-            != req->slot + 1) {
+            != outbox_of(req)->slot + 1) {
             req->blocked_on = root;
             return n;
         }
@@ -125,10 +138,10 @@ reader_step(shoal_comm *comm, shoal_request *req)
             memcpy(req->buf + req->done, shm_slot_data(h), h->chunk_bytes);
         }
         req->done += h->chunk_bytes;
-        req->slot++;
+        outbox_of(req)->slot++;
         atomic_store_explicit(
-            &shm_box_tail(comm->mapped, root, comm->rank)->tail, req->slot,
-            memory_order_release);
+            &shm_box_tail(comm->mapped, root, comm->rank)->tail,
+            outbox_of(req)->slot, memory_order_release);
         shi_ring(comm, root, 0);
         n++;
     }
@@ -144,16 +157,18 @@ shi_bcast_outbox_step(shoal_comm *comm, shoal_request *req)
         shi_engine_complete(comm, req, SHOAL_OK);
         return 1;
     }
-    if (req->slot_end == 0) {
+    if (outbox_of(req)->slot_end == 0) {
         // Every rank reserves the same slots of the root's outbox.
         struct shi_peer *root = &comm->peers[req->peer];
-        req->slot             = root->box_slot;
-        req->slot_end         = req->slot + chunks_of(comm, req->bytes);
-        root->box_slot        = req->slot_end;
+        outbox_of(req)->slot  = root->box_slot;
+        outbox_of(req)->slot_end
+            = outbox_of(req)->slot + chunks_of(comm, req->bytes);
+        root->box_slot = outbox_of(req)->slot_end;
     }
     n = req->peer == comm->rank ? root_step(comm, req)
                                 : reader_step(comm, req);
-    if (req->slot == req->slot_end && !atomic_load(&comm->failed)) {
+    if (outbox_of(req)->slot == outbox_of(req)->slot_end
+        && !atomic_load(&comm->failed)) {
         req->blocked_on = -1;
         if (!shi_coll_verify(comm, (uint32_t) req->seq)) {
             shi_engine_complete(comm, req, SHOAL_OK);

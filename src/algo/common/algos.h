@@ -1,7 +1,8 @@
-// Step functions of the collective algorithms (one file each under
-// src/algo/). Each advances the head collective `req` as far as it can
-// without waiting, returns the units of progress made, and completes the
-// request when done.
+// Step functions and cost formulas of the mapped-memory and host-aware
+// algorithms (one file each, in their collective's folder under src/algo/;
+// the registry, registry.c, names them). A step advances the head
+// collective `req` as far as it can without waiting, returns the units of
+// progress made, and completes the request when done.
 #ifndef SHI_ALGOS_H
 #define SHI_ALGOS_H
 
@@ -22,6 +23,9 @@ int shi_move_direct_step(shoal_comm *comm, shoal_request *req);
 int shi_staged_step(shoal_comm *comm, shoal_request *req);
 int shi_barrier_flags_step(shoal_comm *comm, shoal_request *req);
 int shi_bcast_outbox_step(shoal_comm *comm, shoal_request *req);
+// Host-aware all-reduce and broadcast (algo/common/hier.c drives them).
+int shi_allreduce_hier_step(shoal_comm *comm, shoal_request *req);
+int shi_bcast_hier_step(shoal_comm *comm, shoal_request *req);
 // One-shot and staging, with the inline path for a cache line's worth.
 int shi_oneshot_run(shoal_comm *comm, shoal_request *req);
 int shi_staged_run(shoal_comm *comm, shoal_request *req);

@@ -3,7 +3,7 @@
 
 #include "algo/common/algos.h"
 #include "algo/common/xfer.h"
-#include "algo/reduce/reduce.h"
+#include "algo/kernels/reduce.h"
 
 // Bytes read from each peer per piece: small enough that the n inputs and
 // the output stay in L2 while they are combined.

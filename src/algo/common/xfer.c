@@ -70,145 +70,99 @@ shi_sync_finish(shoal_comm *comm, shoal_request *req, int k)
     comm->sync_count = req->sync_base + (uint64_t) k;
 }
 
-static uint64_t
-heap_offset(shoal_comm *comm, const void *ptr)
-{
-    const unsigned char *base = shm_heap_of(comm->mapped, comm->rank);
-    const unsigned char *p    = ptr;
-
-    if (p == NULL || p < base || p >= base + comm->mapped->heap_bytes) {
-        return 0;
-    }
-    return (uint64_t) (p - base) + 1;
-}
-
 void
 shi_expose(shoal_comm *comm, const void *send, const void *recv)
 {
-    struct shm_expose *e = &comm->my_ctl->expose;
+    struct shm_expose   *e = &comm->my_ctl->expose;
+    struct shi_tp_region r;
 
-    e->send_addr = (uint64_t) (uintptr_t) send;
-    e->recv_addr = (uint64_t) (uintptr_t) recv;
-    e->send_heap = heap_offset(comm, send);
-    e->recv_heap = heap_offset(comm, recv);
+    // The buffers' sizes are the call's, which every rank agreed on; the
+    // heap offsets are what a peer's view is checked against.
+    comm->tp->mem_expose(comm, send, 0, &r);
+    e->send_addr = r.addr;
+    e->send_heap = r.heap_off;
+    comm->tp->mem_expose(comm, recv, 0, &r);
+    e->recv_addr = r.addr;
+    e->recv_heap = r.heap_off;
+}
+
+// Peer p's exposed `side` buffer as a region reaching `end` bytes (offsets
+// and lengths come from the call, agreed by every rank).
+static struct shi_tp_region
+exposed(shoal_comm *comm, int p, int side, size_t end)
+{
+    const struct shm_expose *e = &shm_ctl_of(comm->mapped, p)->expose;
+
+    return (struct shi_tp_region) {
+        .addr     = side == SHI_SEND ? e->send_addr : e->recv_addr,
+        .bytes    = end,
+        .heap_off = side == SHI_SEND ? e->send_heap : e->recv_heap,
+        .pid      = comm->peers[p].pid,
+        .owner    = p,
+    };
 }
 
 const unsigned char *
-shi_peer_view(shoal_comm *comm, int p, int side, size_t off)
+shi_peer_view(shoal_comm *comm, int p, int side, size_t off, size_t len)
 {
-    const struct shm_expose *e = &shm_ctl_of(comm->mapped, p)->expose;
-    uint64_t heap = side == SHI_SEND ? e->send_heap : e->recv_heap;
+    struct shi_tp_region r = exposed(comm, p, side, off + len);
 
-    if (heap == 0) {
-        return NULL;
-    }
-    return shm_heap_of(comm->mapped, p) + (heap - 1) + off;
+    return comm->tp->mem_view(comm, &r, off, len);
 }
 
-// Aborts the comm after a failed process_vm_readv/writev on peer p. ESRCH
-// means the peer's process is gone: that is the peer dying (EPEER, as the
-// watcher would report it a moment later), not a system fault.
+// A failed copy aborts the communicator with the transport's message: a
+// peer whose process is gone is that peer dying (SHOAL_EPEER, as the
+// watcher would report it a moment later), anything else a system fault.
 static int
-peer_copy_failed(
-    shoal_comm *comm, int p, const char *what, const char *call, ssize_t n)
+peer_copy_failed(shoal_comm *comm, int p, int st)
 {
-    int err = n < 0 ? errno : 0;
-
-    if (err == ESRCH) {
-        shi_comm_abort(comm, SHOAL_EPEER,
-            "rank %d (pid %d) died while rank %d was copying its buffer", p,
-            (int) comm->peers[p].pid, comm->rank);
-        return SHOAL_EPEER;
-    }
-    shi_comm_abort(comm, SHOAL_ESYS,
-        "rank %d could not %s rank %d's buffer (%s: %s)", comm->rank, what, p,
-        call, err != 0 ? strerror(err) : "EOF");
-    return SHOAL_ESYS;
+    shi_comm_abort(comm, st, "rank %d could not copy rank %d's buffer: %s",
+        comm->rank, p, shi_error_text());
+    return st;
 }
 
 int
 shi_peer_read(
     shoal_comm *comm, int p, int side, size_t off, void *dst, size_t len)
 {
-    const struct shm_expose *e = &shm_ctl_of(comm->mapped, p)->expose;
-    const unsigned char     *view;
+    struct shi_tp_region r = exposed(comm, p, side, off + len);
+    int                  st;
 
     if (len == 0) {
         return SHOAL_OK;
     }
-    if (p == comm->rank || (view = shi_peer_view(comm, p, side, off))) {
-        if (p == comm->rank) {
-            view = (const unsigned char *) (uintptr_t) (side == SHI_SEND
-                           ? e->send_addr
-                           : e->recv_addr)
-                + off;
-        }
-        memcpy(dst, view, len);
-        return SHOAL_OK;
-    }
-    uint64_t addr = (side == SHI_SEND ? e->send_addr : e->recv_addr) + off;
-    while (len > 0) {
-        struct iovec local = { .iov_base = dst, .iov_len = len };
-        struct iovec remote
-            = { .iov_base = (void *) (uintptr_t) addr, .iov_len = len };
-        ssize_t n
-            = process_vm_readv(comm->peers[p].pid, &local, 1, &remote, 1, 0);
-        if (n <= 0) {
-            return peer_copy_failed(comm, p, "read", "process_vm_readv", n);
-        }
-        dst = (unsigned char *) dst + n;
-        addr += (uint64_t) n;
-        len -= (size_t) n;
-    }
-    return SHOAL_OK;
+    st = comm->tp->mem_read(comm, &r, off, dst, len);
+    return st == SHOAL_OK ? st : peer_copy_failed(comm, p, st);
 }
 
 int
 shi_peer_write(
     shoal_comm *comm, int p, int side, size_t off, const void *src, size_t len)
 {
-    const struct shm_expose *e = &shm_ctl_of(comm->mapped, p)->expose;
-    const unsigned char     *view;
+    struct shi_tp_region r = exposed(comm, p, side, off + len);
+    int                  st;
 
     if (len == 0) {
         return SHOAL_OK;
     }
-    if ((view = shi_peer_view(comm, p, side, off)) != NULL) {
-        memcpy((void *) (uintptr_t) view, src, len);
-        return SHOAL_OK;
-    }
-    uint64_t addr = (side == SHI_SEND ? e->send_addr : e->recv_addr) + off;
-    while (len > 0) {
-        struct iovec local
-            = { .iov_base = (void *) (uintptr_t) src, .iov_len = len };
-        struct iovec remote
-            = { .iov_base = (void *) (uintptr_t) addr, .iov_len = len };
-        ssize_t n
-            = process_vm_writev(comm->peers[p].pid, &local, 1, &remote, 1, 0);
-        if (n <= 0) {
-            return peer_copy_failed(comm, p, "write", "process_vm_writev", n);
-        }
-        src = (const unsigned char *) src + n;
-        addr += (uint64_t) n;
-        len -= (size_t) n;
-    }
-    return SHOAL_OK;
+    st = comm->tp->mem_write(comm, &r, off, src, len);
+    return st == SHOAL_OK ? st : peer_copy_failed(comm, p, st);
 }
 
 const unsigned char *
 shi_peer_bytes(shoal_comm *comm, int p, int side, size_t off, size_t len,
     unsigned char *scratch)
 {
-    const struct shm_expose *e = &shm_ctl_of(comm->mapped, p)->expose;
-    const unsigned char     *view;
+    const unsigned char *view;
 
     if (p == comm->rank) {
+        const struct shm_expose *e = &comm->my_ctl->expose;
         return (const unsigned char *) (uintptr_t) (side == SHI_SEND
                        ? e->send_addr
                        : e->recv_addr)
             + off;
     }
-    if ((view = shi_peer_view(comm, p, side, off)) != NULL) {
+    if ((view = shi_peer_view(comm, p, side, off, len)) != NULL) {
         return view;
     }
     return shi_peer_read(comm, p, side, off, scratch, len) == SHOAL_OK

@@ -34,21 +34,21 @@ void shi_sync_finish(shoal_comm *comm, shoal_request *req, int k);
 // Publishes this rank's send and receive buffers for its peers.
 void shi_expose(shoal_comm *comm, const void *send, const void *recv);
 
-// Peer p's exposed buffer at byte `off`, if it is mapped here (shared
-// heap), else NULL.
+// Peer p's exposed buffer at byte `off` (`len` bytes), if it is mapped
+// here (shared heap, checked against the heap), else NULL.
 const unsigned char *shi_peer_view(
-    shoal_comm *comm, int p, int side, size_t off);
+    shoal_comm *comm, int p, int side, size_t off, size_t len);
 
 // Copies len bytes at byte `off` of peer p's exposed buffer into dst (for
-// p == this rank: from its own buffer). Aborts the comm and returns an
-// error if the kernel refuses.
+// p == this rank: from its own buffer), through the transport's mem_read.
+// Aborts the comm and returns an error if the copy fails.
 int shi_peer_read(
     shoal_comm *comm, int p, int side, size_t off, void *dst, size_t len);
 
 // Copies len bytes from src to byte `off` of peer p's exposed buffer (p is
-// not this rank): through the shared heap when it lies there, else with
-// process_vm_writev. Aborts the comm and returns an error if the kernel
-// refuses.
+// not this rank), through the transport's mem_write (in place in the
+// shared heap, else through the kernel). Aborts the comm and returns an
+// error if the copy fails.
 int shi_peer_write(shoal_comm *comm, int p, int side, size_t off,
     const void *src, size_t len);
 

@@ -20,8 +20,22 @@
 #include "algo/registry.h"
 #include "algo/common/xfer.h"
 #include "algo/move/move_plan.h"
-#include "algo/reduce/reduce.h"
+#include "algo/kernels/reduce.h"
 #include "core/engine.h"
+
+// This algorithm's state in its request.
+struct staged_state {
+    int      phase;
+    size_t   chunk; // chunks done
+    size_t   chunks; // chunks in all (the largest send buffer's)
+    uint64_t use; // staging use of the current chunk
+};
+
+static inline struct staged_state *
+staged_of(shoal_request *req)
+{
+    return shi_algo_state(req, struct staged_state);
+}
 
 static size_t
 count_chunks(shoal_comm *comm, shoal_request *req)
@@ -43,7 +57,7 @@ stage_chunk(shoal_comm *comm, shoal_request *req, size_t c)
 
     if (first < mine) {
         size_t len = mine - first < slab ? mine - first : slab;
-        memcpy(shi_slab_of(comm, comm->rank, req->slab_use),
+        memcpy(shi_slab_of(comm, comm->rank, staged_of(req)->use),
             req->sendbuf + first, len);
     }
 }
@@ -71,7 +85,8 @@ reduce_chunk(shoal_comm *comm, shoal_request *req, size_t c)
         return;
     }
     for (int q = 0; q < comm->size; q++) {
-        comm->inputs[q] = shi_slab_of(comm, q, req->slab_use) + (a - c * slab);
+        comm->inputs[q]
+            = shi_slab_of(comm, q, staged_of(req)->use) + (a - c * slab);
     }
     shi_reduce(req->dtype, req->op, req->buf + (a - lo), comm->inputs,
         comm->size, len / es);
@@ -95,7 +110,7 @@ take_chunk(shoal_comm *comm, shoal_request *req, size_t c)
         size_t n = overlap(src, len, c, slab, &a);
         if (n > 0) {
             memcpy(req->buf + dst + (a - src),
-                shi_slab_of(comm, q, req->slab_use) + (a - c * slab), n);
+                shi_slab_of(comm, q, staged_of(req)->use) + (a - c * slab), n);
         }
     }
     return 0;
@@ -106,44 +121,44 @@ shi_staged_step(shoal_comm *comm, shoal_request *req)
 {
     int n = 0;
 
-    if (req->state == 0) {
+    if (staged_of(req)->phase == 0) {
         shi_move_publish(comm, req);
-        req->state = 1;
+        staged_of(req)->phase = 1;
     }
-    if (req->state == 1) {
+    if (staged_of(req)->phase == 1) {
         if (!shi_sync_all(comm, req, 1)) {
             return 0;
         }
         shi_move_snapshot(comm, req);
-        req->slot_end = count_chunks(comm, req);
-        req->state    = 2;
+        staged_of(req)->chunks = count_chunks(comm, req);
+        staged_of(req)->phase  = 2;
         n++;
     }
-    while (req->pos < req->slot_end) {
-        if (req->state == 2) {
-            if (req->slab_use == 0) {
-                req->slab_use = shi_slab_next(comm);
+    while (staged_of(req)->chunk < staged_of(req)->chunks) {
+        if (staged_of(req)->phase == 2) {
+            if (staged_of(req)->use == 0) {
+                staged_of(req)->use = shi_slab_next(comm);
             }
-            if (!shi_slab_free(comm, req, req->slab_use)) {
+            if (!shi_slab_free(comm, req, staged_of(req)->use)) {
                 return n;
             }
-            stage_chunk(comm, req, req->pos);
-            req->state = 3;
+            stage_chunk(comm, req, staged_of(req)->chunk);
+            staged_of(req)->phase = 3;
             n++;
         }
-        if (!shi_sync_all(comm, req, 2 + (int) req->pos)) {
+        if (!shi_sync_all(comm, req, 2 + (int) staged_of(req)->chunk)) {
             return n;
         }
-        if (take_chunk(comm, req, req->pos)) {
+        if (take_chunk(comm, req, staged_of(req)->chunk)) {
             return n + 1;
         }
-        shi_slab_done(comm, req->slab_use);
-        req->slab_use = 0;
-        req->state    = 2;
-        req->pos++;
+        shi_slab_done(comm, staged_of(req)->use);
+        staged_of(req)->use   = 0;
+        staged_of(req)->phase = 2;
+        staged_of(req)->chunk++;
         n++;
     }
-    shi_sync_finish(comm, req, 1 + (int) req->slot_end);
+    shi_sync_finish(comm, req, 1 + (int) staged_of(req)->chunks);
     shi_engine_complete(comm, req, SHOAL_OK);
     return n + 1;
 }

@@ -17,7 +17,7 @@
 #include "algo/registry.h"
 #include "algo/select.h"
 #include "algo/net/sched.h"
-#include "algo/reduce/reduce.h"
+#include "algo/kernels/reduce.h"
 #include "algo/common/mapped_driver.h"
 #include "core/comm.h"
 #include "core/engine.h"
@@ -331,7 +331,7 @@ net_advance(shoal_comm *comm, shoal_request *req)
 // its stages round each host's partial sum to the 16-bit type, where
 // shoal.h promises one rounding of the float32 sum and shared memory's
 // bits. The ring's schedule reduces raw inputs for these types (see
-// net_reduce.c), at the cost of every rank, not one per host, using the
+// net_reduce_parts.c), at the cost of every rank, not one per host, using the
 // network.
 static int
 hier_rounds_partials(const shoal_request *req)

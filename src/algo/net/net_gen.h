@@ -1,4 +1,4 @@
-// Private to the schedule generators (sched.c, net_reduce.c, net_move.c):
+// Private to the schedule generators (sched.c and every builder):
 // the generator context, operation helpers, block layouts and pieces.
 //
 // A generator appends one rank's operations through the helpers below.
@@ -119,7 +119,7 @@ int net_join(net_gen *g, int d0, int d1);
 // The op needs a premultiplication of the inputs / a final division.
 int net_is_premul(const net_gen *g);
 int net_is_avg(const net_gen *g);
-// The dtype is float16 or bfloat16 (see net_reduce.c: reduced from raw
+// The dtype is float16 or bfloat16 (see net_reduce_parts.c: reduced from raw
 // inputs on one rank).
 int net_is_half(const net_gen *g);
 
@@ -157,8 +157,16 @@ int net_ring_allgather(net_gen *g, const net_blocks *b, int shift,
 int net_inputs_make(net_gen *g, net_inputs *in, const net_blocks *b,
     const net_loc *orig, int recv_full);
 
-// Generators (net_reduce.c, net_move.c). n >= 2 unless noted; they return
-// SHOAL_OK or an error from shi_error.
+// SHOAL_OK, or SHOAL_ENOMEM if the schedule ran out of memory.
+static inline int
+net_done(const net_gen *g)
+{
+    return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
+}
+
+// Generators, one file each in the collective's folder (algo/allreduce/
+// allreduce_ring.c, ...). n >= 2 unless noted; they return SHOAL_OK or an
+// error from shi_error.
 int net_allreduce_ring(net_gen *g);
 int net_allreduce_rhd(net_gen *g);
 int net_reduce_flat(net_gen *g);
@@ -174,7 +182,8 @@ int net_bcast_flat(net_gen *g);
 int net_bcast_ring(net_gen *g);
 int net_barrier_rhd(net_gen *g);
 
-// Their cost formulas (registry.h), as each file's header states them.
+// Their cost formulas (registry.h), as each file's header states them
+// (net_hier_cost: the host-aware all-reduce and broadcast).
 struct shi_cost_call;
 struct shi_cost;
 #define NET_COST(name)                                                        \
@@ -188,7 +197,8 @@ NET_COST(net_reduce_scatter_ring_cost);
 NET_COST(net_all_gather_flat_cost);
 NET_COST(net_all_gather_ring_cost);
 NET_COST(net_all_to_all_flat_cost);
-NET_COST(net_rooted_flat_cost); // gather and scatter
+NET_COST(net_gather_flat_cost);
+NET_COST(net_scatter_flat_cost);
 NET_COST(net_bcast_flat_cost);
 NET_COST(net_bcast_ring_cost);
 NET_COST(net_barrier_rhd_cost);

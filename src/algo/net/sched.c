@@ -3,7 +3,7 @@
 // (collective, algorithm).
 //
 // Steps of a build: check the call, empty the schedule, run the generator
-// for (kind, algo) (net_reduce.c, net_move.c), report a failed allocation.
+// for (kind, algo) (its registry row), report a failed allocation.
 // Preconditions: the call passed the collective's argument checks (counts
 // agree between ranks, in-place forms as shoal.h gives them).
 // Cost: building is O(operations); no memory of the buffers is touched.

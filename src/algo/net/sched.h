@@ -66,12 +66,12 @@ typedef struct shi_sop {
 // one shoal.h documents for each collective, with the in-place forms
 // described by `in_place`.
 typedef struct shi_sched_call {
-    int             kind; // shi_op_kind (request.h)
-    int             algo; // shi_algo (select.h)
-    int             rank, nranks, root;
-    int             dtype; // shoal_dtype (16-bit floats: see net_reduce.c)
-    size_t          count, esize;
-    const size_t   *counts, *rcounts;
+    int           kind; // shi_op_kind (request.h)
+    int           algo; // shi_algo (select.h)
+    int           rank, nranks, root;
+    int           dtype; // shoal_dtype (16-bit floats: see net_reduce_parts.c)
+    size_t        count, esize;
+    const size_t *counts, *rcounts;
     shoal_reduce_op op;
     int             in_place;
     size_t          piece_bytes; // pipelining unit (>= 64 KiB for TCP)

@@ -14,7 +14,7 @@
 // nearest even, not MXCSR); bfloat16 widens by a shift or a mask and
 // narrows by the integer round-to-nearest-even (not vcvtneps2bf16, which
 // flushes subnormals).
-#include "algo/reduce/reduce_impl.h"
+#include "algo/kernels/reduce_impl.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 

@@ -57,50 +57,14 @@
 //     buffer s % 2 once the send of step s - 1 out of it finished
 //     (scratch: 2 B); the last reduction may go to the receive buffer.
 //
-// all_reduce ring: ring reduce-scatter, then ring all-gather of the
-// reduced blocks straight into recvbuf (a receive waits for the last
-// send out of that place). Cost: 2 (n-1) alpha + 2 (n-1)/n S beta +
-// (n-1)/n S gamma, plus (P - 1) piece times to fill the pipeline.
-// Preconditions: none; bandwidth-optimal, for large messages.
-//
-// all_reduce ring and rhd on float16 and bfloat16: rank r reduces block r
-// from raw inputs into recvbuf, then sends each reduced piece to every
-// rank as it is made (in place, a piece is received only once this rank's
-// input there has been sent). Cost: 2 alpha + 2 (n-1)/n S beta + S gamma,
-// the ring's bytes in two rounds of n - 1 messages.
-//
-// all_reduce rhd (recursive doubling on whole buffers): with p2 the
-// largest power of two <= n, rank r >= p2 sends its input to r - p2 and
-// gets the result back from it; ranks below p2 first fold that input in,
-// then for each bit k exchange their whole partial with r ^ 2^k and
-// reduce (lower rank's partial first on both sides, so partners agree
-// bitwise). Cost: (log2 p2 + 2 [n not a power of two]) (alpha + S beta)
-// + log2 p2 S gamma. Scratch 2 S. For small messages (latency-bound).
-//
-// reduce flat: every rank sends its input to the root, which receives
-// them all at once into scratch and reduces them from raw inputs. Cost:
-// alpha + (n-1) S beta (the root's link) + n S gamma; scratch
-// (n-1) S on the root. For small messages.
-//
-// reduce ring: the ring reduce-scatter, then every rank sends its reduced
-// block to the root, which receives them into recvbuf. Cost: n alpha +
-// 2 (n-1)/n S beta + (n-1)/n S gamma. For large messages. On float16 and
-// bfloat16, rank p reduces block p from raw inputs instead (into scratch
-// off the root) and sends it to the root. Cost: 2 alpha + 2 (n-1)/n S
-// beta + S gamma.
-//
-// reduce_scatter(_v) flat: rank r sends block p of its input to p for
-// every p and reduces block r from raw inputs, one piece. Cost: alpha +
-// (n-1) B beta + n B gamma; scratch (n-1) B.
-//
-// reduce_scatter(_v) ring: the ring reduce-scatter arranged so that rank
-// r ends with block r, its last reduction writing recvbuf. Cost: (n-1)
-// (alpha + B beta + B gamma); scratch 2 B (+ S for PREMUL_SUM). On
-// float16 and bfloat16: block r from raw inputs, in pieces.
+// The pieces shared by the reducing schedules (each algorithm's own file
+// says its steps: algo/allreduce/allreduce_ring.c and _rhd.c,
+// algo/reduce/reduce_flat.c and _ring.c, algo/reducescatter/
+// reduce_scatter_flat.c and _ring.c).
+#include "algo/net/net_reduce_parts.h"
+
 #include <stdint.h>
 
-#include "algo/net/net_gen.h"
-#include "algo/registry.h"
 #include "core/error.h"
 
 // ---------------------------------------------------------------------------
@@ -108,7 +72,7 @@
 // ---------------------------------------------------------------------------
 
 // Result of one rank alone: its input, scaled for PREMUL_SUM.
-static int
+int
 net_reduce_alone(net_gen *g, net_loc dst, net_loc src, uint64_t bytes)
 {
     if (net_is_premul(g)) {
@@ -288,23 +252,7 @@ net_owner_per_rank(net_gen *g)
 // The ring reduce-scatter
 // ---------------------------------------------------------------------------
 
-enum ring_mode { RING_DIRECT, RING_POOL, RING_STEP2 };
-
-typedef struct ring_rs {
-    // In.
-    const net_blocks *b;
-    const size_t     *base; // net_piece_base(b)
-    const net_inputs *in;
-    int               shift;
-    int               mode; // ring_mode
-    int               fin_to_recv; // step2: last reduction into RECV + 0
-    // Out.
-    int    *fin; // per piece of the reduced block: the operation making it
-    net_loc fin_loc; // where that block starts
-    int    *touch; // direct, pool: per block piece, last operation on RECV
-} ring_rs;
-
-static int
+int
 ring_rs_run(net_gen *g, ring_rs *rs)
 {
     const net_blocks *b  = rs->b;
@@ -410,7 +358,7 @@ ring_rs_run(net_gen *g, ring_rs *rs)
 // ---------------------------------------------------------------------------
 
 // Where this rank's input is: sendbuf, or recvbuf in place.
-static net_loc
+net_loc
 net_input_at(int in_place, uint64_t off)
 {
     return net_at(in_place ? SHI_SBUF_RECV : SHI_SBUF_SEND, off);
@@ -458,7 +406,7 @@ net_raw_allgather(net_gen *g, const net_raw *x)
 
 // float16 and bfloat16 (any algorithm): rank r reduces block r from raw
 // inputs, then every reduced block goes to every rank.
-static int
+int
 net_allreduce_raw(net_gen *g)
 {
     net_blocks b;
@@ -484,135 +432,9 @@ net_allreduce_raw(net_gen *g)
     return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
 }
 
-int
-net_allreduce_ring(net_gen *g)
-{
-    uint64_t   bytes = g->c->count * g->es;
-    net_blocks b;
-    net_inputs in;
-
-    if (bytes == 0) {
-        return SHOAL_OK;
-    }
-    if (g->n == 1) {
-        return net_reduce_alone(g, net_at(SHI_SBUF_RECV, 0),
-            net_input_at(g->c->in_place, 0), bytes);
-    }
-    if (net_is_half(g)) {
-        return net_allreduce_raw(g);
-    }
-    int st = net_blocks_split(g, &b, g->c->count);
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    net_set_piece(g, b.max);
-    size_t  *base = net_piece_base(g, &b);
-    net_loc *orig = net_tmp(g, (size_t) g->n, sizeof(net_loc));
-    if (base == NULL || orig == NULL) {
-        return SHOAL_ENOMEM;
-    }
-    for (int c = 0; c < g->n; c++) {
-        orig[c] = net_input_at(g->c->in_place, b.off[c] * g->es);
-    }
-    st = net_inputs_make(g, &in, &b, orig, 1);
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    ring_rs rs = { .b = &b,
-        .base         = base,
-        .in           = &in,
-        .shift        = 0,
-        .mode         = in.in_recv ? RING_POOL : RING_DIRECT };
-    st         = ring_rs_run(g, &rs);
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    return net_ring_allgather(g, &b, 1, rs.fin_loc, rs.fin, rs.touch, base);
-}
-
-int
-net_allreduce_rhd(net_gen *g)
-{
-    uint64_t   bytes = g->c->count * g->es;
-    int        n = g->n, r = g->r, p2 = 1;
-    net_blocks b;
-    net_inputs in;
-    net_loc    recv = net_at(SHI_SBUF_RECV, 0);
-
-    if (bytes == 0) {
-        return SHOAL_OK;
-    }
-    if (n == 1) {
-        return net_reduce_alone(
-            g, recv, net_input_at(g->c->in_place, 0), bytes);
-    }
-    if (net_is_half(g)) {
-        return net_allreduce_raw(g);
-    }
-    while (p2 * 2 <= n) {
-        p2 *= 2;
-    }
-    int st = net_blocks_one(g, &b, g->c->count);
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    net_loc orig = net_input_at(g->c->in_place, 0);
-    st           = net_inputs_make(g, &in, &b, &orig, 1);
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    net_loc acc = in.loc[0];
-    int     dep = in.dep[0];
-
-    if (r >= p2) {
-        // An extra rank: its partner does its share.
-        int snd = net_send(g, r - p2, acc, bytes, dep, SHI_SOP_NODEP);
-        net_recv(g, r - p2, recv, bytes,
-            acc.buf == SHI_SBUF_RECV ? snd : SHI_SOP_NODEP, SHI_SOP_NODEP);
-        return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
-    }
-
-    // Two scratch slots: round i receives into slot i % 2 once round
-    // i - 2's reduction has read it.
-    uint64_t scr    = net_scratch(g, 2 * bytes);
-    int      red[2] = { SHI_SOP_NODEP, SHI_SOP_NODEP };
-    int      round  = 0;
-    if (r + p2 < n) {
-        net_loc sl = net_at(SHI_SBUF_SCRATCH, scr);
-        int rcv = net_recv(g, r + p2, sl, bytes, SHI_SOP_NODEP, SHI_SOP_NODEP);
-        dep     = net_reduce(g, recv, acc, sl, bytes, dep, rcv);
-        acc     = recv;
-        red[0]  = dep;
-        round   = 1;
-    }
-    for (int mask = 1; mask < p2; mask <<= 1, round++) {
-        int     q = r ^ mask;
-        net_loc sl
-            = net_at(SHI_SBUF_SCRATCH, scr + (uint64_t) (round % 2) * bytes);
-        int snd = net_send(g, q, acc, bytes, dep, SHI_SOP_NODEP);
-        int rcv = net_recv(g, q, sl, bytes, red[round % 2], SHI_SOP_NODEP);
-        // Lower rank's partial first on both partners: bitwise equal.
-        dep            = r < q ? net_reduce(g, recv, acc, sl, bytes, snd, rcv)
-                               : net_reduce(g, recv, sl, acc, bytes, snd, rcv);
-        acc            = recv;
-        red[round % 2] = dep;
-    }
-    if (net_is_avg(g)) {
-        dep = net_avg(g, recv, bytes, dep);
-    }
-    if (r + p2 < n) {
-        net_send(g, r + p2, recv, bytes, dep, SHI_SOP_NODEP);
-    }
-    return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
-}
-
-// ---------------------------------------------------------------------------
-// reduce
-// ---------------------------------------------------------------------------
-
 // The single-block inputs of reduce: sendbuf, or recvbuf on an in-place
 // root; premultiplied into recvbuf on the root.
-static int
+int
 net_reduce_inputs(net_gen *g, net_inputs *in, net_blocks *b)
 {
     int root = g->r == g->c->root;
@@ -658,7 +480,7 @@ net_raw_to_root(net_gen *g, const net_raw *x)
 // reduce from raw inputs. split: n blocks, rank p reduces block p (into
 // scratch off the root) and sends it to the root; else one block, which
 // the root reduces.
-static int
+int
 net_reduce_raw(net_gen *g, int split)
 {
     int        root = g->r == g->c->root;
@@ -694,93 +516,9 @@ net_reduce_raw(net_gen *g, int split)
     return st == SHOAL_OK && g->nomem ? SHOAL_ENOMEM : st;
 }
 
-int
-net_reduce_flat(net_gen *g)
-{
-    uint64_t bytes = g->c->count * g->es;
-
-    if (bytes == 0) {
-        return SHOAL_OK;
-    }
-    if (g->n == 1) {
-        return net_reduce_alone(g, net_at(SHI_SBUF_RECV, 0),
-            net_input_at(g->c->in_place, 0), bytes);
-    }
-    return net_reduce_raw(g, 0);
-}
-
-int
-net_reduce_ring(net_gen *g)
-{
-    uint64_t   bytes = g->c->count * g->es;
-    int        n = g->n, r = g->r, root = g->c->root;
-    size_t     es = g->es;
-    net_blocks b;
-    net_inputs in;
-
-    if (bytes == 0) {
-        return SHOAL_OK;
-    }
-    if (n == 1) {
-        return net_reduce_alone(g, net_at(SHI_SBUF_RECV, 0),
-            net_input_at(g->c->in_place, 0), bytes);
-    }
-    if (net_is_half(g)) {
-        return net_reduce_raw(g, 1);
-    }
-    int st = net_blocks_split(g, &b, g->c->count);
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    net_set_piece(g, b.max);
-    size_t *base = net_piece_base(g, &b);
-    if (base == NULL) {
-        return SHOAL_ENOMEM;
-    }
-    st = net_reduce_inputs(g, &in, &b);
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    // Only the root has a receive buffer: the others keep partials in
-    // scratch.
-    ring_rs rs = { .b = &b,
-        .base         = base,
-        .in           = &in,
-        .shift        = 0,
-        .mode         = r != root ? RING_STEP2
-                    : in.in_recv  ? RING_POOL
-                                  : RING_DIRECT };
-    st         = ring_rs_run(g, &rs);
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    if (r != root) {
-        int c = net_mod(r + 1, n); // the block this rank reduced
-        for (size_t j = 0; j < net_npieces(g, b.cnt[c]); j++) {
-            net_send(g, root, net_plus(rs.fin_loc, j * g->pe * es),
-                net_piece_cnt(g, b.cnt[c], j) * es, rs.fin[j], SHI_SOP_NODEP);
-        }
-        return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
-    }
-    // Rank p reduced block p + 1; the root's own is already in place.
-    for (int i = 1; i < n; i++) {
-        int p = net_mod(root + i, n), c = net_mod(p + 1, n);
-        for (size_t j = 0; j < net_npieces(g, b.cnt[c]); j++) {
-            net_recv(g, p, net_at(SHI_SBUF_RECV, (b.off[c] + j * g->pe) * es),
-                net_piece_cnt(g, b.cnt[c], j) * es, rs.touch[base[c] + j],
-                SHI_SOP_NODEP);
-        }
-    }
-    return g->nomem ? SHOAL_ENOMEM : SHOAL_OK;
-}
-
-// ---------------------------------------------------------------------------
-// reduce_scatter, reduce_scatter_v
-// ---------------------------------------------------------------------------
-
 // Blocks of sendbuf per rank, this rank's inputs (its own block in recvbuf
 // when in place), premultiplied into scratch.
-static int
+int
 net_rs_inputs(net_gen *g, net_inputs *in, net_blocks *b)
 {
     int st = net_blocks_per_rank(g, b, g->c->counts);
@@ -800,7 +538,7 @@ net_rs_inputs(net_gen *g, net_inputs *in, net_blocks *b)
 }
 
 // One rank: its own block is the result (recvbuf is sendbuf in place).
-static int
+int
 net_rs_alone(net_gen *g)
 {
     size_t count = g->c->counts != NULL ? g->c->counts[0] : g->c->count;
@@ -811,7 +549,7 @@ net_rs_alone(net_gen *g)
 
 // reduce_scatter from raw inputs: rank r reduces block r into recvbuf
 // (its own input there in place), in pieces where `pieces`.
-static int
+int
 net_rs_raw(net_gen *g, int pieces)
 {
     net_blocks b;
@@ -838,112 +576,4 @@ net_rs_raw(net_gen *g, int pieces)
         return SHOAL_ENOMEM;
     }
     return net_raw_run(g, &x);
-}
-
-int
-net_reduce_scatter_flat(net_gen *g)
-{
-    return g->n == 1 ? net_rs_alone(g) : net_rs_raw(g, 0);
-}
-
-int
-net_reduce_scatter_ring(net_gen *g)
-{
-    net_blocks b;
-    net_inputs in;
-
-    if (g->n == 1) {
-        return net_rs_alone(g);
-    }
-    if (net_is_half(g)) {
-        return net_rs_raw(g, 1);
-    }
-    int st = net_rs_inputs(g, &in, &b);
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    net_set_piece(g, b.max);
-    size_t *base = net_piece_base(g, &b);
-    if (base == NULL) {
-        return SHOAL_ENOMEM;
-    }
-    // shift -1: rank r ends with block r, reduced straight into recvbuf.
-    ring_rs rs = { .b = &b,
-        .base         = base,
-        .in           = &in,
-        .shift        = -1,
-        .mode         = RING_STEP2,
-        .fin_to_recv  = 1 };
-    return ring_rs_run(g, &rs);
-}
-
-// ---------------------------------------------------------------------------
-// Costs (the formulas of the header; S = c->bytes, B = S / n)
-// ---------------------------------------------------------------------------
-
-static double
-ranks_of(const shi_cost_call *c)
-{
-    return c->nranks > 1 ? c->nranks : 1;
-}
-
-void
-net_allreduce_ring_cost(const shi_cost_call *c, shi_cost *out)
-{
-    double n = ranks_of(c), s = (double) c->bytes;
-
-    *out = (shi_cost) { .alpha = 2 * (n - 1),
-        .beta                  = 2 * (n - 1) / n * s,
-        .gamma                 = (n - 1) / n * s };
-}
-
-void
-net_allreduce_rhd_cost(const shi_cost_call *c, shi_cost *out)
-{
-    int    n = c->nranks > 1 ? c->nranks : 1, p2 = 1;
-    double s = (double) c->bytes, rounds;
-
-    while (p2 * 2 <= n) {
-        p2 *= 2;
-    }
-    rounds = shi_cost_log2(p2) + (p2 != n ? 2 : 0);
-    *out   = (shi_cost) {
-          .alpha = rounds, .beta = rounds * s, .gamma = shi_cost_log2(p2) * s
-    };
-}
-
-void
-net_reduce_flat_cost(const shi_cost_call *c, shi_cost *out)
-{
-    double n = ranks_of(c), s = (double) c->bytes;
-
-    *out = (shi_cost) { .alpha = 1, .beta = (n - 1) * s, .gamma = n * s };
-}
-
-void
-net_reduce_ring_cost(const shi_cost_call *c, shi_cost *out)
-{
-    double n = ranks_of(c), s = (double) c->bytes;
-
-    *out = (shi_cost) {
-        .alpha = n, .beta = 2 * (n - 1) / n * s, .gamma = (n - 1) / n * s
-    };
-}
-
-void
-net_reduce_scatter_flat_cost(const shi_cost_call *c, shi_cost *out)
-{
-    double n = ranks_of(c), b = (double) c->bytes / n;
-
-    *out = (shi_cost) { .alpha = 1, .beta = (n - 1) * b, .gamma = n * b };
-}
-
-void
-net_reduce_scatter_ring_cost(const shi_cost_call *c, shi_cost *out)
-{
-    double n = ranks_of(c), b = (double) c->bytes / n;
-
-    *out = (shi_cost) {
-        .alpha = n - 1, .beta = (n - 1) * b, .gamma = (n - 1) * b
-    };
 }

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "algo/reduce/reduce_impl.h"
+#include "algo/kernels/reduce_impl.h"
 
 static inline float
 divide_one(float x, float k)

@@ -13,7 +13,7 @@
 #include <assert.h>
 #include <stdint.h>
 
-#include "algo/reduce/reduce_impl.h"
+#include "algo/kernels/reduce_impl.h"
 
 #define REDUCE_BLOCK 256
 

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "algo/reduce/reduce.h"
+#include "algo/kernels/reduce.h"
 
 enum shi_simd {
     SHI_SIMD_SCALAR = 0,

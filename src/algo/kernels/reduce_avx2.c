@@ -6,7 +6,7 @@
 // time, then 1, then the portable code for the tail. NaN masks are vectors
 // (cmp + blendv) instead of mask registers; int64 MIN/MAX, which AVX2
 // lacks, are a compare and a blend.
-#include "algo/reduce/reduce_impl.h"
+#include "algo/kernels/reduce_impl.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 
