@@ -185,14 +185,18 @@ shi_coll_verify(shoal_comm *comm, uint32_t upto)
 static int
 run_algorithm(shoal_comm *comm, shoal_request *req)
 {
-    const shi_algo_desc *d;
+    const shi_algo_desc *d = req->impl;
 
+    if (d != NULL) { // found at the first step
+        return d->step(comm, req);
+    }
     if (req->kind == SHI_OP_BARRIER) {
         req->algo = SHI_ALGO_FLAGS;
     } else if (req->kind == SHI_OP_BCAST) {
         req->algo = SHI_ALGO_OUTBOX;
     }
-    d = shi_algo_find(shi_coll_of_op(req->kind), (shi_algo) req->algo);
+    d         = shi_algo_find(shi_coll_of_op(req->kind), (shi_algo) req->algo);
+    req->impl = d;
     if (d == NULL || d->step == NULL) {
         shi_comm_abort(comm, SHOAL_ENOTSUP, "no algorithm can run %s",
             shi_op_kind_name(req->kind));

@@ -370,9 +370,11 @@ shi_net_coll_step(shoal_comm *comm)
         if (req == NULL || atomic_load(&comm->failed)) {
             return n;
         }
-        const shi_algo_desc *d = req->started
-            ? shi_algo_find(shi_coll_of_op(req->kind), req->algo)
-            : choose(comm, req);
+        const shi_algo_desc *d = req->impl;
+        if (d == NULL) { // not started: choose, once
+            d         = choose(comm, req);
+            req->impl = d;
+        }
         if (d != NULL && d->step != NULL) { // runs itself (host-aware)
             n += d->step(comm, req);
             if (comm->colls.head == req) {
