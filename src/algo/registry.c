@@ -3,7 +3,6 @@
 #include "algo/net/net_driver.h"
 #include "algo/registry.h"
 
-#include <pthread.h>
 #include <strings.h>
 
 #include "algo/common/algos.h"
@@ -87,15 +86,19 @@ static const shi_algo_desc algo_rows[] = {
 
 #define NROWS ((int) (sizeof(algo_rows) / sizeof(algo_rows[0])))
 
-// (coll, algo) -> row, built once.
+// (coll, algo) -> row, and per collective the mask of its algorithms
+// (asked at every call's selection), built once.
+// Built when the library loads (a constructor), so lookups on the
+// selection path need no once-check.
 static const shi_algo_desc *row_index[SHI_COLL_COUNT][SHI_ALGO_COUNT];
-static pthread_once_t       row_index_once = PTHREAD_ONCE_INIT;
+static unsigned             coll_masks[SHI_COLL_COUNT];
 
-static void
+__attribute__((constructor)) static void
 build_index(void)
 {
     for (int i = 0; i < NROWS; i++) {
         row_index[algo_rows[i].coll][algo_rows[i].algo] = &algo_rows[i];
+        coll_masks[algo_rows[i].coll] |= SHI_ALGO_BIT(algo_rows[i].algo);
     }
 }
 
@@ -106,7 +109,6 @@ shi_algo_find(shi_coll coll, shi_algo algo)
         || algo >= SHI_ALGO_COUNT) {
         return NULL;
     }
-    pthread_once(&row_index_once, build_index);
     return row_index[coll][algo];
 }
 
@@ -133,14 +135,10 @@ shi_algos_offered(enum shi_tp_class klass, unsigned have)
 unsigned
 shi_algos_for(shi_coll coll)
 {
-    unsigned mask = 0;
-
-    for (int i = 0; i < NROWS; i++) {
-        if (algo_rows[i].coll == coll) {
-            mask |= SHI_ALGO_BIT(algo_rows[i].algo);
-        }
+    if ((int) coll < 0 || coll >= SHI_COLL_COUNT) {
+        return 0;
     }
-    return mask;
+    return coll_masks[coll];
 }
 
 const char *

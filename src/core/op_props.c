@@ -8,7 +8,7 @@
         n, 1, r, red, c, rc, SHI_IN_PLACE_##ip                                \
     }
 
-static const shi_op_props props[] = {
+const shi_op_props shi_op_props_table[SHI_OP_KINDS] = {
     [SHI_OP_SEND]       = { "send", 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE },
     [SHI_OP_RECV]       = { "recv", 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE },
     [SHI_OP_BARRIER]    = COLL("barrier", 0, 0, 0, 0, NONE),
@@ -27,18 +27,11 @@ static const shi_op_props props[] = {
     [SHI_OP_SCATTER]   = COLL("scatter", 1, 0, 0, 0, ROOT_RECV_AT_ITS_BLOCK),
 };
 
-static const shi_op_props unknown
+const shi_op_props shi_op_props_unknown
     = { "operation", 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE };
 
-const shi_op_props *
-shi_op_props_of(int kind)
-{
-    if (kind <= 0 || kind >= (int) (sizeof(props) / sizeof(props[0]))
-        || props[kind].name == NULL) {
-        return &unknown;
-    }
-    return &props[kind];
-}
+_Static_assert(SHI_OP_SCATTER + 1 == SHI_OP_KINDS,
+    "SHI_OP_KINDS is one past the last operation kind");
 
 static size_t
 sum_counts(const size_t *counts, int n)

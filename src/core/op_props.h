@@ -30,9 +30,22 @@ typedef struct shi_op_props {
     enum shi_in_place in_place;
 } shi_op_props;
 
-// The properties of operation kind `kind` (enum shi_op_kind); an unknown
-// kind gets a row of zeros named "operation".
-const shi_op_props *shi_op_props_of(int kind);
+// The table, by operation kind (enum shi_op_kind), and the row of an
+// unknown kind (zeros, named "operation").
+#define SHI_OP_KINDS 15
+extern const shi_op_props shi_op_props_table[SHI_OP_KINDS];
+extern const shi_op_props shi_op_props_unknown;
+
+// The properties of operation kind `kind` (asked on every call's path).
+static inline const shi_op_props *
+shi_op_props_of(int kind)
+{
+    if (kind <= 0 || kind >= SHI_OP_KINDS
+        || shi_op_props_table[kind].name == NULL) {
+        return &shi_op_props_unknown;
+    }
+    return &shi_op_props_table[kind];
+}
 
 // The shape of one call as every rule below needs it.
 typedef struct shi_op_shape {

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 #include "transport/shm/shm.h"
 
@@ -31,12 +30,8 @@ shi_shm_mem_expose(shoal_comm *comm, const void *base, size_t bytes,
         .addr     = (uint64_t) (uintptr_t) base,
         .bytes    = bytes,
         .heap_off = heap_offset(comm, base, bytes),
-        // The pid the peers learned at creation (no system call per
-        // exposure); a communicator of one rank never learned it.
-        .pid   = comm->peers[comm->rank].pid > 0
-              ? (int32_t) comm->peers[comm->rank].pid
-              : (int32_t) getpid(),
-        .owner = comm->rank,
+        .pid      = (int32_t) comm->peers[comm->rank].pid,
+        .owner    = comm->rank,
     };
 }
 
