@@ -155,11 +155,6 @@ shi_comm_alloc(
     comm->rank       = rank;
     comm->size       = size;
     comm->timeout_ms = timeout_ms;
-    // Ours from the start (the peers' come with their entries at
-    // creation): a communicator of one rank learns no entries.
-    if (rank >= 0 && rank < size) {
-        comm->peers[rank].pid = (int) getpid();
-    }
     pthread_mutex_init(&comm->lock, NULL);
     pthread_mutex_init(&comm->err_lock, NULL);
     pthread_cond_init(&comm->cv, NULL);

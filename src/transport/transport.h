@@ -55,8 +55,7 @@ struct shi_tp_region {
     uint64_t addr; // in the owner's address space
     uint64_t bytes;
     uint64_t heap_off; // offset + 1 in the owner's shared heap, 0: not in it
-    int32_t  pid; // the owner's process
-    int32_t  owner; // its rank
+    int32_t  owner; // its rank (its process: comm->peers[owner].pid)
 };
 
 struct shi_transport_ops {

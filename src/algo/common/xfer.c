@@ -1,10 +1,8 @@
 // Building blocks of the collectives (see xfer.h).
 #include "algo/common/xfer.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "algo/common/mapped_driver.h"
 #include "core/engine.h"
@@ -97,7 +95,6 @@ exposed(shoal_comm *comm, int p, int side, size_t end)
         .addr     = side == SHI_SEND ? e->send_addr : e->recv_addr,
         .bytes    = end,
         .heap_off = side == SHI_SEND ? e->send_heap : e->recv_heap,
-        .pid      = comm->peers[p].pid,
         .owner    = p,
     };
 }

@@ -30,7 +30,6 @@ shi_shm_mem_expose(shoal_comm *comm, const void *base, size_t bytes,
         .addr     = (uint64_t) (uintptr_t) base,
         .bytes    = bytes,
         .heap_off = heap_offset(comm, base, bytes),
-        .pid      = (int32_t) comm->peers[comm->rank].pid,
         .owner    = comm->rank,
     };
 }
