@@ -8,7 +8,6 @@
 
 #include "algo/net/net_move_parts.h"
 #include "algo/net/net_gen.h"
-#include "algo/registry.h"
 #include "core/error.h"
 #include "core/request.h"
 
@@ -36,12 +35,4 @@ net_all_gather_flat(net_gen *g)
     net_copy(g, net_at(SHI_SBUF_RECV, b.off[r] * es), own, b.cnt[r] * es,
         SHI_SOP_NODEP, SHI_SOP_NODEP);
     return net_done(g);
-}
-
-void
-net_all_gather_flat_cost(const shi_cost_call *c, shi_cost *out)
-{
-    double n = shi_cost_ranks(c), s = (double) c->bytes;
-
-    *out = (shi_cost) { .alpha = 1, .beta = (n - 1) * s / n, .gamma = 0 };
 }

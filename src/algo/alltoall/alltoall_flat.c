@@ -8,7 +8,6 @@
 #include <stdint.h>
 
 #include "algo/net/net_gen.h"
-#include "algo/registry.h"
 #include "core/error.h"
 #include "core/request.h"
 
@@ -47,12 +46,4 @@ net_all_to_all_flat(net_gen *g)
         net_at(SHI_SBUF_SEND, sb.off[r] * es), sb.cnt[r] * es, SHI_SOP_NODEP,
         SHI_SOP_NODEP);
     return net_done(g);
-}
-
-void
-net_all_to_all_flat_cost(const shi_cost_call *c, shi_cost *out)
-{
-    double n = shi_cost_ranks(c), s = (double) c->bytes;
-
-    *out = (shi_cost) { .alpha = 1, .beta = (n - 1) * s / n, .gamma = 0 };
 }

@@ -5,7 +5,6 @@
 #include <stdint.h>
 
 #include "algo/net/net_gen.h"
-#include "algo/registry.h"
 #include "core/error.h"
 #include "core/request.h"
 
@@ -30,12 +29,4 @@ net_gather_flat(net_gen *g)
             net_at(SHI_SBUF_SEND, 0), bytes, SHI_SOP_NODEP, SHI_SOP_NODEP);
     }
     return net_done(g);
-}
-
-void
-net_gather_flat_cost(const shi_cost_call *c, shi_cost *out)
-{
-    double n = shi_cost_ranks(c), s = (double) c->bytes;
-
-    *out = (shi_cost) { .alpha = 1, .beta = (n - 1) * s / n, .gamma = 0 };
 }

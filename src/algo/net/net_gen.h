@@ -194,11 +194,10 @@ NET_COST(net_reduce_flat_cost);
 NET_COST(net_reduce_ring_cost);
 NET_COST(net_reduce_scatter_flat_cost);
 NET_COST(net_reduce_scatter_ring_cost);
-NET_COST(net_all_gather_flat_cost);
 NET_COST(net_all_gather_ring_cost);
-NET_COST(net_all_to_all_flat_cost);
-NET_COST(net_gather_flat_cost);
-NET_COST(net_scatter_flat_cost);
+// alpha + (n - 1) B beta: every flat data movement (all_gather(_v),
+// all_to_all(_v), gather, scatter; net_move_parts.c).
+NET_COST(net_flat_blocks_cost);
 NET_COST(net_bcast_flat_cost);
 NET_COST(net_bcast_ring_cost);
 NET_COST(net_barrier_rhd_cost);

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "algo/registry.h"
 #include "core/error.h"
 
 int
@@ -58,4 +59,12 @@ net_ag_own(const net_gen *g, const net_blocks *b)
 {
     return g->c->in_place ? net_at(SHI_SBUF_RECV, b->off[g->r] * g->es)
                           : net_at(SHI_SBUF_SEND, 0);
+}
+
+void
+net_flat_blocks_cost(const shi_cost_call *c, shi_cost *out)
+{
+    double n = shi_cost_ranks(c), s = (double) c->bytes;
+
+    *out = (shi_cost) { .alpha = 1, .beta = (n - 1) * s / n, .gamma = 0 };
 }

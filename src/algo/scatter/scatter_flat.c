@@ -5,7 +5,6 @@
 #include <stdint.h>
 
 #include "algo/net/net_gen.h"
-#include "algo/registry.h"
 #include "core/error.h"
 #include "core/request.h"
 
@@ -31,12 +30,4 @@ net_scatter_flat(net_gen *g)
             SHI_SOP_NODEP, SHI_SOP_NODEP);
     }
     return net_done(g);
-}
-
-void
-net_scatter_flat_cost(const shi_cost_call *c, shi_cost *out)
-{
-    double n = shi_cost_ranks(c), s = (double) c->bytes;
-
-    *out = (shi_cost) { .alpha = 1, .beta = (n - 1) * s / n, .gamma = 0 };
 }
