@@ -30,6 +30,7 @@ struct shi_heap {
     struct heap_block *blocks;
     unsigned char     *base; // the transport's range (heap_region)
     size_t             bytes;
+    int                release; // madvise advice giving pages back
 };
 
 int
@@ -44,7 +45,11 @@ shi_heap_init(shoal_comm *comm)
         return shi_error(SHOAL_ENOMEM, "out of memory");
     }
     pthread_mutex_init(&h->lock, NULL);
-    comm->tp->heap_region(comm, &h->base, &h->bytes);
+    int shared;
+    comm->tp->heap_region(comm, &h->base, &h->bytes, &shared);
+    // Shared memory gives its pages back with MADV_REMOVE; the private
+    // range of a message transport with MADV_DONTNEED.
+    h->release = shared ? MADV_REMOVE : MADV_DONTNEED;
     b->len     = h->bytes;
     h->blocks  = b;
     comm->heap = h;
@@ -186,11 +191,7 @@ release_pages(shoal_comm *comm, size_t off)
         size_t lo = (b->off + HEAP_PAGE - 1) / HEAP_PAGE * HEAP_PAGE;
         size_t hi = (b->off + b->len) / HEAP_PAGE * HEAP_PAGE;
         if (hi > lo) {
-            // Shared memory gives its pages back with MADV_REMOVE; the
-            // private range of a message transport with MADV_DONTNEED.
-            if (madvise(comm->heap->base + lo, hi - lo, MADV_REMOVE) != 0) {
-                madvise(comm->heap->base + lo, hi - lo, MADV_DONTNEED);
-            }
+            madvise(comm->heap->base + lo, hi - lo, comm->heap->release);
         }
         return;
     }

@@ -152,9 +152,11 @@ struct shi_transport_ops {
 
     // --- memory ---------------------------------------------------------
     // The range shoal_alloc hands out from: in the segment every peer maps
-    // (shm), or private memory (TCP). Reserved, not backed, until used.
-    void (*heap_region)(
-        struct shoal_comm *comm, unsigned char **base, size_t *bytes);
+    // (shm: *shared 1, pages given back with MADV_REMOVE), or private
+    // memory (TCP: *shared 0, MADV_DONTNEED). Reserved, not backed, until
+    // used.
+    void (*heap_region)(struct shoal_comm *comm, unsigned char **base,
+        size_t *bytes, int *shared);
     // Describes [base, base + bytes) of this rank's memory for its peers.
     void (*mem_expose)(struct shoal_comm *comm, const void *base, size_t bytes,
         struct shi_tp_region *out);

@@ -185,10 +185,12 @@ shm_goodbye(shoal_comm *comm, int64_t deadline)
 }
 
 static void
-shm_heap_region(shoal_comm *comm, unsigned char **base, size_t *bytes)
+shm_heap_region(
+    shoal_comm *comm, unsigned char **base, size_t *bytes, int *shared)
 {
-    *base  = shm_heap_of(comm->mapped, comm->rank);
-    *bytes = comm->mapped->heap_bytes;
+    *base   = shm_heap_of(comm->mapped, comm->rank);
+    *bytes  = comm->mapped->heap_bytes;
+    *shared = 1;
 }
 
 const struct shi_transport_ops shi_shm_transport = {

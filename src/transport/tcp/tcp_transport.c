@@ -145,10 +145,12 @@ tcp_unreachable(shoal_comm *comm, int *peer, char *why, size_t len)
 }
 
 static void
-tcp_heap_region(shoal_comm *comm, unsigned char **base, size_t *bytes)
+tcp_heap_region(
+    shoal_comm *comm, unsigned char **base, size_t *bytes, int *shared)
 {
-    *base  = net_of(comm)->heap;
-    *bytes = net_of(comm)->heap_bytes;
+    *base   = net_of(comm)->heap;
+    *bytes  = net_of(comm)->heap_bytes;
+    *shared = 0;
 }
 
 static void
