@@ -143,6 +143,18 @@ pass_locked(shoal_comm *comm)
     return n + comm->coll_step(comm);
 }
 
+// After a look that moved `moved` units, wakes this rank's announced
+// sleepers where they sleep in one set armed after their last look (see
+// step_locked). Returns `moved`. Under the lock.
+static int
+wake_if_moved(shoal_comm *comm, int moved)
+{
+    if (moved > 0 && !comm->tp->arm_before_look) {
+        comm->tp->wake(comm, comm->rank, 0);
+    }
+    return moved;
+}
+
 // One pass over everything that can move. Under the lock.
 //
 // Where this rank's threads sleep in one set armed after their last look
@@ -158,12 +170,7 @@ pass_locked(shoal_comm *comm)
 static int
 step_locked(shoal_comm *comm)
 {
-    int moved = pass_locked(comm);
-
-    if (moved > 0 && !comm->tp->arm_before_look) {
-        comm->tp->wake(comm, comm->rank, 0);
-    }
-    return moved;
+    return wake_if_moved(comm, pass_locked(comm));
 }
 
 // Whether every rank but this one is gone: then an any-source receive
@@ -607,9 +614,7 @@ shi_engine_check_peers(shoal_comm *comm)
         return; // deaths are seen without us (the shm watcher)
     }
     pthread_mutex_lock(&comm->lock);
-    if (comm->tp->progress(comm) > 0 && !comm->tp->arm_before_look) {
-        comm->tp->wake(comm, comm->rank, 0);
-    }
+    wake_if_moved(comm, comm->tp->progress(comm));
     if (atomic_load(&comm->failed)) {
         flush_abort_locked(comm);
     }
