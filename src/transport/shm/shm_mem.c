@@ -41,18 +41,33 @@ inside(const struct shi_tp_region *r, size_t off, size_t bytes)
     return off <= r->bytes && bytes <= r->bytes - off;
 }
 
-void *
-shi_shm_mem_view(
+// [off, off + bytes) of a region whose owner is a rank of comm.
+static int
+reachable(
     shoal_comm *comm, const struct shi_tp_region *r, size_t off, size_t bytes)
+{
+    return r->owner >= 0 && r->owner < comm->size && inside(r, off, bytes);
+}
+
+// Byte `off` of a reachable region in place, if the whole region lies in
+// its owner's heap.
+static unsigned char *
+heap_view(shoal_comm *comm, const struct shi_tp_region *r, size_t off)
 {
     uint64_t heap = comm->mapped->heap_bytes;
 
-    if (r->owner < 0 || r->owner >= comm->size || r->heap_off == 0
-        || !inside(r, off, bytes) || r->heap_off - 1 > heap
+    if (r->heap_off == 0 || r->heap_off - 1 > heap
         || r->bytes > heap - (r->heap_off - 1)) {
         return NULL;
     }
     return shm_heap_of(comm->mapped, r->owner) + (r->heap_off - 1) + off;
+}
+
+void *
+shi_shm_mem_view(
+    shoal_comm *comm, const struct shi_tp_region *r, size_t off, size_t bytes)
+{
+    return reachable(comm, r, off, bytes) ? heap_view(comm, r, off) : NULL;
 }
 
 // One process_vm_readv/writev loop; errno set on failure.
@@ -87,13 +102,13 @@ mem_copy(shoal_comm *comm, const struct shi_tp_region *r, size_t off,
     if (bytes == 0) {
         return SHOAL_OK;
     }
-    if (r->owner < 0 || r->owner >= comm->size || !inside(r, off, bytes)) {
+    if (!reachable(comm, r, off, bytes)) {
         return shi_error(SHOAL_EINVAL,
             "%zu bytes at offset %zu are outside rank %d's region of %llu "
             "bytes",
             bytes, off, (int) r->owner, (unsigned long long) r->bytes);
     }
-    if ((view = shi_shm_mem_view(comm, r, off, bytes)) != NULL) {
+    if ((view = heap_view(comm, r, off)) != NULL) {
         memcpy(write ? view : local, write ? local : view, bytes);
         return SHOAL_OK;
     }
