@@ -39,17 +39,6 @@ coll_error(shoal_comm *comm, const char *fmt, ...)
     return shi_comm_error(comm, SHOAL_EINVAL);
 }
 
-static size_t
-sum_counts(const size_t *counts, int n)
-{
-    size_t total = 0;
-
-    for (int i = 0; i < n; i++) {
-        total += counts[i];
-    }
-    return total;
-}
-
 static shi_op_shape
 shape_of(shoal_comm *comm, const struct coll_call *c)
 {
@@ -145,7 +134,7 @@ selection_bytes(shoal_comm *comm, const struct coll_call *c, size_t es)
             return c->count * es;
         case SHI_OP_ALLGATHERV:
         case SHI_OP_REDUCE_SCATTERV:
-            return sum_counts(c->counts, comm->size) * es;
+            return shi_counts_sum(c->counts, comm->size) * es;
         case SHI_OP_ALLTOALLV:
             return 0; // per-rank sizes differ
     }
@@ -204,7 +193,7 @@ coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
     es = shoal_dtype_size(c->dtype);
     // v-collectives describe themselves by their total count.
     size_t count = c->counts != NULL && c->kind != SHI_OP_ALLTOALLV
-        ? sum_counts(c->counts, comm->size)
+        ? shi_counts_sum(c->counts, comm->size)
         : c->count;
     shi_req_fill(&req, c->kind, c->recv, count, c->dtype, c->root);
     req.sendbuf    = c->send;

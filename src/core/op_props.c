@@ -33,8 +33,8 @@ const shi_op_props shi_op_props_unknown
 _Static_assert(SHI_OP_SCATTER + 1 == SHI_OP_KINDS,
     "SHI_OP_KINDS is one past the last operation kind");
 
-static size_t
-sum_counts(const size_t *counts, int n)
+size_t
+shi_counts_sum(const size_t *counts, int n)
 {
     size_t total = 0;
 
@@ -47,7 +47,7 @@ sum_counts(const size_t *counts, int n)
 size_t
 shi_op_block_displ(const shi_op_shape *s, int r)
 {
-    return shi_op_props_of(s->kind)->counts ? sum_counts(s->counts, r)
+    return shi_op_props_of(s->kind)->counts ? shi_counts_sum(s->counts, r)
                                             : (size_t) r * s->count;
 }
 
@@ -87,8 +87,8 @@ shi_op_buffer_elems(const shi_op_shape *s, size_t *send, size_t *recv)
             *send = *recv = s->count * n;
             return;
         case SHI_OP_ALLTOALLV:
-            *send = sum_counts(s->counts, s->nranks);
-            *recv = sum_counts(s->rcounts, s->nranks);
+            *send = shi_counts_sum(s->counts, s->nranks);
+            *recv = shi_counts_sum(s->rcounts, s->nranks);
             return;
         case SHI_OP_GATHER:
             *send = s->count;

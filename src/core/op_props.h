@@ -58,6 +58,9 @@ typedef struct shi_op_shape {
 // Elements of this rank's send and receive buffers.
 void shi_op_buffer_elems(const shi_op_shape *s, size_t *send, size_t *recv);
 
+// The sum of counts[0 .. n-1] (0 for NULL counts).
+size_t shi_counts_sum(const size_t *counts, int n);
+
 // Elements before rank `r`'s block (all_gather, reduce_scatter and their
 // v-forms, gather, scatter).
 size_t shi_op_block_displ(const shi_op_shape *s, int r);

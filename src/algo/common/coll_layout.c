@@ -1,5 +1,6 @@
 // Block sizes and displacements of the collectives' buffers.
 #include "algo/common/algos.h"
+#include "core/op_props.h"
 
 size_t
 shi_req_esize(const shoal_request *req)
@@ -18,13 +19,6 @@ shi_block_count(const shoal_request *req, int rank)
 size_t
 shi_block_displ(const shoal_request *req, int rank)
 {
-    size_t d = 0;
-
-    if (req->counts == NULL) {
-        return req->count * (size_t) rank;
-    }
-    for (int r = 0; r < rank; r++) {
-        d += req->counts[r];
-    }
-    return d;
+    return req->counts == NULL ? req->count * (size_t) rank
+                               : shi_counts_sum(req->counts, rank);
 }
