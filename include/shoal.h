@@ -497,6 +497,121 @@ SHOAL_API int shoal_alloc(shoal_comm *comm, size_t bytes, void **out);
 SHOAL_API int shoal_free(shoal_comm *comm, void *ptr);
 
 // ---------------------------------------------------------------------------
+// Windows: one-sided put, signal and mapped peer memory
+// ---------------------------------------------------------------------------
+//
+// A window lets a rank write into a buffer its peers registered, without
+// the peer taking part: `put` copies local data to a peer's buffer, and
+// `signal` / `wait_signal` tell the peer the data is there. Each ordered
+// pair of ranks has one signal counter per window: the n-th
+// shoal_window_wait_signal(win, p) returns once rank p's n-th
+// shoal_window_signal(win, me) arrived.
+//
+// Ordering: every put a rank issued to a target before a signal to that
+// target is complete and visible in the target's buffer when the target's
+// matching wait_signal returns, whether or not the put's request was waited
+// for. Puts to one target without a signal between them are not ordered
+// against each other (writes to the same bytes: the last one to land wins).
+//
+// Memory: over shared memory a buffer from shoal_alloc is mapped by every
+// peer, so a put is one memcpy by the origin, and shoal_window_peer_ptr
+// gives the peer's buffer itself; any other buffer is reached by a single
+// copy through the kernel (process_vm_writev), and has no peer pointer.
+// Over TCP a put and a signal are messages that the target's progress
+// engine applies on arrival (its progress thread, while a window is
+// registered), with no call on the target's side.
+//
+// Deadlines: wait_signal takes the communicator's timeout, or the one
+// shoal_next_call_opts gives; a passed deadline fails it with
+// SHOAL_ETIMEDOUT and aborts the communicator, as for every operation. A
+// dead peer fails waits on it with SHOAL_EPEER naming the rank.
+
+typedef struct shoal_window shoal_window;
+
+// How this rank reaches a peer's registered buffer.
+typedef enum shoal_window_access {
+    SHOAL_ACCESS_UNIFIED  = 0, // mapped here: shoal_window_peer_ptr works
+    SHOAL_ACCESS_SEPARATE = 1, // reached by copies or messages only
+} shoal_window_access;
+
+// Creates an empty window on `comm`. Local (not collective). Errors:
+// SHOAL_EINVAL (NULL argument), SHOAL_ENOMEM.
+SHOAL_API int shoal_window_create(shoal_comm *comm, shoal_window **out);
+
+// Releases a window. Local. A registered window should be deregistered
+// first (collectively); freeing one that is still registered releases this
+// rank's side only: its memory stays reserved until the communicator is
+// destroyed, and a peer's later put to it is a protocol error. NULL is
+// accepted.
+SHOAL_API void shoal_window_free(shoal_window *win);
+
+// Registers `count` elements of `dtype` at `buf` as the window's memory.
+// Collective over the window's communicator: every rank calls it, in the
+// same order as its collectives, with the same byte size and the same
+// element size. The caller keeps ownership of `buf`, which must stay valid
+// until shoal_window_deregister (or the window's or communicator's end).
+// A rank's bad arguments (NULL buf with count > 0, an unknown dtype, a
+// window already registered) or a size that differs between ranks fail the
+// call on every rank with the same SHOAL_EINVAL message naming the rank,
+// and the communicator stays usable. Errors: SHOAL_EINVAL, SHOAL_ENOSPACE
+// (no room for the window's signal counters in the heap), plus the
+// failures of collectives.
+SHOAL_API int shoal_window_register(
+    shoal_window *win, void *buf, size_t count, shoal_dtype dtype);
+
+// Deregisters the window's memory. Collective. Returns once every rank's
+// puts and signals to this rank have landed and every rank deregistered:
+// afterwards no peer writes to the buffer, and peer pointers from
+// shoal_window_peer_ptr must not be used. SHOAL_EINVAL when not
+// registered (on this rank only: the others wait for it).
+SHOAL_API int shoal_window_deregister(shoal_window *win);
+
+// Registered bytes (0 when none, or for a NULL window).
+SHOAL_API size_t shoal_window_bytes(const shoal_window *win);
+
+// Writes `count` elements of `dtype` from `src` into rank `dst`'s registered
+// buffer at element `target_offset` (elements of `dtype`, whose size must
+// be the window's element size). Blocks until `src` may be reused; over
+// shared memory the data is then in the target's buffer. dst may be this
+// rank. Errors (found before anything is written): SHOAL_EINVAL (not
+// registered, dst out of range, NULL src with count > 0, element size
+// differs from the window's, or the range exceeds the window: the message
+// gives both sizes), plus the failures of operations.
+SHOAL_API int shoal_window_put(shoal_window *win, const void *src,
+    size_t count, shoal_dtype dtype, int dst, size_t target_offset);
+// Non-blocking put: `src` stays untouched by the caller until the request
+// completes. Over shared memory the copy is done before it returns.
+SHOAL_API int shoal_window_iput(shoal_window *win, const void *src,
+    size_t count, shoal_dtype dtype, int dst, size_t target_offset,
+    shoal_request **req);
+
+// Increments this rank's signal counter at rank `dst` (see the ordering
+// above). Does not wait for the target. Errors: SHOAL_EINVAL (not
+// registered, dst out of range), plus the failures of operations.
+SHOAL_API int shoal_window_signal(shoal_window *win, int dst);
+SHOAL_API int shoal_window_isignal(
+    shoal_window *win, int dst, shoal_request **req);
+
+// Blocks until rank `peer`'s next signal to this rank has arrived (the
+// n-th call for `peer` waits for its n-th signal). Errors: SHOAL_EINVAL
+// (not registered, peer out of range), SHOAL_ETIMEDOUT, SHOAL_EPEER, plus
+// the failures of operations.
+SHOAL_API int shoal_window_wait_signal(shoal_window *win, int peer);
+SHOAL_API int shoal_window_iwait_signal(
+    shoal_window *win, int peer, shoal_request **req);
+
+// How this rank reaches `peer`'s registered buffer (shoal_window_access),
+// or SHOAL_EINVAL (not registered, peer out of range).
+SHOAL_API int shoal_window_access_of(shoal_window *win, int peer);
+
+// Points *out at `peer`'s registered buffer, mapped in this process, for
+// direct loads and stores (valid until deregistration). SHOAL_ENOTSUP,
+// with *out NULL, where the transport cannot map it (the peer's buffer is
+// not from shoal_alloc, or the peer is on another host); SHOAL_EINVAL
+// (not registered, peer out of range).
+SHOAL_API int shoal_window_peer_ptr(shoal_window *win, int peer, void **out);
+
+// ---------------------------------------------------------------------------
 // Compiled custom collectives (compile_op)
 // ---------------------------------------------------------------------------
 //

@@ -12,6 +12,7 @@ The layers, bottom to top (docs/architecture.md draws them):
   core       src/core/: communicator, requests, engine, collective entry
   algo       src/algo/: algorithms and reduction kernels
   plan       src/plan/: compiled custom collectives
+  rma        src/rma/: windows (one-sided put, signal, mapped memory)
 
 Every file may include the public header shoal.h and the base headers.
 Beyond that, a file may include what its rule below lists. A transport
@@ -68,6 +69,10 @@ def allowed(src, inc):
         if inc.startswith("transport/"):
             return inc in TRANSPORT_API or inc in SEGMENT
         return inc.startswith(("platform/", "core/", "algo/"))
+    if layer == "rma":
+        if inc.startswith("transport/"):
+            return inc in TRANSPORT_API
+        return inc.startswith(("platform/", "core/", "rma/"))
     if layer == "plan":
         return inc.startswith(("plan/", "algo/kernels/")) or inc in {
             "core/comm.h", "core/ops.h"}

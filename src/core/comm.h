@@ -97,19 +97,24 @@ struct shoal_comm {
     pthread_cond_t  cv;
     shi_req_queue   active; // every incomplete request, issue order
     shi_req_queue   colls; // incomplete collectives, issue order
-    int             app_drivers;
-    int             shutdown;
-    uint32_t        coll_seq;
-    uint64_t        p2p_seq;
-    int64_t         unexpected_bytes;
-    shi_req_queue   any_recvs; // any-source receives not matched, post order
-    shoal_request  *owned; // non-blocking requests not freed yet (onext)
-    unsigned        fork_generation; // forked.c: the process it belongs to
-    int             creator_pid;
-    uint64_t        p2p_arrivals; // messages seen before their receive
-    int             p2p_active; // incomplete sends and receives
-    pthread_t       progress_thread;
-    int             progress_started;
+    shi_req_queue   stepped; // incomplete requests with their own step
+    // Layers that need the transport read while no request is active (a
+    // window over a message transport: peers' puts arrive unannounced):
+    // the progress thread keeps polling while this is above 0.
+    int            listening;
+    int            app_drivers;
+    int            shutdown;
+    uint32_t       coll_seq;
+    uint64_t       p2p_seq;
+    int64_t        unexpected_bytes;
+    shi_req_queue  any_recvs; // any-source receives not matched, post order
+    shoal_request *owned; // non-blocking requests not freed yet (onext)
+    unsigned       fork_generation; // forked.c: the process it belongs to
+    int            creator_pid;
+    uint64_t       p2p_arrivals; // messages seen before their receive
+    int            p2p_active; // incomplete sends and receives
+    pthread_t      progress_thread;
+    int            progress_started;
 
     // Collectives (src/algo): sync points passed, staging uses, whether
     // every rank can read every other's memory (process_vm_readv), the
@@ -124,6 +129,11 @@ struct shoal_comm {
     // step over the head collectives, and what an abort leaves to clean.
     int (*coll_step)(shoal_comm *comm);
     void (*coll_abandon)(shoal_comm *comm);
+    // Windows (src/rma): their list, and what releases them when the
+    // communicator is destroyed first (set with the first window).
+    shoal_window *windows;
+    uint32_t      window_seq; // registrations so far (collective: equal)
+    void (*windows_detach)(shoal_comm *comm);
     int abandoned; // coll_abandon ran (engine.c)
     // Message schedules (algo/net): the executor's state for the head
     // collective, and the host-aware stage in flight.

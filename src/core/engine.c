@@ -62,12 +62,14 @@ shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
     }
     if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
         comm->p2p_active--;
-        // A message transport's message of a failed operation is in no
-        // queue any more (the transport's abort_flush ran first): free it.
-        free(req->xfer);
-        req->xfer = NULL;
     }
-    if (req->kind == SHI_OP_SEND) {
+    // A message transport's message of a failed operation is in no queue
+    // any more (the transport's abort_flush ran first): free it.
+    free(req->xfer);
+    req->xfer = NULL;
+    if (req->step != NULL) {
+        shi_queue_remove(&comm->stepped, req);
+    } else if (req->kind == SHI_OP_SEND) {
         shi_queue_remove(&comm->peers[req->peer].sends, req);
     } else if (req->kind == SHI_OP_RECV && req->source < 0) {
         shi_queue_remove(&comm->any_recvs, req); // any-source, not matched
@@ -124,6 +126,21 @@ flush_abort_locked(shoal_comm *comm)
     }
 }
 
+// Steps every request that drives itself (one-sided operations). A step
+// may complete its request, so the next one is read first. Under the lock.
+static int
+step_each(shoal_comm *comm)
+{
+    shoal_request *req = comm->stepped.head, *next;
+    int            n   = 0;
+
+    for (; req != NULL && !atomic_load(&comm->failed); req = next) {
+        next = req->qnext;
+        n += req->step(comm, req);
+    }
+    return n;
+}
+
 // One pass over everything that can move (see step_locked). Under the lock.
 static int
 pass_locked(shoal_comm *comm)
@@ -136,11 +153,15 @@ pass_locked(shoal_comm *comm)
         fail_all_locked(comm);
         return 1;
     }
-    if (comm->active.head == NULL) {
+    if (comm->active.head == NULL && comm->listening == 0) {
         return 0;
     }
     int n = comm->tp->progress(comm);
-    return n + comm->coll_step(comm);
+    if (comm->active.head == NULL) {
+        return n;
+    }
+    n += comm->coll_step(comm);
+    return comm->stepped.head != NULL ? n + step_each(comm) : n;
 }
 
 // After a look that moved `moved` units, wakes this rank's announced
@@ -335,8 +356,11 @@ is_done(shoal_comm *comm, shoal_request *req)
 static int
 drive_over(shoal_comm *comm, shoal_request *req, int app)
 {
-    return is_done(comm, req)
-        || (!app && (comm->app_drivers > 0 || comm->shutdown));
+    if (!app) {
+        return comm->app_drivers > 0 || comm->shutdown
+            || (is_done(comm, req) && comm->listening == 0);
+    }
+    return is_done(comm, req);
 }
 
 // How long a sleep may last: until the deadline, and at most until the
@@ -540,7 +564,9 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
     }
     req->in_engine = 1;
     queue_push_active(&comm->active, req);
-    if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
+    if (req->step != NULL) {
+        shi_queue_push(&comm->stepped, req);
+    } else if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
         comm->tp->p2p_post(comm, req);
     } else {
         req->seq = ++comm->coll_seq;
@@ -634,7 +660,8 @@ progress_main(void *arg)
 
     pthread_mutex_lock(&comm->lock);
     while (!comm->shutdown) {
-        if (comm->active.head == NULL || comm->app_drivers > 0) {
+        if ((comm->active.head == NULL && comm->listening == 0)
+            || comm->app_drivers > 0) {
             pthread_cond_wait(&comm->cv, &comm->lock);
             continue;
         }
@@ -676,4 +703,13 @@ shi_engine_stop(shoal_comm *comm)
     shi_ring(comm, comm->rank, 1);
     pthread_join(comm->progress_thread, NULL);
     comm->progress_started = 0;
+}
+
+void
+shi_engine_listen(shoal_comm *comm, int on)
+{
+    pthread_mutex_lock(&comm->lock);
+    comm->listening += on ? 1 : -1;
+    pthread_cond_signal(&comm->cv);
+    pthread_mutex_unlock(&comm->lock);
 }

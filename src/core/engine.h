@@ -49,6 +49,11 @@ int shi_engine_sync(shoal_comm *comm, int64_t deadline);
 // queue, then publishes the status.
 void shi_engine_complete(shoal_comm *comm, shoal_request *req, int status);
 
+// Keeps the progress thread reading the transport while no request is
+// active (`on` 1), or stops one such need (`on` 0): for layers whose peers
+// send unannounced (windows over a message transport). Counted.
+void shi_engine_listen(shoal_comm *comm, int on);
+
 // After a failure (under the lock): lets the transport send what the
 // abort left to send and the collective layer let go of its work.
 void shi_engine_flush_abort(shoal_comm *comm);

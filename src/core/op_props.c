@@ -21,16 +21,19 @@ const shi_op_props shi_op_props_table[SHI_OP_KINDS] = {
     = COLL("reduce_scatter", 0, 1, 0, 0, RECV_AT_MY_BLOCK),
     [SHI_OP_REDUCE_SCATTERV]
     = COLL("reduce_scatter_v", 0, 1, 1, 0, RECV_AT_MY_BLOCK),
-    [SHI_OP_ALLTOALL]  = COLL("all_to_all", 0, 0, 0, 0, NONE),
-    [SHI_OP_ALLTOALLV] = COLL("all_to_all_v", 0, 0, 1, 1, NONE),
-    [SHI_OP_GATHER]    = COLL("gather", 1, 0, 0, 0, ROOT_SEND_AT_ITS_BLOCK),
-    [SHI_OP_SCATTER]   = COLL("scatter", 1, 0, 0, 0, ROOT_RECV_AT_ITS_BLOCK),
+    [SHI_OP_ALLTOALL]    = COLL("all_to_all", 0, 0, 0, 0, NONE),
+    [SHI_OP_ALLTOALLV]   = COLL("all_to_all_v", 0, 0, 1, 1, NONE),
+    [SHI_OP_GATHER]      = COLL("gather", 1, 0, 0, 0, ROOT_SEND_AT_ITS_BLOCK),
+    [SHI_OP_SCATTER]     = COLL("scatter", 1, 0, 0, 0, ROOT_RECV_AT_ITS_BLOCK),
+    [SHI_OP_PUT]         = { "put", 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE },
+    [SHI_OP_SIGNAL]      = { "signal", 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE },
+    [SHI_OP_WAIT_SIGNAL] = { "wait_signal", 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE },
 };
 
 const shi_op_props shi_op_props_unknown
     = { "operation", 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE };
 
-_Static_assert(SHI_OP_SCATTER + 1 == SHI_OP_KINDS,
+_Static_assert(SHI_OP_WAIT_SIGNAL + 1 == SHI_OP_KINDS,
     "SHI_OP_KINDS is one past the last operation kind");
 
 size_t

@@ -32,7 +32,7 @@ typedef struct shi_op_props {
 
 // The table, by operation kind (enum shi_op_kind), and the row of an
 // unknown kind (zeros, named "operation").
-#define SHI_OP_KINDS 15
+#define SHI_OP_KINDS 18
 extern const shi_op_props shi_op_props_table[SHI_OP_KINDS];
 extern const shi_op_props shi_op_props_unknown;
 

@@ -103,6 +103,16 @@ shi_req_describe(const shoal_request *req, char *buf, size_t len)
             snprintf(buf, len, "broadcast #%llu (root %d, %zu x %s)",
                 (unsigned long long) req->seq, req->peer, req->count, dt);
             break;
+        case SHI_OP_PUT:
+            snprintf(buf, len, "put to rank %d (%zu x %s)", req->peer,
+                req->count, dt);
+            break;
+        case SHI_OP_SIGNAL:
+            snprintf(buf, len, "signal to rank %d", req->peer);
+            break;
+        case SHI_OP_WAIT_SIGNAL:
+            snprintf(buf, len, "wait_signal for rank %d", req->peer);
+            break;
         default:
             describe_collective(req, buf, len);
     }

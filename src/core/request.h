@@ -29,6 +29,12 @@ enum shi_op_kind {
     SHI_OP_ALLTOALLV,
     SHI_OP_GATHER,
     SHI_OP_SCATTER,
+    // One-sided operations on a window (src/rma): driven by their own step
+    // function (shoal_request.step), not by a transport or the collective
+    // driver.
+    SHI_OP_PUT,
+    SHI_OP_SIGNAL,
+    SHI_OP_WAIT_SIGNAL,
 };
 
 // Name of an operation kind ("all_reduce").
@@ -71,7 +77,11 @@ struct shoal_request {
     // The running algorithm's own state: each algorithm keeps a struct of
     // its own here (shi_algo_state), zeroed when the request is filled.
     _Alignas(16) unsigned char algo_state[SHI_ALGO_STATE_BYTES];
-    void *xfer; // over TCP: the message carrying a p2p op
+    void *xfer; // over TCP: the message carrying a p2p or one-sided op
+    // A request its layer drives itself (one-sided operations): called at
+    // every engine pass under the lock until it completes the request with
+    // shi_engine_complete; returns units of progress.
+    int (*step)(shoal_comm *comm, shoal_request *req);
     // Links: `anext` on comm->active, `qnext` on one per-kind queue,
     // `onext` on comm->owned (non-blocking requests not yet freed).
     shoal_request *anext, *aprev;

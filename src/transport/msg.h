@@ -12,15 +12,20 @@
 enum shi_msg_type {
     SHI_MSG_DATA = 1, // collective data: paired by position on the channel
     SHI_MSG_P2P, // point to point: matched by tag in send order
+    // One-sided, into a window (transport.h, rma_send); after numbers a
+    // transport may use for its own control messages.
+    SHI_MSG_PUT    = 5,
+    SHI_MSG_SIGNAL = 6,
 };
 
 typedef struct shi_msg {
     // Filled in by the owner.
-    int            peer;
-    int            type; // shi_msg_type
-    int            tag; // P2P
-    uint32_t       coll_seq; // DATA: collective number
-    uint64_t       call_hash; // DATA: the call's descriptor hash
+    int      peer;
+    int      type; // shi_msg_type
+    int      tag; // P2P
+    uint32_t coll_seq; // DATA: collective number; PUT, SIGNAL: window
+    uint64_t call_hash; // DATA: the call's descriptor hash; PUT: the target
+                        // byte offset; SIGNAL: the counter
     uint64_t       posted; // P2P receive: post number (request seq)
     unsigned char *buf;
     size_t         total;

@@ -183,6 +183,19 @@ struct shi_transport_ops {
     void (*msg_send)(struct shoal_comm *comm, struct shi_msg *msg);
     // Posts a numbered receive; returns 1 if it completed at once.
     int (*msg_recv)(struct shoal_comm *comm, struct shi_msg *msg);
+
+    // --- one-sided (windows; SHI_TP_MESSAGES only, NULL otherwise) ------
+    // Where peers' memory is not mapped, windows send their puts and
+    // signals here. Sends req (kind SHI_OP_PUT: req->bytes from
+    // req->sendbuf to byte `off` of window `win` at req->peer; kind
+    // SHI_OP_SIGNAL: counter `off` of window `win` at req->peer, 0 the
+    // application's signals, 1 deregistration's fence) behind every put
+    // and signal sent to that peer before, and completes req through
+    // shi_transport_complete once its bytes are out. The target applies it
+    // in its progress, in send order, through shi_transport_put_target and
+    // shi_transport_signal_arrived. Under the lock.
+    void (*rma_send)(struct shoal_comm *comm, shoal_request *req, uint32_t win,
+        uint64_t off);
 };
 
 // The transports.
@@ -190,8 +203,23 @@ extern const struct shi_transport_ops shi_shm_transport;
 extern const struct shi_transport_ops shi_tcp_transport;
 
 // --- what a transport may call above it ----------------------------------
-// Completes a point-to-point request with `status` (under the lock).
+// Completes a point-to-point or one-sided request with `status` (under
+// the lock).
 void shi_transport_complete(
     struct shoal_comm *comm, shoal_request *req, int status);
+
+// A put from rank `origin` of `bytes` at byte `off` of this rank's window
+// `win` starts arriving (rma_send's target side, under the lock): where
+// its bytes go. NULL, with the error's text recorded (shi_error), when no
+// window `win` is registered here or the range lies outside it: the
+// transport then aborts the communicator.
+unsigned char *shi_transport_put_target(struct shoal_comm *comm, int origin,
+    uint32_t win, uint64_t off, uint64_t bytes);
+
+// Signal counter `which` (see rma_send) of rank `origin` on this rank's
+// window `win` went up by one (under the lock). Returns SHOAL_OK, or an
+// error with its text recorded (no such window, no such counter).
+int shi_transport_signal_arrived(
+    struct shoal_comm *comm, int origin, uint32_t win, uint64_t which);
 
 #endif

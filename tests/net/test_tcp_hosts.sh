@@ -103,6 +103,15 @@ run_job "0 1 0 1 1" "" bcast
 run_job "0 1 0 1 1" "SHOAL_ALGO=broadcast:hier" bcast
 echo "test_tcp_hosts: collectives across 2 and 3 hosts ok"
 
+# --- Windows across hosts -----------------------------------------------------
+# Puts and signals as messages applied by the target's progress; peers
+# are SEPARATE (window_map checks that nothing is mapped).
+run_job "0 1 2" "" window_ring plain-quick
+run_job "0 0 1 1" "SHOAL_TCP_CHUNK_BYTES=4096" window_ring heap-quick
+run_job "0 1" "" window_map
+run_job "0 1 2" "" window_errors
+echo "test_tcp_hosts: windows across 2 and 3 hosts ok"
+
 # --- A link cut in the middle of a loop -------------------------------------
 # wait_looping: until every rank printed "looping" (10 s at most).
 wait_looping() {

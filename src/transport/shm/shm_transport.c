@@ -224,4 +224,5 @@ const struct shi_transport_ops shi_shm_transport = {
     .msg_number           = NULL,
     .msg_send             = NULL,
     .msg_recv             = NULL,
+    .rma_send             = NULL, // windows write peers' memory themselves
 };

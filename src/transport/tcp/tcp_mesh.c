@@ -328,6 +328,7 @@ shi_net_free(struct shi_net *net)
             }
         }
         free(p->socks);
+        free(p->rma_cur); // a put half arrived: ours, into a window
         // Unexpected messages nobody received.
         struct shi_tcp_queue *qs[] = { &p->unexp, &p->p2p_unexp, &p->ctl_out };
         for (size_t i = 0; i < sizeof(qs) / sizeof(*qs); i++) {

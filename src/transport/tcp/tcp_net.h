@@ -67,6 +67,7 @@ struct shi_tcp_peer {
     struct shi_tcp_queue unexp; // data messages nobody posted yet
     struct shi_tcp_queue p2p_posted, p2p_unexp;
     shi_msg             *p2p_cur; // the P2P message arriving now
+    shi_msg             *rma_cur; // the put arriving now (ours)
     char                 addr[64]; // "10.0.0.2:4567", for messages
 };
 
@@ -99,10 +100,20 @@ int shi_tcp_setup(
     struct shoal_comm *comm, const struct shi_tp_boot *boot, int64_t deadline);
 
 // Point to point (tcp_p2p.c): posts a send or receive request; a message
-// finished, and an any-source receive's sender found (from tcp_xfer.c).
+// of a request (point to point or one-sided) finished, and an any-source
+// receive's sender found (from tcp_xfer.c).
 void shi_tcp_p2p_post(struct shoal_comm *comm, shoal_request *req);
 void shi_net_p2p_done(struct shoal_comm *comm, shi_msg *msg);
 void shi_net_p2p_matched(struct shoal_comm *comm, shi_msg *msg);
+
+// One-sided (tcp_rma.c): sends a window's put or signal (the table's
+// rma_send); where an arriving put goes, and an arriving signal.
+void shi_tcp_rma_send(
+    struct shoal_comm *comm, shoal_request *req, uint32_t win, uint64_t off);
+shi_msg *shi_tcp_put_arrives(
+    struct shi_net *net, int p, const struct shi_tcp_frame *h);
+void shi_tcp_signal_arrives(
+    struct shi_net *net, int p, const struct shi_tcp_frame *h);
 
 // Closes every socket and frees the state (NULL accepted).
 void shi_net_free(struct shi_net *net);

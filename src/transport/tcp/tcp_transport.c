@@ -227,4 +227,5 @@ const struct shi_transport_ops shi_tcp_transport = {
     .msg_number           = tcp_msg_number,
     .msg_send             = tcp_msg_send,
     .msg_recv             = tcp_msg_recv,
+    .rma_send             = shi_tcp_rma_send,
 };

@@ -96,8 +96,11 @@ msg_complete(struct shi_net *net, shi_msg *m)
     m->done = 1;
     if (m->type == SHI_TCP_ABORT || m->type == SHI_TCP_BYE) {
         free(m); // control messages are one allocation with their text
-    } else if (m->type == SHI_TCP_P2P && m->owner != NULL) {
-        shi_net_p2p_done(net->comm, m);
+    } else if (m->owner != NULL) {
+        shi_net_p2p_done(net->comm, m); // a request's: P2P, PUT, SIGNAL
+    } else if (m->type == SHI_TCP_PUT) {
+        net->peers[m->peer].rma_cur = NULL; // a put into a window landed
+        free(m);
     }
 }
 
@@ -484,6 +487,10 @@ control_arrived(struct shi_net *net, int p, struct shi_tcp_sock *sk,
 {
     shoal_comm *comm = net->comm;
 
+    if (h->type == SHI_TCP_SIGNAL) {
+        shi_tcp_signal_arrives(net, p, h);
+        return;
+    }
     if (h->type == SHI_TCP_BYE) {
         // Gone once every socket said so: each socket's data precedes its
         // goodbye, so then everything the peer sent has arrived.
@@ -503,10 +510,11 @@ int
 shi_tcp_frame_ok(const struct shi_tcp_frame *h)
 {
     return h->magic == SHI_TCP_MAGIC && h->type >= SHI_TCP_DATA
-        && h->type <= SHI_TCP_BYE && h->off <= h->total
+        && h->type <= SHI_TCP_SIGNAL && h->off <= h->total
         && h->len <= h->total - h->off
         && !((h->type == SHI_TCP_ABORT || h->type == SHI_TCP_BYE)
-            && h->len > SHI_TCP_CTL_MAX);
+            && h->len > SHI_TCP_CTL_MAX)
+        && !(h->type == SHI_TCP_SIGNAL && h->total != 0);
 }
 
 // Checks a header; sets the socket's target. Returns 0 on a fault.
@@ -528,6 +536,8 @@ header_arrived(struct shi_net *net, int p, struct shi_tcp_sock *sk)
         sk->rx = data_target(net, p, h);
     } else if (h->type == SHI_TCP_P2P) {
         sk->rx = p2p_target(net, p, h);
+    } else if (h->type == SHI_TCP_PUT) {
+        sk->rx = shi_tcp_put_arrives(net, p, h);
     } else {
         return 1; // control: payload goes to sk->ctl
     }
@@ -856,7 +866,7 @@ purge_queue(struct shi_tcp_queue *q, int keep_control)
         if (keep_control
             && (m->type == SHI_TCP_ABORT || m->type == SHI_TCP_BYE)) {
             queue_push(q, m);
-        } else if (m->type == SHI_TCP_P2P && m->owner != NULL) {
+        } else if (m->owner != NULL) { // a request's: P2P, PUT, SIGNAL
             ((shoal_request *) m->owner)->xfer = NULL;
             free(m);
         }

@@ -16,6 +16,8 @@
 //    frame carries the collective number and a hash of the call, so a
 //    peer in a different collective is a mismatch, not corrupted data;
 //  - point-to-point: matched by tag in send order, as over shared memory;
+//    one-sided puts and signals of windows share it, so a signal arrives
+//    after the puts sent before it;
 //    they go over the first socket only, whole messages one after the
 //    other, so their order is the send order. A message that arrives
 //    before its receive is kept whole (numbered in arrival order); a
@@ -39,10 +41,15 @@ struct shi_net;
 
 // Frame types (the message types keep their numbers on the wire).
 enum shi_tcp_type {
-    SHI_TCP_DATA = SHI_MSG_DATA,
-    SHI_TCP_P2P  = SHI_MSG_P2P,
-    SHI_TCP_ABORT, // payload: the abort's text; coll_seq: its status
-    SHI_TCP_BYE, // the sender destroyed its communicator
+    SHI_TCP_DATA  = SHI_MSG_DATA,
+    SHI_TCP_P2P   = SHI_MSG_P2P,
+    SHI_TCP_ABORT = 3, // payload: the abort's text; coll_seq: its status
+    SHI_TCP_BYE   = 4, // the sender destroyed its communicator
+    // One-sided, on the point-to-point channel (so in order with each
+    // other): coll_seq the window, call_hash the target byte offset (PUT)
+    // or the counter (SIGNAL, no payload).
+    SHI_TCP_PUT    = SHI_MSG_PUT,
+    SHI_TCP_SIGNAL = SHI_MSG_SIGNAL,
 };
 
 // Queues a message to `msg->peer` (type DATA or P2P, buf, total, tag or
