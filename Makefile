@@ -77,7 +77,7 @@ test-full: build
 	SHOAL_COLL_FULL=1 $(BUILD)/tests/shoal_tests mp_coll
 	SHOAL_FAULT_FULL=1 $(BUILD)/tests/shoal_tests fault
 	SHOAL_NET_FULL=1 $(MAKE) --no-print-directory test-net
-	SHOAL_PY_FULL=1 $(MAKE) --no-print-directory test-python PYTEST_ARGS=test_c10d_ops.py
+	SHOAL_PY_FULL=1 $(MAKE) --no-print-directory test-python PYTEST_ARGS="test_c10d_ops.py test_window.py"
 	$(MAKE) --no-print-directory test-torch-suite
 
 test-unit: build

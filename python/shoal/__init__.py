@@ -32,6 +32,7 @@ from .memory import (empty, empty_like, is_shared, share_memory_, zeros,
 from ._options import CommOptions
 from ._reduce_op import ReduceOp, RedOpType
 from ._work import Work
+from .window import WinAccessType, Window, WindowAttr, new_window
 
 __version__ = "%d.%d.%d" % (_C.version() // 10000, _C.version() // 100 % 100,
                             _C.version() % 100)
@@ -43,7 +44,7 @@ __all__ = [
     "MismatchError", "PeerError", "RedOpType", "ReduceOp", "ShoalError",
     "Work", "get_include", "get_library_dir", "new_comm",
     "empty", "empty_like", "is_shared", "share_memory_", "zeros",
-    "zeros_like",
+    "zeros_like", "new_window", "Window", "WindowAttr", "WinAccessType",
 ]
 
 

@@ -138,6 +138,13 @@ class Comm:
             timeout=datetime.timedelta(seconds=self.get_timeout()),
             name=self.get_name(), hints=self.get_hints())
 
+    def new_window(self, tensor=None):
+        """A Window for one-sided put and signal (shoal.window); with a
+        tensor, registers it at once (collective)."""
+        from .window import Window
+
+        return Window(self, tensor)
+
     def batch_op_create(self):
         """A BatchSendRecv: add send()s and recv()s, then issue() them
         together (any order, no deadlock)."""

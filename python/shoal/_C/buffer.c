@@ -465,3 +465,26 @@ ext_buffer_init(void)
     }
     return PyType_Ready(&ext_buffer_type);
 }
+
+// A new reference to a contiguous Buffer viewing `obj`, or NULL.
+ext_buffer *
+ext_buffer_arg(PyObject *obj, int writable, const char *what)
+{
+    ext_buffer *b;
+
+    if (Py_IS_TYPE(obj, &ext_buffer_type)) {
+        b = (ext_buffer *) Py_NewRef(obj);
+        if (writable && b->readonly) {
+            Py_DECREF(b);
+            return (ext_buffer *) ext_invalid(
+                "%s is read-only but the operation writes into it", what);
+        }
+    } else if ((b = ext_buffer_from(obj, writable)) == NULL) {
+        return NULL;
+    }
+    if (!b->contiguous) {
+        Py_DECREF(b);
+        return (ext_buffer *) ext_invalid("%s is not contiguous", what);
+    }
+    return b;
+}

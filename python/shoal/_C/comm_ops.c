@@ -11,30 +11,7 @@
 
 #include <stdlib.h>
 
-// A new reference to a contiguous Buffer viewing `obj`, or NULL.
-static ext_buffer *
-ops_buffer(PyObject *obj, int writable, const char *what)
-{
-    ext_buffer *b;
-
-    if (Py_IS_TYPE(obj, &ext_buffer_type)) {
-        b = (ext_buffer *) Py_NewRef(obj);
-        if (writable && b->readonly) {
-            Py_DECREF(b);
-            return (ext_buffer *) ext_invalid(
-                "%s is read-only but the operation writes into it", what);
-        }
-    } else if ((b = ext_buffer_from(obj, writable)) == NULL) {
-        return NULL;
-    }
-    if (!b->contiguous) {
-        Py_DECREF(b);
-        return (ext_buffer *) ext_invalid("%s is not contiguous", what);
-    }
-    return b;
-}
-
-// As ops_buffer, but None gives a NULL buffer and no error (*out = NULL).
+// As ext_buffer_arg, but None gives a NULL buffer and no error (*out = NULL).
 static int
 ops_optional(PyObject *obj, int writable, const char *what, ext_buffer **out)
 {
@@ -42,7 +19,7 @@ ops_optional(PyObject *obj, int writable, const char *what, ext_buffer **out)
     if (obj == Py_None) {
         return 0;
     }
-    *out = ops_buffer(obj, writable, what);
+    *out = ext_buffer_arg(obj, writable, what);
     return *out != NULL ? 0 : -1;
 }
 
@@ -193,7 +170,7 @@ ops_p2p(ext_comm *self, PyObject *args, int is_send)
 
     if (!PyArg_ParseTuple(args, "OiiL", &obj, &peer, &tag, &timeout)
         || ops_begin(&c, self, timeout) < 0
-        || (b = ops_buffer(
+        || (b = ext_buffer_arg(
                 obj, !is_send, is_send ? "send buffer" : "receive buffer"))
             == NULL) {
         return NULL;
@@ -250,7 +227,7 @@ ops_broadcast(ext_comm *self, PyObject *args)
 
     if (!PyArg_ParseTuple(args, "OiL", &obj, &root, &timeout)
         || ops_begin(&c, self, timeout) < 0
-        || (b = ops_buffer(obj, 1, "tensor")) == NULL) {
+        || (b = ext_buffer_arg(obj, 1, "tensor")) == NULL) {
         return NULL;
     }
     ops_deadline(&c);
@@ -273,8 +250,8 @@ ops_all_reduce(ext_comm *self, PyObject *args)
 
     if (!PyArg_ParseTuple(args, "OOidL", &in, &out, &kind, &scalar, &timeout)
         || ops_begin(&c, self, timeout) < 0
-        || (s = ops_buffer(in, 0, "input")) == NULL
-        || (r = ops_buffer(out, 1, "output")) == NULL
+        || (s = ext_buffer_arg(in, 0, "input")) == NULL
+        || (r = ext_buffer_arg(out, 1, "output")) == NULL
         || ops_same_dtype(s, r) < 0 || ops_times(r, "output", s, "input", 1)) {
         Py_XDECREF(s);
         Py_XDECREF(r);
@@ -300,7 +277,7 @@ ops_reduce(ext_comm *self, PyObject *args)
     if (!PyArg_ParseTuple(
             args, "OOidiL", &in, &out, &kind, &scalar, &root, &timeout)
         || ops_begin(&c, self, timeout) < 0
-        || (s = ops_buffer(in, 0, "input")) == NULL
+        || (s = ext_buffer_arg(in, 0, "input")) == NULL
         || ops_optional(out, 1, "output", &r) < 0
         || (r != NULL
             && (ops_same_dtype(s, r) < 0
@@ -331,8 +308,8 @@ ops_reduce_scatter(ext_comm *self, PyObject *args)
 
     if (!PyArg_ParseTuple(args, "OOidL", &in, &out, &kind, &scalar, &timeout)
         || ops_begin(&c, self, timeout) < 0
-        || (s = ops_buffer(in, 0, "input")) == NULL
-        || (r = ops_buffer(out, 1, "output")) == NULL
+        || (s = ext_buffer_arg(in, 0, "input")) == NULL
+        || (r = ext_buffer_arg(out, 1, "output")) == NULL
         || ops_same_dtype(s, r) < 0
         || ops_times(s, "input", r, "output", ops_size(self)) < 0) {
         Py_XDECREF(s);
@@ -359,8 +336,8 @@ ops_reduce_scatter_v(ext_comm *self, PyObject *args)
     if (!PyArg_ParseTuple(
             args, "OOOidL", &in, &out, &list, &kind, &scalar, &timeout)
         || ops_begin(&c, self, timeout) < 0
-        || (s = ops_buffer(in, 0, "input")) == NULL
-        || (r = ops_buffer(out, 1, "output")) == NULL
+        || (s = ext_buffer_arg(in, 0, "input")) == NULL
+        || (r = ext_buffer_arg(out, 1, "output")) == NULL
         || ops_same_dtype(s, r) < 0
         || (counts = ops_counts(list, ops_size(self), "counts", &total))
             == NULL) {
@@ -397,8 +374,8 @@ ops_all_gather(ext_comm *self, PyObject *args)
 
     if (!PyArg_ParseTuple(args, "OOL", &in, &out, &timeout)
         || ops_begin(&c, self, timeout) < 0
-        || (s = ops_buffer(in, 0, "input")) == NULL
-        || (r = ops_buffer(out, 1, "output")) == NULL
+        || (s = ext_buffer_arg(in, 0, "input")) == NULL
+        || (r = ext_buffer_arg(out, 1, "output")) == NULL
         || ops_same_dtype(s, r) < 0
         || ops_times(r, "output", s, "input", ops_size(self)) < 0) {
         Py_XDECREF(s);
@@ -422,8 +399,8 @@ ops_all_gather_v(ext_comm *self, PyObject *args)
 
     if (!PyArg_ParseTuple(args, "OOOL", &in, &out, &list, &timeout)
         || ops_begin(&c, self, timeout) < 0
-        || (s = ops_buffer(in, 0, "input")) == NULL
-        || (r = ops_buffer(out, 1, "output")) == NULL
+        || (s = ext_buffer_arg(in, 0, "input")) == NULL
+        || (r = ext_buffer_arg(out, 1, "output")) == NULL
         || ops_same_dtype(s, r) < 0
         || (counts = ops_counts(list, ops_size(self), "counts", &total))
             == NULL) {
@@ -459,8 +436,8 @@ ops_all_to_all(ext_comm *self, PyObject *args)
 
     if (!PyArg_ParseTuple(args, "OOL", &in, &out, &timeout)
         || ops_begin(&c, self, timeout) < 0
-        || (s = ops_buffer(in, 0, "input")) == NULL
-        || (r = ops_buffer(out, 1, "output")) == NULL
+        || (s = ext_buffer_arg(in, 0, "input")) == NULL
+        || (r = ext_buffer_arg(out, 1, "output")) == NULL
         || ops_same_dtype(s, r) < 0
         || ops_times(r, "output", s, "input", 1) < 0) {
         Py_XDECREF(s);
@@ -492,8 +469,8 @@ ops_all_to_all_v(ext_comm *self, PyObject *args)
 
     if (!PyArg_ParseTuple(args, "OOOOL", &in, &slist, &out, &rlist, &timeout)
         || ops_begin(&c, self, timeout) < 0
-        || (s = ops_buffer(in, 0, "input")) == NULL
-        || (r = ops_buffer(out, 1, "output")) == NULL
+        || (s = ext_buffer_arg(in, 0, "input")) == NULL
+        || (r = ext_buffer_arg(out, 1, "output")) == NULL
         || ops_same_dtype(s, r) < 0
         || (sc = ops_counts(slist, ops_size(self), "send counts", &stotal))
             == NULL

@@ -43,6 +43,11 @@ ext_buffer *ext_buffer_from(PyObject *obj, int writable);
 // obj for one).
 ext_buffer *ext_buffer_with(PyObject *obj, int writable, PyObject *capsule);
 
+// An operation's buffer argument: `obj` itself when it is a Buffer, else
+// a Buffer viewing it; refused (InvalidArgumentError naming `what`) when
+// not contiguous, or read-only where `writable`. A new reference or NULL.
+ext_buffer *ext_buffer_arg(PyObject *obj, int writable, const char *what);
+
 // Readies the type and the constants it uses. Returns 0 or -1.
 int ext_buffer_init(void);
 
@@ -137,6 +142,10 @@ int ext_block_defer_destroy(ext_comm *comm, shoal_comm *handle);
 // keep alive and destroys it, keeping the blocks' pages mapped where they
 // are. Returns None, or NULL with an exception.
 PyObject *ext_block_release_at_exit(PyObject *cls, PyObject *unused);
+
+// ---- Window (window.c) ---------------------------------------------------
+
+extern PyTypeObject ext_window_type;
 
 // ---- Errors (errors.c) ----------------------------------------------------
 

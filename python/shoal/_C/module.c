@@ -83,7 +83,8 @@ PyInit__C(void)
     if (ext_buffer_init() < 0 || ext_comm_init() < 0
         || PyType_Ready(&ext_work_type) < 0
         || PyType_Ready(&ext_block_type) < 0
-        || PyType_Ready(&ext_plan_type) < 0) {
+        || PyType_Ready(&ext_plan_type) < 0
+        || PyType_Ready(&ext_window_type) < 0) {
         return NULL;
     }
     m = PyModule_Create(&module_def);
@@ -95,6 +96,7 @@ PyInit__C(void)
         || module_add_type(m, "Work", &ext_work_type) < 0
         || module_add_type(m, "Block", &ext_block_type) < 0
         || module_add_type(m, "Plan", &ext_plan_type) < 0
+        || module_add_type(m, "Window", &ext_window_type) < 0
         || ext_errors_init(m) < 0
         || module_add_names(m, "DTYPES", SHOAL_DTYPE_COUNT, shoal_dtype_name)
             < 0

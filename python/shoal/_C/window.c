@@ -1,0 +1,405 @@
+// Window: a shoal_window as seen from Python (shoal.Window wraps it).
+//
+// register() keeps the registered Buffer alive until deregister() or the
+// window's end, whatever the Python layer does with its tensor: peers may
+// write into that memory at any time while it is registered. put(),
+// signal() and wait_signal() return Works (the put's keeps its source
+// alive). peer_dlpack() views a peer's registered memory where the
+// transport maps it; the view keeps the window (and so the communicator's
+// mapping) alive, but after deregister() its contents are no longer the
+// peer's: the Python layer empties the tensors it made.
+#include "ext.h"
+
+#include <stdlib.h>
+
+#include "dlpack.h"
+
+typedef struct {
+    PyObject_HEAD ext_comm *comm; // strong reference
+    shoal_window           *win;
+    ext_buffer             *registered; // NULL when none
+} ext_window;
+
+static int
+window_usable(ext_window *self)
+{
+    if (ext_comm_check_open(self->comm) < 0) {
+        return -1;
+    }
+    if (self->win == NULL) {
+        ext_invalid("the window was closed");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+window_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = { "comm", NULL };
+    PyObject    *comm;
+    ext_window  *self;
+    int          st;
+
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "O!:Window", names, &ext_comm_type, &comm)
+        || ext_comm_check_open((ext_comm *) comm) < 0) {
+        return NULL;
+    }
+    self = (ext_window *) type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->comm = (ext_comm *) Py_NewRef(comm);
+    st         = shoal_window_create(self->comm->comm, &self->win);
+    if (st != SHOAL_OK) {
+        Py_DECREF(self);
+        return ext_raise_status(st, NULL);
+    }
+    return (PyObject *) self;
+}
+
+// Frees the native window (local; a registered one keeps its counters
+// reserved until the communicator ends, see shoal.h).
+static void
+window_close_native(ext_window *self)
+{
+    if (self->win != NULL) {
+        shoal_window_free(self->win);
+        self->win = NULL;
+    }
+    Py_CLEAR(self->registered);
+}
+
+static void
+window_dealloc(ext_window *self)
+{
+    window_close_native(self);
+    Py_XDECREF(self->comm);
+    Py_TYPE(self)->tp_free((PyObject *) self);
+}
+
+// Runs a collective window call without the GIL.
+static PyObject *
+window_collective(ext_window *self, int reg, ext_buffer *b, long long timeout)
+{
+    int st;
+
+    if (timeout > 0) {
+        shoal_call_opts opts = { .timeout_ms = timeout };
+        shoal_next_call_opts(&opts);
+    }
+    Py_BEGIN_ALLOW_THREADS st = reg
+        ? shoal_window_register(self->win, b->data, b->count, b->dtype)
+        : shoal_window_deregister(self->win);
+    Py_END_ALLOW_THREADS if (st != SHOAL_OK)
+    {
+        ext_abort_if_asked(self->comm, st, shoal_last_error());
+        return ext_raise_status(st, self->comm->comm);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+window_register(ext_window *self, PyObject *args)
+{
+    PyObject   *obj, *res;
+    long long   timeout;
+    ext_buffer *b;
+
+    if (!PyArg_ParseTuple(args, "OL", &obj, &timeout)
+        || window_usable(self) < 0) {
+        return NULL;
+    }
+    if ((b = ext_buffer_arg(obj, 1, "tensor_register: the tensor")) == NULL) {
+        return NULL;
+    }
+    res = window_collective(self, 1, b, timeout);
+    if (res == NULL) {
+        Py_DECREF(b);
+        return NULL;
+    }
+    Py_XSETREF(self->registered, b);
+    return res;
+}
+
+static PyObject *
+window_deregister(ext_window *self, PyObject *args)
+{
+    long long timeout;
+    PyObject *res;
+
+    if (!PyArg_ParseTuple(args, "L", &timeout) || window_usable(self) < 0) {
+        return NULL;
+    }
+    res = window_collective(self, 0, NULL, timeout);
+    // Deregistered whether or not the fence succeeded (see shoal.h).
+    if (shoal_window_bytes(self->win) == 0) {
+        Py_CLEAR(self->registered);
+    }
+    return res;
+}
+
+static void
+window_deadline(long long timeout)
+{
+    if (timeout > 0) {
+        shoal_call_opts opts = { .timeout_ms = timeout };
+        shoal_next_call_opts(&opts);
+    }
+}
+
+// Wraps a request just issued (status st) in a Work keeping `keep`.
+static PyObject *
+window_work(ext_window *self, int st, shoal_request *req, PyObject *keep)
+{
+    if (st < 0) {
+        ext_abort_if_asked(self->comm, st, shoal_last_error());
+        return ext_raise_status(st, self->comm->comm);
+    }
+    return ext_work_new(self->comm, req, keep);
+}
+
+// put(src, dst, offset_elems, timeout_ms) -> Work
+static PyObject *
+window_put(ext_window *self, PyObject *args)
+{
+    PyObject      *obj, *work;
+    int            dst;
+    Py_ssize_t     offset;
+    long long      timeout;
+    ext_buffer    *b;
+    shoal_request *req = NULL;
+    int            st;
+
+    if (!PyArg_ParseTuple(args, "OinL", &obj, &dst, &offset, &timeout)
+        || window_usable(self) < 0) {
+        return NULL;
+    }
+    if (offset < 0) {
+        return ext_invalid(
+            "put: target_offset_nelems %zd is negative", offset);
+    }
+    if ((b = ext_buffer_arg(obj, 0, "put: the tensor")) == NULL) {
+        return NULL;
+    }
+    window_deadline(timeout);
+    st = shoal_window_iput(
+        self->win, b->data, b->count, b->dtype, dst, (size_t) offset, &req);
+    work = window_work(self, st, req, (PyObject *) b);
+    Py_DECREF(b);
+    return work;
+}
+
+static PyObject *
+window_signal_like(ext_window *self, PyObject *args, int wait)
+{
+    int            rank;
+    long long      timeout;
+    shoal_request *req = NULL;
+    int            st;
+
+    if (!PyArg_ParseTuple(args, "iL", &rank, &timeout)
+        || window_usable(self) < 0) {
+        return NULL;
+    }
+    window_deadline(timeout);
+    st = wait ? shoal_window_iwait_signal(self->win, rank, &req)
+              : shoal_window_isignal(self->win, rank, &req);
+    return window_work(self, st, req, Py_None);
+}
+
+static PyObject *
+window_signal(ext_window *self, PyObject *args)
+{
+    return window_signal_like(self, args, 0);
+}
+
+static PyObject *
+window_wait_signal(ext_window *self, PyObject *args)
+{
+    return window_signal_like(self, args, 1);
+}
+
+static PyObject *
+window_access(ext_window *self, PyObject *args)
+{
+    int peer, st;
+
+    if (!PyArg_ParseTuple(args, "i", &peer) || window_usable(self) < 0) {
+        return NULL;
+    }
+    st = shoal_window_access_of(self->win, peer);
+    return st < 0 ? ext_raise_status(st, NULL) : PyLong_FromLong(st);
+}
+
+// ---- peer views
+// -------------------------------------------------------------
+
+typedef struct {
+    ext_dl_managed managed;
+    int64_t        shape[]; // ndim entries
+} window_export;
+
+static void
+window_export_deleter(ext_dl_managed *managed)
+{
+    PyGILState_STATE gil = PyGILState_Ensure();
+
+    Py_XDECREF((PyObject *) managed->manager_ctx);
+    PyMem_RawFree(managed);
+    PyGILState_Release(gil);
+}
+
+static void
+window_capsule_destructor(PyObject *capsule)
+{
+    ext_dl_managed *managed;
+
+    if (!PyCapsule_IsValid(capsule, "dltensor")) {
+        return; // consumed: the array owns it
+    }
+    managed = PyCapsule_GetPointer(capsule, "dltensor");
+    if (managed != NULL && managed->deleter != NULL) {
+        managed->deleter(managed);
+    }
+}
+
+// A capsule over `data`: `shape` (a sequence of ints) of DLPack type
+// (code, bits), which must fit the registered bytes.
+static PyObject *
+window_capsule(
+    ext_window *self, void *data, PyObject *shape_obj, int code, int bits)
+{
+    size_t         limit = shoal_window_bytes(self->win);
+    PyObject      *seq, *capsule;
+    window_export *ex;
+    uint64_t       count = 1;
+    int            ndim;
+
+    if (bits <= 0 || bits % 8 != 0 || bits > 128 || code < 0 || code > 255) {
+        return ext_invalid(
+            "peer_dlpack: bad dtype (code %d, %d bits)", code, bits);
+    }
+    if ((seq = PySequence_Fast(shape_obj, "shape must be a sequence"))
+        == NULL) {
+        return NULL;
+    }
+    ndim = (int) PySequence_Fast_GET_SIZE(seq);
+    ex   = PyMem_RawCalloc(1, sizeof(*ex) + (size_t) ndim * sizeof(int64_t));
+    if (ex == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (int i = 0; i < ndim; i++) {
+        long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if ((d == -1 && PyErr_Occurred()) || d < 0
+            || (d > 0 && count > limit / (uint64_t) d)) {
+            Py_DECREF(seq);
+            PyMem_RawFree(ex);
+            return PyErr_Occurred() ? NULL
+                                    : ext_invalid("peer_dlpack: bad shape");
+        }
+        ex->shape[i] = d;
+        count *= (uint64_t) d;
+    }
+    Py_DECREF(seq);
+    if (count > limit / (uint64_t) (bits / 8)) {
+        PyMem_RawFree(ex);
+        return ext_invalid("peer_dlpack: %llu elements of %d bits exceed the "
+                           "window's %zu bytes",
+            (unsigned long long) count, bits, limit);
+    }
+    ex->managed.dl_tensor = (ext_dl_tensor) {
+        .data   = data,
+        .device = { .device_type = EXT_DL_CPU, .device_id = 0 },
+        .ndim   = ndim,
+        .dtype
+        = { .code = (uint8_t) code, .bits = (uint8_t) bits, .lanes = 1 },
+        .shape       = ex->shape,
+        .strides     = NULL,
+        .byte_offset = 0,
+    };
+    ex->managed.manager_ctx = Py_NewRef(self);
+    ex->managed.deleter     = window_export_deleter;
+    capsule
+        = PyCapsule_New(&ex->managed, "dltensor", window_capsule_destructor);
+    if (capsule == NULL) {
+        Py_DECREF(self);
+        PyMem_RawFree(ex);
+    }
+    return capsule;
+}
+
+// peer_dlpack(peer, shape, code, bits) -> a DLPack capsule over peer's
+// registered memory
+static PyObject *
+window_peer_dlpack(ext_window *self, PyObject *args)
+{
+    int       peer, code, bits, st;
+    PyObject *shape;
+    void     *ptr = NULL;
+
+    if (!PyArg_ParseTuple(args, "iOii", &peer, &shape, &code, &bits)
+        || window_usable(self) < 0) {
+        return NULL;
+    }
+    st = shoal_window_peer_ptr(self->win, peer, &ptr);
+    if (st != SHOAL_OK) {
+        return ext_raise_status(st, NULL);
+    }
+    return window_capsule(self, ptr, shape, code, bits);
+}
+
+static PyObject *
+window_close(ext_window *self, PyObject *unused)
+{
+    (void) unused;
+    window_close_native(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+window_get_nbytes(ext_window *self, void *closure)
+{
+    (void) closure;
+    return PyLong_FromSize_t(
+        self->win != NULL ? shoal_window_bytes(self->win) : 0);
+}
+
+static PyMethodDef window_methods[] = {
+    { "register", (PyCFunction) window_register, METH_VARARGS,
+        "register(buffer, timeout_ms): collective; registers the buffer" },
+    { "deregister", (PyCFunction) window_deregister, METH_VARARGS,
+        "deregister(timeout_ms): collective; waits for peers' puts" },
+    { "put", (PyCFunction) window_put, METH_VARARGS,
+        "put(src, dst, offset_elems, timeout_ms) -> Work" },
+    { "signal", (PyCFunction) window_signal, METH_VARARGS,
+        "signal(dst, timeout_ms) -> Work" },
+    { "wait_signal", (PyCFunction) window_wait_signal, METH_VARARGS,
+        "wait_signal(peer, timeout_ms) -> Work" },
+    { "access", (PyCFunction) window_access, METH_VARARGS,
+        "access(peer) -> 0 (UNIFIED: mapped) or 1 (SEPARATE)" },
+    { "peer_dlpack", (PyCFunction) window_peer_dlpack, METH_VARARGS,
+        "peer_dlpack(peer, shape, code, bits) -> DLPack capsule over peer's "
+        "registered memory" },
+    { "close", (PyCFunction) window_close, METH_NOARGS,
+        "frees the native window (local)" },
+    { NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef window_getset[] = {
+    { "nbytes", (getter) window_get_nbytes, NULL, "registered bytes", NULL },
+    { NULL, NULL, NULL, NULL, NULL },
+};
+
+PyTypeObject ext_window_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shoal._C.Window",
+    .tp_basicsize                          = sizeof(ext_window),
+    .tp_dealloc                            = (destructor) window_dealloc,
+    .tp_flags                              = Py_TPFLAGS_DEFAULT,
+    .tp_doc     = "Window(comm): a shoal_window (one-sided put and signal)",
+    .tp_new     = window_new,
+    .tp_methods = window_methods,
+    .tp_getset  = window_getset,
+};
