@@ -427,11 +427,53 @@ def _ddp_table(r):
         sys.stdout.flush()
 
 
-def _measure_steps(r, step, steps):
+def _window_table(r):
+    """Windows through the Python API: ranks 0 and 1 bounce a 4-byte put
+    (put + signal, then wait_signal) BATCH times per sample; round trip =
+    sample / BATCH. Windows of shoal.zeros memory (mapped: the put is a
+    store into the peer's buffer) and of an ordinary tensor."""
+    torch, shoal = r.torch, r.shoal
+    batch = 100
+    rows = []
+    for label, make in (("shoal.zeros", lambda: shoal.zeros(
+            4, dtype=torch.float32, comm=r.comm)),
+                        ("torch.zeros", lambda: torch.zeros(4))):
+        buf = make()
+        win = r.comm.new_window(buf)
+        x = torch.ones(1)
+        peer = 1 - r.rank if r.rank < 2 else None
+
+        def bounce():
+            for _ in range(batch):
+                if r.rank == 0:
+                    win.put(x, peer, 0)
+                    win.signal(peer)
+                    win.wait_signal(peer)
+                elif r.rank == 1:
+                    win.wait_signal(peer)
+                    win.put(x, peer, 0)
+                    win.signal(peer)
+        t, _ = _measure_steps(r, bounce, None, reps=batch)
+        rows.append((label, t))
+        win.tensor_deregister()
+    if r.rank == 0:
+        print("#\n# window: 4-byte put + signal, wait_signal, ranks 0 <-> 1"
+              f" ({batch} round trips per sample; median of the slowest "
+              "rank)")
+        print(f"#{'':>14} {'round trip':>11} {'half':>8}")
+        print(f"#{'window of':>14} {'(us)':>11} {'(us)':>8}")
+        for label, t in rows:
+            print(f"  {label:<13} {t * 1e6:>11.2f} {t * 5e5:>8.2f}")
+        sys.stdout.flush()
+    return dict(rows)
+
+
+def _measure_steps(r, step, steps, reps=1):
     saved = r.args.iters, r.args.warmup
-    r.args.iters, r.args.warmup = steps, 0
+    if steps is not None:
+        r.args.iters, r.args.warmup = steps, 0
     try:
-        return r.measure(step, 1)
+        return r.measure(step, 1, reps)
     finally:
         r.args.iters, r.args.warmup = saved
 
@@ -477,8 +519,13 @@ def _worker(args):
             sys.stdout.flush()
     if args.ddp:
         _ddp_table(r)
+    window = _window_table(r) if r.size > 1 else {}
     if r.rank == 0:
         _targets(results, r.size, r.spg_why)
+        w = window.get("shoal.zeros")
+        _verdict("4 B window put + signal + wait_signal round trip <= 10 us",
+                 None if w is None else w * 1e6, "<=", 10,
+                 "n/a" if w is None else f"{w * 1e6:.2f} us")
         print(f"# load average {os.getloadavg()[0]:.2f} at the end")
         sys.stdout.flush()
     r.comm.barrier()

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/engine.h"
 #include "core/ops.h"
 #include "rma/window.h"
@@ -216,6 +217,44 @@ shoal_window_isignal(shoal_window *win, int dst, shoal_request **req)
     return signal_op(win, dst, req);
 }
 
+static inline void
+cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+// Where peers write the counters themselves, a blocking wait first watches
+// the counter for as long as the engine would spin (the communicator's
+// wait policy): a signal that comes soon is seen without the engine's
+// lock and passes. 1 if it came; else the engine waits (sleeping, and
+// seeing deadlines and dead peers).
+static int
+spin_for(shoal_window *win, _Atomic uint64_t *counter, uint64_t target)
+{
+    shoal_comm *comm  = win->comm;
+    int64_t     until = 0;
+
+    for (unsigned i = 0;; i++) {
+        if (atomic_load_explicit(counter, memory_order_acquire) >= target) {
+            return 1;
+        }
+        if ((i & 63) == 0) {
+            int64_t now = shi_now_ns();
+            if (until == 0) {
+                until = now + comm->spin_ns;
+            }
+            if (now >= until || atomic_load(&comm->failed)) {
+                return 0;
+            }
+        }
+        cpu_relax();
+    }
+}
+
 static int
 wait_signal_op(shoal_window *win, int peer, shoal_request **out)
 {
@@ -230,8 +269,13 @@ wait_signal_op(shoal_window *win, int peer, shoal_request **out)
     }
     // The n-th wait for a peer waits for its n-th signal, counted at issue
     // so that waits started one after the other wait for successive ones.
+    uint64_t target = ++win->waited[peer];
+    if (out == NULL && !win->messages
+        && spin_for(win, &win->lines[peer].signals, target)) {
+        return SHOAL_OK;
+    }
     return shi_window_wait_counter(
-        win, peer, SHI_WIN_SIGNALS, ++win->waited[peer], opts.timeout_ms, out);
+        win, peer, SHI_WIN_SIGNALS, target, opts.timeout_ms, out);
 }
 
 int

@@ -10,7 +10,9 @@
 # openmpi-bin libopenmpi-dev), builds tools/perf/mpi/mpi_bench.c into
 # BUILD_DIR/perf-compare/ and runs the same operations: MPI_Allreduce
 # (float sum), MPI_Reduce, MPI_Allgather, MPI_Reduce_scatter_block,
-# MPI_Alltoall, MPI_Gather, MPI_Scatter, MPI_Bcast, point-to-point. Both
+# MPI_Alltoall, MPI_Gather, MPI_Scatter, MPI_Bcast, point-to-point, and
+# one-sided puts (shoal windows, malloc and shoal_alloc memory, against
+# MPI_Put + MPI_Win_flush + a zero-byte send into MPI_Win_allocate). Both
 # use one method: per iteration a barrier, then every rank times the
 # operation alone; per iteration the maximum over ranks; the median over
 # iterations. Then, per operation, a side-by-side table:
@@ -22,7 +24,7 @@
 # buffers), and finally a "targets" block: each target, MET or NOT MET,
 # with the numbers. busbw uses nccl-tests' factors (allreduce 2(n-1)/n;
 # allgather, reducescatter, alltoall, gather, scatter (n-1)/n with size =
-# the total of every rank's block; reduce, broadcast, sendrecv 1); times
+# the total of every rank's block; reduce, broadcast, sendrecv, put 1); times
 # are out-of-place (broadcast: in place, shoal's form). memcpy = the
 # baseline of the same shoal-perf run: every rank copying `size` bytes
 # between private buffers at once.
@@ -33,8 +35,8 @@
 # MPI's; no iteration slower than 20x shoal's median).
 #
 # Environment: NRANKS (2), MODE (full, or tail when NRANKS=8), MINBYTES
-# (8) and STEPFACTOR (2) for allreduce, allgather and reducescatter (the
-# operations with targets), OTHER_MINBYTES (16) and OTHER_STEPFACTOR (4)
+# (8) and STEPFACTOR (2) for allreduce, allgather, reducescatter and put
+# (the operations with targets), OTHER_MINBYTES (16) and OTHER_STEPFACTOR (4)
 # for the others (both series hit 64 KiB and 64 MiB), MAXBYTES (64M),
 # ITERS (100: iterations per size, at most), ITER_BYTES (1G: big sizes
 # run only as many iterations as fit ITER_BYTES), MIN_ITERS (10), WARMUP
@@ -175,7 +177,7 @@ run_shoal() {
 table() {
     awk -v title="# $2" '
         $0 == title { on = 1; next }
-        on && (/^# Out of bounds/ || /^# [a-z]+$/ || /^# sendrecv half/) {
+        on && (/^# Out of bounds/ || /^# [a-z]+$/ || /^# [a-z]+ half/) {
             on = 0
         }
         on && !/^#/ { print '"$3"' }
@@ -193,22 +195,22 @@ if [ "$MODE" = tail ]; then
         -w "$TAIL_WARMUP"
     run_mpi -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" -w "$TAIL_WARMUP"
 else
-    for op in $COLLS broadcast sendrecv; do
+    for op in $COLLS broadcast sendrecv put; do
         case $op in
-            allreduce | allgather | reducescatter)
+            allreduce | allgather | reducescatter | put)
                 b=$MINBYTES f=$STEPFACTOR ;;
             *) b=$OTHER_MINBYTES f=$OTHER_STEPFACTOR ;;
         esac
         # shellcheck disable=SC2086
         run_shoal $op -o $op -b "$b" -f "$f" $COMMON
-        if [ $op = allreduce ]; then
+        if [ $op = allreduce ] || [ $op = put ]; then
             # shellcheck disable=SC2086
-            run_shoal allreduce_shm -o allreduce -a shoal -b "$b" -f "$f" \
-                $COMMON
+            run_shoal ${op}_shm -o $op -a shoal -b "$b" -f "$f" $COMMON
         fi
         case $op in
             broadcast) mop=bcast ;;
             sendrecv) mop=pingpong,sendrecv ;;
+            put) mop=put,putpingpong ;;
             *) mop=$op ;;
         esac
         # shellcheck disable=SC2086
@@ -235,10 +237,17 @@ for f in "$OUT"/shoal_*.txt; do
             >"$OUT/shoal_pingpong.tsv"
         cp "$OUT/memcpy_sendrecv.tsv" "$OUT/memcpy_pingpong.tsv"
     fi
+    if [ $op = put ]; then
+        v=${name#put}
+        table "$f" "put half round trip (ranks 0 <-> 1)" '$1, $4' \
+            >"$OUT/shoal_putpingpong$v.tsv"
+        cp "$OUT/memcpy_$name.tsv" "$OUT/memcpy_putpingpong.tsv"
+        [ "$name" = put ] || cp "$OUT/memcpy_$name.tsv" "$OUT/memcpy_put.tsv"
+    fi
 done
 
 # The columns of the shoal files: size median wrong wrong_in_place p90 max.
-for op in pingpong sendrecv bcast $COLLS; do
+for op in pingpong sendrecv bcast put putpingpong $COLLS; do
     awk -v op=$op '$1 == op { print $2, $3, $7, "N/A", $5, $6 }' \
         "$OUT/mpi.txt" >"$OUT/mpi_$op.tsv"
 done
@@ -264,6 +273,7 @@ side_by_side() {
         labels="$labels $2"
         run=$op$1
         [ "$op" = pingpong ] && run=sendrecv
+        [ "$op" = putpingpong ] && run=put$1
         status=$(cat "$OUT/shoal_$run.status" 2>/dev/null || echo missing)
         if [ "$status" != ok ]; then
             title="$title; shoal $2: $status"
@@ -452,6 +462,11 @@ side_by_side "sendrecv exchange (r -> r+1 and r-1 -> r at once)" sendrecv \
     one "" shoal
 side_by_side "sendrecv half round trip (ranks 0 <-> 1; busbw = size / time)" \
     pingpong one "" shoal
+side_by_side "window put + signal, r -> r+1 at once (Open MPI: MPI_Put, \
+MPI_Win_flush, zero-byte send; malloc and shoal_alloc windows)" put one \
+    "" malloc _shm shm
+side_by_side "window put + signal half round trip (ranks 0 <-> 1; busbw = \
+size / time)" putpingpong one "" malloc _shm shm
 
 # shoal's own verdict lines (wrong elements) for the record.
 echo "#"
@@ -499,6 +514,27 @@ for v in malloc shoal_alloc; do
     r=$(calc 'a / b' "$sb" "$mc")
     verdict "allreduce 64 MiB $v: busbw >= $want_mem x memcpy" "$r" ">=" \
         $want_mem "shoal $(fmt "$sb"), memcpy $(fmt "$mc"): $(x "$r")"
+done
+# Windows: put + signal + wait_signal against MPI_Put + flush + notify.
+s=$(val "$OUT/shoal_putpingpong_shm.tsv" 8 2)
+m=$(val "$OUT/mpi_putpingpong.tsv" 8 2)
+r=$(calc 'a / b' "$s" "$m")
+verdict "put 8 B half round trip (shoal_alloc): <= 1 us" "$s" "<=" 1 \
+    "shoal $(fmt "$s") us"
+verdict "put 8 B half round trip (shoal_alloc): <= 0.5 x OMPI" "$r" "<=" \
+    0.5 "shoal $(fmt "$s") us, Open MPI $(fmt "$m") us: $(x "$r")"
+mc=$(val "$OUT/memcpy_put.tsv" "$B64M" 2)
+for v in shm malloc; do
+    if [ $v = shm ]; then
+        f=$OUT/shoal_put_shm.tsv want=0.8 label=shoal_alloc
+    else
+        f=$OUT/shoal_put.tsv want=0.5 label=malloc
+    fi
+    s=$(val "$f" "$B64M" 2)
+    sb=$(calc "$B64M / a / 1e3" "$s")
+    r=$(calc 'a / b' "$sb" "$mc")
+    verdict "put 64 MiB ($label): GB/s >= $want x memcpy" "$r" ">=" $want \
+        "shoal $(fmt "$sb"), memcpy $(fmt "$mc"): $(x "$r")"
 done
 F="($NRANKS - 1) / $NRANKS"
 for op in allgather reducescatter; do

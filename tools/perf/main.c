@@ -124,10 +124,11 @@ teardown(perf_ctx *c)
 }
 
 // The benchmarks in table order (the order of the PERF_OP_* bits).
-static int (*const main_benches[])(perf_ctx *) = { perf_bench_allreduce,
-    perf_bench_reduce, perf_bench_allgather, perf_bench_reducescatter,
-    perf_bench_alltoall, perf_bench_gather, perf_bench_scatter,
-    perf_bench_broadcast, perf_bench_sendrecv, perf_bench_barrier };
+static int (*const main_benches[])(perf_ctx *)
+    = { perf_bench_allreduce, perf_bench_reduce, perf_bench_allgather,
+          perf_bench_reducescatter, perf_bench_alltoall, perf_bench_gather,
+          perf_bench_scatter, perf_bench_broadcast, perf_bench_sendrecv,
+          perf_bench_barrier, perf_bench_put };
 
 // Runs the chosen benchmarks in turn. One that failed with SHOAL_EINVAL or
 // SHOAL_ENOTSUP (found before anything moved, the communicator stays

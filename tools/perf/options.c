@@ -102,7 +102,7 @@ parse_dtype(const char *s, shoal_dtype *out)
 // -o names, in table order (bit i of PERF_OP_* is options_ops[i]).
 static const char *const options_ops[]
     = { "allreduce", "reduce", "allgather", "reducescatter", "alltoall",
-          "gather", "scatter", "broadcast", "sendrecv", "barrier" };
+          "gather", "scatter", "broadcast", "sendrecv", "barrier", "put" };
 
 static const char *const options_redops[] = { [SHOAL_SUM] = "sum",
     [SHOAL_PROD]                                          = "prod",
@@ -399,7 +399,8 @@ perf_usage(const char *prog, const char *err)
         "  -o, --op NAME[,NAME...]  allreduce reduce allgather "
         "reducescatter alltoall\n"
         "                           gather scatter broadcast sendrecv "
-        "barrier, or all\n"
+        "barrier put\n"
+        "                           (window put + signal), or all\n"
         "                           (default all)\n"
         "  -b, --minbytes SIZE      smallest message (default 8)\n"
         "  -e, --maxbytes SIZE      largest message (default 64M)\n"

@@ -19,6 +19,14 @@
 //   alltoall       MPI_Alltoall
 //   gather         MPI_Gather to rank 0
 //   scatter        MPI_Scatter from rank 0
+//   put            one-sided, as osu_put_bw notifies: rank r MPI_Puts
+//                  `size` bytes into rank r+1's window (MPI_Win_allocate,
+//                  one passive epoch: MPI_Win_lock_all), MPI_Win_flush,
+//                  then a zero-byte MPI_Send to r+1; it receives r-1's
+//                  notification; the data is then in its window
+//   putpingpong    ranks 0 <-> 1, PINGPONG_BATCH round trips of put +
+//                  flush + notification each way (osu_put_latency with a
+//                  notification); sizes <= 64 KiB
 // Sizes follow shoal-perf (nccl-tests): for allgather, reducescatter,
 // alltoall, gather and scatter the size is the total of every rank's
 // block, rounded down to whole float blocks; the rest move `size` bytes
@@ -65,12 +73,14 @@ enum {
     OP_ALLTOALL      = 1 << 7,
     OP_GATHER        = 1 << 8,
     OP_SCATTER       = 1 << 9,
-    OP_ALL           = (1 << 10) - 1
+    OP_PUT           = 1 << 10,
+    OP_PUTPINGPONG   = 1 << 11,
+    OP_ALL           = (1 << 12) - 1
 };
 
-static const char *const op_names[]
-    = { "pingpong", "sendrecv", "bcast", "allreduce", "reduce", "allgather",
-          "reducescatter", "alltoall", "gather", "scatter" };
+static const char *const op_names[] = { "pingpong", "sendrecv", "bcast",
+    "allreduce", "reduce", "allgather", "reducescatter", "alltoall", "gather",
+    "scatter", "put", "putpingpong" };
 
 typedef struct bench {
     int            rank, nranks;
@@ -82,6 +92,8 @@ typedef struct bench {
     unsigned char *sbuf, *rbuf;
     double        *times, *maxes;
     float          tile[PATTERN_TILE], exp[PATTERN_TILE];
+    MPI_Win        win; // put: over `winbuf` (maxb bytes)
+    unsigned char *winbuf;
 } bench;
 
 static double
@@ -635,6 +647,85 @@ bench_sendrecv(bench *b, size_t bytes)
     report(b, "sendrecv", bytes, iters, wrong);
 }
 
+// --- one-sided ------------------------------------------------------------
+
+// A put of `bytes` into `dst`'s window, completed at the target, then the
+// notification (a zero-byte message on tag 3).
+static void
+put_notify(bench *b, const void *src, size_t bytes, int dst)
+{
+    MPI_Put(src, (int) bytes, MPI_BYTE, dst, 0, (int) bytes, MPI_BYTE, b->win);
+    MPI_Win_flush(dst, b->win);
+    MPI_Send(NULL, 0, MPI_BYTE, dst, 3, MPI_COMM_WORLD);
+}
+
+static void
+wait_notify(int src)
+{
+    MPI_Recv(NULL, 0, MPI_BYTE, src, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
+static void
+bench_put(bench *b, size_t bytes)
+{
+    int    next   = (b->rank + 1) % b->nranks;
+    int    prev   = (b->rank + b->nranks - 1) % b->nranks;
+    double wrong  = 0;
+    int    iters  = iters_for(b, bytes);
+    int    warmup = warmup_for(b, bytes);
+
+    for (int it = 0; it < warmup + iters; it++) {
+        int timed = it >= warmup;
+        if (timed) {
+            fill(b->sbuf, bytes, it * 1000 + b->rank);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = now();
+        put_notify(b, b->sbuf, bytes, next);
+        wait_notify(prev);
+        double t = now() - t0;
+        if (timed) {
+            b->times[it - warmup] = t;
+            wrong += count_wrong(b->winbuf, bytes, it * 1000 + prev);
+        }
+    }
+    report(b, "put", bytes, iters, wrong);
+}
+
+static void
+bench_putpingpong(bench *b, size_t bytes)
+{
+    double wrong  = 0;
+    int    iters  = iters_for(b, bytes);
+    int    warmup = warmup_for(b, bytes);
+
+    for (int it = 0; it < warmup + iters; it++) {
+        int timed = it >= warmup;
+        if (timed && b->rank == 0) {
+            fill(b->sbuf, bytes, it);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = now();
+        for (int k = 0; k < PINGPONG_BATCH; k++) {
+            if (b->rank == 0) {
+                put_notify(b, b->sbuf, bytes, 1);
+                wait_notify(1);
+            } else if (b->rank == 1) {
+                wait_notify(0);
+                put_notify(b, b->winbuf, bytes, 0);
+            }
+        }
+        double t = (now() - t0) / (2.0 * PINGPONG_BATCH);
+        if (timed) {
+            b->times[it - warmup] = b->rank <= 1 ? t : 0.0;
+            if (b->rank <= 1) {
+                wrong += count_wrong(b->winbuf, bytes, it);
+            }
+        }
+    }
+    report(b, "putpingpong", bytes, iters, wrong);
+}
+
 static void
 bench_bcast(bench *b, size_t bytes)
 {
@@ -763,6 +854,24 @@ main(int argc, char **argv)
         if (b.ops & OP_BCAST) {
             bench_bcast(&b, (size_t) s);
         }
+    }
+    if (b.ops & (OP_PUT | OP_PUTPINGPONG)) {
+        MPI_Win_allocate((MPI_Aint) b.maxb, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+            &b.winbuf, &b.win);
+        memset(b.winbuf, 0, b.maxb);
+        MPI_Win_lock_all(0, b.win);
+        for (double s = (double) b.minb; s <= (double) b.maxb; s *= b.factor) {
+            if (b.ops & OP_PUT) {
+                bench_put(&b, (size_t) s);
+            }
+        }
+        for (double s = (double) b.minb; s <= (double) b.maxb; s *= b.factor) {
+            if ((b.ops & OP_PUTPINGPONG) && (size_t) s <= PINGPONG_MAX) {
+                bench_putpingpong(&b, (size_t) s);
+            }
+        }
+        MPI_Win_unlock_all(b.win);
+        MPI_Win_free(&b.win);
     }
     for (size_t i = 0; i < sizeof(colls) / sizeof(*colls); i++) {
         if (!(b.ops & colls[i].op)) {
