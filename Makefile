@@ -113,10 +113,10 @@ fuzz:
 # progress threads share each communicator).
 TSAN_BUILD ?= build-tsan
 TSAN_CASES  = p2p_async progress bcast barrier split timeout plan_random plan_errors \
-              wait_for_abort p2p_any split_left split_keys
+              wait_for_abort p2p_any split_left split_keys window_map window_errors
 # The same over the TCP transport (its epoll engine and abort frames).
 TSAN_TCP_CASES = p2p_async progress bcast coll_inflight timeout plan_random \
-                 wait_for_abort p2p_any split_left split_keys
+                 wait_for_abort p2p_any split_left split_keys window_errors
 test-tsan: | deps
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSHOAL_SANITIZE=thread
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target shoal_mptest shoalrun
@@ -128,6 +128,11 @@ test-tsan: | deps
 	    SHOAL_TRANSPORT=tcp TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
 	        $(TSAN_BUILD)/tools/shoalrun -n 3 $(TSAN_BUILD)/tests/shoal_mptest $$c || exit 1; \
 	done
+	for t in shm tcp; do for m in heap-quick plain-quick; do \
+	    SHOAL_TRANSPORT=$$t TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
+	        $(TSAN_BUILD)/tools/shoalrun -n 3 $(TSAN_BUILD)/tests/shoal_mptest \
+	        window_ring $$m || exit 1; \
+	done; done
 
 # Ranks under valgrind: no leaks, no invalid accesses, for the example and
 # the broadcast, point-to-point and failure cases.
@@ -148,6 +153,9 @@ test-valgrind: build
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest p2p_async
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest timeout
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest tp_mem
+	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest window_ring heap-quick
+	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest window_errors
+	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest window_ring plain-quick
 
 # tools/soak: SOAK_CALLS checked collectives on SOAK_RANKS ranks, shm then TCP.
 SOAK_RANKS ?= 8

@@ -486,10 +486,13 @@ SHOAL_API int shoal_iscatter(shoal_comm *comm, const void *sendbuf,
 
 // Allocates `bytes` (64-byte aligned) of memory that the other ranks of
 // `comm` can read in place: collectives whose buffers lie in such memory
-// skip the copy through staging memory or the kernel. Local (not
-// collective). The memory stays valid until shoal_free or the destruction
-// of `comm`. Errors: SHOAL_EINVAL, SHOAL_ENOSPACE (the communicator's
-// shared heap, SHOAL_SHM_HEAP_BYTES per rank, is exhausted).
+// skip the copy through staging memory or the kernel. Over TCP the memory
+// is shared with the ranks of this host when the host runs several of the
+// communicator's ranks (its host-local shared memory), else private.
+// Local (not collective). The memory stays valid until shoal_free or the
+// destruction of `comm`. Errors: SHOAL_EINVAL, SHOAL_ENOSPACE (the
+// communicator's shared heap, SHOAL_SHM_HEAP_BYTES per rank, is
+// exhausted).
 SHOAL_API int shoal_alloc(shoal_comm *comm, size_t bytes, void **out);
 
 // Releases memory from shoal_alloc. NULL is accepted. Errors: SHOAL_EINVAL
@@ -519,7 +522,9 @@ SHOAL_API int shoal_free(shoal_comm *comm, void *ptr);
 // copy through the kernel (process_vm_writev), and has no peer pointer.
 // Over TCP a put and a signal are messages that the target's progress
 // engine applies on arrival (its progress thread, while a window is
-// registered), with no call on the target's side.
+// registered), with no call on the target's side; a peer on this host of
+// a communicator spanning hosts is reached through the host's shared
+// memory as above (the window is registered there too).
 //
 // Deadlines: wait_signal takes the communicator's timeout, or the one
 // shoal_next_call_opts gives; a passed deadline fails it with

@@ -22,9 +22,11 @@ Memory: over shared memory a tensor from ``shoal.empty``/``shoal.zeros`` is
 mapped by every peer: a put is one memcpy by the origin, and
 ``map_remote_tensor(rank)`` gives a tensor over the peer's buffer itself
 (access type UNIFIED). Any other tensor is written by a single copy
-through the kernel and cannot be mapped (SEPARATE). Across hosts (TCP) a
-put and a signal are messages that the target's progress thread applies,
-with no call on the target's side; nothing is mapped.
+through the kernel and cannot be mapped (SEPARATE). To a peer on another
+host (TCP) a put and a signal are messages that the target's progress
+thread applies, with no call on the target's side; nothing is mapped. In
+a job spanning hosts, peers on this host are still reached through the
+host's shared memory (shoal.empty memory is allocated there).
 
 shoal keeps the registered memory alive while it is registered, also with
 ``owning=False`` (which only means ``get_tensor()`` returns None): peers

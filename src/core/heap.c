@@ -116,6 +116,20 @@ populate(unsigned char *p, size_t len)
     return SHOAL_OK;
 }
 
+// Whose heap serves `comm`: its own, except over messages when its host
+// runs several of its ranks: the host's shared-memory communicator then
+// (comm->local), so that same-host peers map the memory (windows, and the
+// host-aware stages' zero-copy path).
+static shoal_comm *
+heap_owner(shoal_comm *comm)
+{
+    if (comm->local != NULL && comm->tp != NULL
+        && comm->tp->klass == SHI_TP_MESSAGES) {
+        return comm->local;
+    }
+    return comm;
+}
+
 int
 shoal_alloc(shoal_comm *comm, size_t bytes, void **out)
 {
@@ -129,6 +143,7 @@ shoal_alloc(shoal_comm *comm, size_t bytes, void **out)
             "out pointer");
     }
     *out = NULL;
+    comm = heap_owner(comm);
     if (comm->heap == NULL) {
         return shi_error(SHOAL_EINVAL,
             "alloc: communicator '%s' has no "
@@ -205,6 +220,9 @@ shoal_free(shoal_comm *comm, void *ptr)
 
     if (ptr == NULL) {
         return SHOAL_OK;
+    }
+    if (comm != NULL) {
+        comm = heap_owner(comm);
     }
     if (comm == NULL || comm->heap == NULL) {
         return shi_error(SHOAL_EINVAL,

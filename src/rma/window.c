@@ -78,6 +78,8 @@ release(shoal_window *win, int keep_lines)
     if (!keep_lines) {
         shoal_free(comm, win->lines);
     }
+    shoal_window_free(win->inner); // its communicator deregisters alike
+    win->inner = NULL;
     free(win->peers);
     free(win->waited);
     free(win->views);
@@ -320,6 +322,52 @@ trade(shoal_window *win, struct shi_win_desc *mine)
     return st;
 }
 
+shoal_window *
+shi_window_route(shoal_window *win, int *peer)
+{
+    shoal_comm *comm = win->comm;
+
+    if (win->inner == NULL
+        || comm->host_first[*peer] != comm->host_first[comm->rank]) {
+        return win;
+    }
+    *peer = comm->local_rank_of[*peer];
+    return win->inner;
+}
+
+// Registers the buffer on the host's communicator too (see window.h),
+// then makes sure every rank of the communicator got this far: a failure
+// on one host must not leave the others registered.
+static int
+register_inner(shoal_window *win, void *buf, size_t count, shoal_dtype dtype)
+{
+    shoal_comm *comm = win->comm;
+    int32_t     ok = 1, all_ok = 0;
+    int         st = SHOAL_OK;
+
+    if (comm->local != NULL) {
+        st = shoal_window_create(comm->local, &win->inner);
+        if (st == SHOAL_OK) {
+            st = shoal_window_register(win->inner, buf, count, dtype);
+        }
+        ok = st == SHOAL_OK;
+    }
+    char why[SHI_ERROR_TEXT_MAX];
+    snprintf(why, sizeof(why), "%s", ok ? "" : shi_error_text());
+    int agreed = shoal_all_reduce(
+        comm, &ok, &all_ok, 1, SHOAL_INT32, SHOAL_REDUCE_OP(SHOAL_MIN));
+    if (agreed != SHOAL_OK) {
+        return agreed;
+    }
+    if (!all_ok) {
+        return shi_error(ok ? SHOAL_EINVAL : st, "window_register: %s",
+            ok ? "a rank on another host could not register its window on "
+                 "its host's shared memory"
+               : why);
+    }
+    return SHOAL_OK;
+}
+
 int
 shoal_window_register(
     shoal_window *win, void *buf, size_t count, shoal_dtype dtype)
@@ -357,7 +405,9 @@ shoal_window_register(
         return shi_comm_error(comm, st < 0 ? st : SHOAL_EINVAL);
     }
     win->peers = peers;
-    if ((st = trade(win, &mine)) != SHOAL_OK) {
+    if ((st = trade(win, &mine)) != SHOAL_OK
+        || (win->messages && comm->local != NULL
+            && (st = register_inner(win, buf, count, dtype)) != SHOAL_OK)) {
         release(win, 0);
         return shi_comm_error(comm, st);
     }
@@ -403,6 +453,9 @@ shoal_window_deregister(shoal_window *win)
         return st;
     }
     st = fence(win, opts.timeout_ms);
+    if (st == SHOAL_OK && win->inner != NULL) {
+        st = shoal_window_deregister(win->inner);
+    }
     release(win, 0);
     return st;
 }

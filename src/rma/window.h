@@ -11,6 +11,10 @@
 // progress applies (transport.h, rma_send). Either way a signal lands
 // after the puts issued before it, which is the ordering shoal.h promises.
 //
+// A TCP communicator whose host runs several of its ranks also registers
+// the buffer on the host's shared-memory communicator (comm->local), and
+// reaches its same-host peers there: mapped, as on one host.
+//
 // Files: window.c (create, register, deregister, free), window_ops.c
 // (put, signal, wait_signal, peer pointers), window_remote.c (what a
 // message transport asks when a peer's put or signal arrives).
@@ -61,7 +65,16 @@ struct shoal_window {
     // its counter line for this rank.
     unsigned char       **views;
     struct shi_win_line **remote_lines;
+    // Over a message transport with several ranks on this host: the same
+    // buffer registered on the host's shared-memory communicator
+    // (comm->local), through which every same-host peer is reached (puts
+    // and signals of a pair take one path, so their order holds).
+    shoal_window *inner;
 };
+
+// The window and rank through which `*peer` is reached: `win`, or the
+// host's inner window with the peer's rank there.
+shoal_window *shi_window_route(shoal_window *win, int *peer);
 
 // The communicator's window `id` (0 or unknown: NULL). Under comm->lock.
 struct shoal_window *shi_window_find(shoal_comm *comm, uint32_t id);

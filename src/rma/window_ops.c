@@ -73,6 +73,14 @@ shi_window_check_rank(
     return SHOAL_OK;
 }
 
+// Gives this call's options to the same operation on the host's inner
+// window (shi_window_route), which takes them as its own.
+static void
+pass_opts(const shoal_call_opts *opts)
+{
+    shoal_next_call_opts(opts->timeout_ms > 0 ? opts : NULL);
+}
+
 // ------------------------------------------------------------ requests
 
 static int
@@ -198,6 +206,12 @@ signal_op(shoal_window *win, int dst, shoal_request **out)
             != SHOAL_OK) {
         return st;
     }
+    shoal_window *via = shi_window_route(win, &dst);
+    if (via != win) {
+        pass_opts(&opts);
+        return out != NULL ? shoal_window_isignal(via, dst, out)
+                           : shoal_window_signal(via, dst);
+    }
     return shi_window_raise(win, dst, SHI_WIN_SIGNALS, opts.timeout_ms, out);
 }
 
@@ -266,6 +280,12 @@ wait_signal_op(shoal_window *win, int peer, shoal_request **out)
                 win, "window_wait_signal", "peer", peer))
             != SHOAL_OK) {
         return st;
+    }
+    shoal_window *via = shi_window_route(win, &peer);
+    if (via != win) {
+        pass_opts(&opts);
+        return out != NULL ? shoal_window_iwait_signal(via, peer, out)
+                           : shoal_window_wait_signal(via, peer);
     }
     // The n-th wait for a peer waits for its n-th signal, counted at issue
     // so that waits started one after the other wait for successive ones.
@@ -368,6 +388,14 @@ put_op(shoal_window *win, const void *src, size_t count, shoal_dtype dtype,
     if (st != SHOAL_OK) {
         return st;
     }
+    shoal_window *via = shi_window_route(win, &dst);
+    if (via != win) {
+        pass_opts(&opts);
+        return out != NULL
+            ? shoal_window_iput(
+                via, src, count, dtype, dst, target_offset, out)
+            : shoal_window_put(via, src, count, dtype, dst, target_offset);
+    }
     size_t bytes = count * win->elem, off = target_offset * win->elem;
     if (!win->messages || dst == win->comm->rank) {
         if ((st = put_here(win, src, bytes, dst, off)) != SHOAL_OK) {
@@ -414,6 +442,10 @@ shoal_window_access_of(shoal_window *win, int peer)
             != SHOAL_OK) {
         return st;
     }
+    shoal_window *via = shi_window_route(win, &peer);
+    if (via != win) {
+        return shoal_window_access_of(via, peer);
+    }
     if (win->views[peer] != NULL || (win->bytes == 0 && !win->messages)) {
         return SHOAL_ACCESS_UNIFIED;
     }
@@ -433,6 +465,10 @@ shoal_window_peer_ptr(shoal_window *win, int peer, void **out)
         || (st = shi_window_check_rank(win, "window_peer_ptr", "peer", peer))
             != SHOAL_OK) {
         return st;
+    }
+    shoal_window *via = shi_window_route(win, &peer);
+    if (via != win) {
+        return shoal_window_peer_ptr(via, peer, out);
     }
     if (win->views[peer] == NULL && win->bytes > 0) {
         return shi_comm_error(win->comm,

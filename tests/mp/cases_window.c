@@ -11,9 +11,10 @@
 // malloc memory (single copies through the kernel). `quick`: count 4 and
 // 1024 only.
 //
-// window_map: peer pointers (writes through them are seen by the owner
-// after a signal; reads see the owner's writes); over TCP every peer is
-// SEPARATE and has none.
+// window_map [separate|pairs]: peer pointers (writes through them are seen
+// by the owner after a signal; reads see the owner's writes); peers on
+// other hosts (or every peer over TCP alone: "separate") have none and
+// are written with puts. "pairs": ranks 2k and 2k+1 share a host.
 //
 // window_errors: bad arguments of every call, and a rank that registers
 // a different size (every rank fails at registration, naming it).
@@ -149,50 +150,85 @@ mp_case_window_ring(shoal_comm *comm, int argc, char **argv)
 
 // ------------------------------------------------------------- mapping
 
+// The access this rank should have to `peer` by the case's argument:
+// "separate" every peer (a network transport alone), "pairs" ranks 2k and
+// 2k+1 share a host, anything else mapped (shared memory).
+static int
+expected_access(const char *how, int rank, int peer)
+{
+    if (strcmp(how, "separate") == 0) {
+        return rank == peer ? SHOAL_ACCESS_UNIFIED : SHOAL_ACCESS_SEPARATE;
+    }
+    if (strcmp(how, "pairs") == 0) {
+        return rank / 2 == peer / 2 ? SHOAL_ACCESS_UNIFIED
+                                    : SHOAL_ACCESS_SEPARATE;
+    }
+    return SHOAL_ACCESS_UNIFIED;
+}
+
+// Writes `n` values for the right neighbour: through its mapped buffer
+// where there is one, else with a put (so every rank signals either way).
+static int
+map_write_right(
+    shoal_window *win, int rank, int right, int64_t *peer, size_t n)
+{
+    int64_t vals[256];
+
+    for (size_t i = 0; i < n; i++) {
+        vals[i] = (int64_t) (rank * 1000000 + (int) i);
+        if (peer != NULL) {
+            peer[i] = vals[i];
+        }
+    }
+    if (peer == NULL) {
+        MP_OK(shoal_window_put(win, vals, n, SHOAL_INT64, right, 0));
+    }
+    return 0;
+}
+
 int
 mp_case_window_map(shoal_comm *comm, int argc, char **argv)
 {
     int           rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
     int           right = (rank + 1) % size, left = (rank + size - 1) % size;
+    const char   *how = argc > 0 ? argv[0] : "mapped";
     shoal_window *win;
     int64_t      *mine, *peer = NULL;
     const size_t  n = 256;
 
-    (void) argc;
-    (void) argv;
     MP_OK(shoal_alloc(comm, n * sizeof(int64_t) * 2, (void **) &mine));
     memset(mine, 0, n * sizeof(int64_t) * 2);
     MP_OK(shoal_window_create(comm, &win));
     MP_OK(shoal_window_register(win, mine, 2 * n, SHOAL_INT64));
-    int access = shoal_window_access_of(win, right);
     MP_CHECK(shoal_window_access_of(win, rank) == SHOAL_ACCESS_UNIFIED);
-    if (access == SHOAL_ACCESS_SEPARATE) {
-        // A network transport: nothing is mapped, and the error says why.
+    MP_CHECK(shoal_window_access_of(win, right)
+        == expected_access(how, rank, right));
+    if (shoal_window_access_of(win, right) == SHOAL_ACCESS_SEPARATE) {
+        // Across hosts nothing is mapped, and the error says why.
         MP_EXPECT(
             shoal_window_peer_ptr(win, right, (void **) &peer), SHOAL_ENOTSUP);
         MP_CHECK(peer == NULL);
-        MP_CHECK(size == 1 || strstr(shoal_last_error(), "TCP") != NULL);
+        MP_CHECK(strstr(shoal_last_error(), "TCP") != NULL);
     } else {
-        MP_CHECK(access == SHOAL_ACCESS_UNIFIED);
         MP_OK(shoal_window_peer_ptr(win, right, (void **) &peer));
-        // Writes through the pointer: the first half of the right
-        // neighbour's buffer, seen by it after our signal.
-        for (size_t i = 0; i < n; i++) {
-            peer[i] = (int64_t) (rank * 1000000 + (int) i);
-        }
-        MP_OK(shoal_window_signal(win, right));
-        MP_OK(shoal_window_wait_signal(win, left));
-        for (size_t i = 0; i < n; i++) {
-            MP_CHECK(mine[i] == (int64_t) (left * 1000000 + (int) i));
-        }
-        // Reads through the pointer see the owner's own writes.
-        for (size_t i = 0; i < n; i++) {
-            mine[n + i] = -(int64_t) (rank * 1000 + (int) i);
-        }
-        MP_OK(shoal_barrier(comm));
-        for (size_t i = 0; i < n; i++) {
-            MP_CHECK(peer[n + i] == -(int64_t) (right * 1000 + (int) i));
-        }
+    }
+    // The first half of the right neighbour's buffer, seen by it after our
+    // signal.
+    if (map_write_right(win, rank, right, peer, n)) {
+        return 1;
+    }
+    MP_OK(shoal_window_signal(win, right));
+    MP_OK(shoal_window_wait_signal(win, left));
+    for (size_t i = 0; i < n; i++) {
+        MP_CHECK(mine[i] == (int64_t) (left * 1000000 + (int) i));
+    }
+    // Reads through the pointer see the owner's own writes.
+    for (size_t i = 0; i < n; i++) {
+        mine[n + i] = -(int64_t) (rank * 1000 + (int) i);
+    }
+    MP_OK(shoal_barrier(comm));
+    for (size_t i = 0; peer != NULL && i < n; i++) {
+        MP_CHECK(peer[n + i] == -(int64_t) (right * 1000 + (int) i));
     }
     MP_OK(shoal_window_deregister(win));
     MP_EXPECT(

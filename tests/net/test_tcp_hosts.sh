@@ -105,10 +105,14 @@ echo "test_tcp_hosts: collectives across 2 and 3 hosts ok"
 
 # --- Windows across hosts -----------------------------------------------------
 # Puts and signals as messages applied by the target's progress; peers
-# are SEPARATE (window_map checks that nothing is mapped).
-run_job "0 1 2" "" window_ring plain-quick
+# on other hosts are SEPARATE (window_map checks that nothing is mapped).
+# Same-host peers of a job across hosts go through their host's shared
+# memory (mapped: "pairs"), the others over TCP.
+run_job "0 1 2" "" window_ring plain
 run_job "0 0 1 1" "SHOAL_TCP_CHUNK_BYTES=4096" window_ring heap-quick
-run_job "0 1" "" window_map
+run_job "0 0 1 1" "" window_ring plain-quick
+run_job "0 1" "" window_map separate
+run_job "0 0 1 1" "" window_map pairs
 run_job "0 1 2" "" window_errors
 echo "test_tcp_hosts: windows across 2 and 3 hosts ok"
 

@@ -57,7 +57,7 @@ WINDOW_CASE(window_ring_tcp_8, 8, "window_ring", "plain", TCP)
 // Peer pointers: mapped over shared memory, refused over TCP.
 WINDOW_CASE(window_map_2, 2, "window_map", NULL, SHM)
 WINDOW_CASE(window_map_4, 4, "window_map", NULL, SHM)
-WINDOW_CASE(window_map_tcp_3, 3, "window_map", NULL, TCP)
+WINDOW_CASE(window_map_tcp_3, 3, "window_map", "separate", TCP)
 
 // Bad arguments, a size that differs between ranks, a destroyed
 // communicator.

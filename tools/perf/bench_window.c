@@ -110,7 +110,7 @@ exchange_table(perf_ctx *c, put_bench *b)
               .root               = -1,
               .vs_memcpy          = -1 };
         double   wrong = 0;
-        int rc = perf_measure(c, &exchange_ops, b, i, &row.oop.t, &wrong);
+        int      rc = perf_measure(c, &exchange_ops, b, i, &row.oop.t, &wrong);
         if (rc != SHOAL_OK) {
             return rc;
         }
