@@ -147,11 +147,8 @@ class Window:
         self._comm._check_rank("put", dst_rank, "dst_rank")
         offset = _index("put", target_offset_nelems, "target_offset_nelems")
         x = _arrays.contiguous(_arrays.normalize(tensor, "put: tensor"))
-        work = Work(self._c.put(_arrays.buffer(x), dst_rank, offset,
-                                _env.op_timeout_ms(timeout)))
-        if not async_op:
-            work.wait()
-        return work
+        return _work(self._c.put(_arrays.buffer(x), dst_rank, offset,
+                                 _env.op_timeout_ms(timeout), not async_op))
 
     def signal(self, dst_rank=None, async_op=False, hints=None,
                timeout=None, *, peer_rank=None):
@@ -159,21 +156,17 @@ class Window:
         issued to it before)."""
         dst = _one_rank("signal", dst_rank, peer_rank)
         self._comm._check_rank("signal", dst, "dst_rank")
-        work = Work(self._c.signal(dst, _env.op_timeout_ms(timeout)))
-        if not async_op:
-            work.wait()
-        return work
+        return _work(self._c.signal(dst, _env.op_timeout_ms(timeout),
+                                    not async_op))
 
     def wait_signal(self, peer_rank, async_op=False, hints=None,
                     timeout=None):
         """Waits for peer_rank's next signal to this rank (the n-th call
         for a peer waits for its n-th signal)."""
         self._comm._check_rank("wait_signal", peer_rank, "peer_rank")
-        work = Work(self._c.wait_signal(peer_rank,
-                                        _env.op_timeout_ms(timeout)))
-        if not async_op:
-            work.wait()
-        return work
+        return _work(self._c.wait_signal(peer_rank,
+                                         _env.op_timeout_ms(timeout),
+                                         not async_op))
 
     # ---- mapped memory ------------------------------------------------------
 
@@ -216,6 +209,15 @@ def new_window(group, tensor=None):
             f"new_window: {group!r} is neither a shoal.Comm nor a process "
             "group of backend 'shoal'")
     return Window(comm, tensor)
+
+
+_DONE = Work()  # what a blocking operation returns: complete already
+
+
+def _work(c_work):
+    """A Work for a started operation, or the completed one when the
+    operation ran blocking (the extension returned None)."""
+    return _DONE if c_work is None else Work(c_work)
 
 
 def _one_rank(op, dst_rank, peer_rank):

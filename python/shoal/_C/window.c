@@ -160,19 +160,32 @@ window_work(ext_window *self, int st, shoal_request *req, PyObject *keep)
     return ext_work_new(self->comm, req, keep);
 }
 
-// put(src, dst, offset_elems, timeout_ms) -> Work
+// A blocking call just made (status st): None, or the error raised.
+static PyObject *
+window_done(ext_window *self, int st)
+{
+    if (st != SHOAL_OK) {
+        ext_abort_if_asked(self->comm, st, shoal_last_error());
+        return ext_raise_status(st, self->comm->comm);
+    }
+    Py_RETURN_NONE;
+}
+
+// put(src, dst, offset_elems, timeout_ms, blocking) -> Work, or None when
+// blocking (the put is done: src may be reused)
 static PyObject *
 window_put(ext_window *self, PyObject *args)
 {
     PyObject      *obj, *work;
-    int            dst;
+    int            dst, blocking;
     Py_ssize_t     offset;
     long long      timeout;
     ext_buffer    *b;
     shoal_request *req = NULL;
     int            st;
 
-    if (!PyArg_ParseTuple(args, "OinL", &obj, &dst, &offset, &timeout)
+    if (!PyArg_ParseTuple(
+            args, "OinLp", &obj, &dst, &offset, &timeout, &blocking)
         || window_usable(self) < 0) {
         return NULL;
     }
@@ -184,6 +197,12 @@ window_put(ext_window *self, PyObject *args)
         return NULL;
     }
     window_deadline(timeout);
+    if (blocking) {
+        Py_BEGIN_ALLOW_THREADS st = shoal_window_put(
+            self->win, b->data, b->count, b->dtype, dst, (size_t) offset);
+        Py_END_ALLOW_THREADS Py_DECREF(b);
+        return window_done(self, st);
+    }
     st = shoal_window_iput(
         self->win, b->data, b->count, b->dtype, dst, (size_t) offset, &req);
     work = window_work(self, st, req, (PyObject *) b);
@@ -191,19 +210,27 @@ window_put(ext_window *self, PyObject *args)
     return work;
 }
 
+// signal / wait_signal(rank, timeout_ms, blocking) -> Work, or None when
+// blocking
 static PyObject *
 window_signal_like(ext_window *self, PyObject *args, int wait)
 {
-    int            rank;
+    int            rank, blocking;
     long long      timeout;
     shoal_request *req = NULL;
     int            st;
 
-    if (!PyArg_ParseTuple(args, "iL", &rank, &timeout)
+    if (!PyArg_ParseTuple(args, "iLp", &rank, &timeout, &blocking)
         || window_usable(self) < 0) {
         return NULL;
     }
     window_deadline(timeout);
+    if (blocking) {
+        Py_BEGIN_ALLOW_THREADS st = wait
+            ? shoal_window_wait_signal(self->win, rank)
+            : shoal_window_signal(self->win, rank);
+        Py_END_ALLOW_THREADS return window_done(self, st);
+    }
     st = wait ? shoal_window_iwait_signal(self->win, rank, &req)
               : shoal_window_isignal(self->win, rank, &req);
     return window_work(self, st, req, Py_None);
@@ -373,11 +400,11 @@ static PyMethodDef window_methods[] = {
     { "deregister", (PyCFunction) window_deregister, METH_VARARGS,
         "deregister(timeout_ms): collective; waits for peers' puts" },
     { "put", (PyCFunction) window_put, METH_VARARGS,
-        "put(src, dst, offset_elems, timeout_ms) -> Work" },
+        "put(src, dst, offset_elems, timeout_ms, blocking) -> Work or None" },
     { "signal", (PyCFunction) window_signal, METH_VARARGS,
-        "signal(dst, timeout_ms) -> Work" },
+        "signal(dst, timeout_ms, blocking) -> Work or None" },
     { "wait_signal", (PyCFunction) window_wait_signal, METH_VARARGS,
-        "wait_signal(peer, timeout_ms) -> Work" },
+        "wait_signal(peer, timeout_ms, blocking) -> Work or None" },
     { "access", (PyCFunction) window_access, METH_VARARGS,
         "access(peer) -> 0 (UNIFIED: mapped) or 1 (SEPARATE)" },
     { "peer_dlpack", (PyCFunction) window_peer_dlpack, METH_VARARGS,
