@@ -300,14 +300,22 @@ select_span_is(select_span s, const char *name)
     return s.n == strlen(name) && strncasecmp(s.p, name, s.n) == 0;
 }
 
+// A collective's name, underscores ignored ("all_reduce", "reduce_scatter",
+// as torch and the C API spell them).
 static int
 select_lookup_coll(select_span s)
 {
-    if (select_span_is(s, "reduce_scatter")) {
-        return SHI_COLL_REDUCE_SCATTER;
+    char   name[32];
+    size_t n = 0;
+
+    for (size_t i = 0; i < s.n && n + 1 < sizeof(name); i++) {
+        if (s.p[i] != '_') {
+            name[n++] = s.p[i];
+        }
     }
+    select_span bare = { name, n };
     for (int c = 0; c < SHI_COLL_COUNT; c++) {
-        if (select_span_is(s, select_coll_names[c])) {
+        if (select_span_is(bare, select_coll_names[c])) {
             return c;
         }
     }

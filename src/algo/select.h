@@ -1,12 +1,13 @@
 // Algorithm selection: which algorithm runs a collective, by (collective,
-// message bytes, ranks). A built-in table gives the defaults; SHOAL_ALGO
-// overrides it, e.g.
+// message bytes, ranks). A built-in table gives the defaults; a tuning
+// file (tuning.h) and SHOAL_ALGO override it (SHOAL_ALGO first), e.g.
 //   SHOAL_ALGO="allreduce:oneshot@0-64K,twoshot@64K-1M,direct@1M-;allgather:staged@0-"
 // (ranges are [lo, hi) in bytes with K/M/G suffixes; an empty bound is
 // open; no range is every size). A rule may also name the rank counts it is
 // for, inclusive and either side open: "allreduce:twoshot@1M-#4-".
-// Every rank must pick the same algorithm for the same call, so the
-// communicator uses rank 0's SHOAL_ALGO on every rank, and only inputs that
+// Collective names ignore underscores ("all_reduce"). Every rank must pick
+// the same algorithm for the same call, so the communicator uses rank 0's
+// SHOAL_ALGO and tuning file on every rank, and only inputs that
 // are equal on every rank (collective, total bytes, ranks, the agreed
 // availability mask) enter the choice.
 #ifndef SHI_SELECT_H
@@ -48,7 +49,7 @@ typedef enum shi_algo {
 // Bit of `algo` in an availability mask.
 #define SHI_ALGO_BIT(a) (1u << (a))
 
-#define SHI_SELECT_MAX_RULES 64
+#define SHI_SELECT_MAX_RULES 512
 
 typedef struct shi_select_rule {
     shi_coll coll;

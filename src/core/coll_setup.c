@@ -15,6 +15,7 @@
 #include "algo/net/net_driver.h"
 #include "algo/registry.h"
 #include "algo/select.h"
+#include "algo/tuning.h"
 #include "core/comm.h"
 #include "core/engine.h"
 #include "core/log.h"
@@ -119,12 +120,63 @@ agree_on_cma(shoal_comm *comm, int64_t deadline)
     return SHOAL_OK;
 }
 
-// Rank 0's SHOAL_ALGO applies on every rank.
+// The number of hosts the communicator spans (equal on every rank).
+static int
+count_hosts(const shoal_comm *comm)
+{
+    int n = 0;
+
+    for (int r = 0; comm->host_first != NULL && r < comm->size; r++) {
+        n += comm->host_first[r] == r;
+    }
+    return n > 0 ? n : 1;
+}
+
+// Rank 0's tuning file, as rules in SHOAL_ALGO syntax ("" for none); a
+// malformed file is ignored with one warning.
+static char *
+read_tuning(const shoal_comm *comm, char *path_out, size_t len)
+{
+    const char *path = shi_tuning_path(path_out, len);
+    char       *spec = NULL;
+
+    if (path == NULL) {
+        path_out[0] = '\0';
+    }
+    if (shi_tuning_read(path, count_hosts(comm), &spec) != SHOAL_OK) {
+        SHI_WARN("%s; using the built-in algorithm table", shi_error_text());
+        spec = NULL;
+    }
+    return spec != NULL ? spec : strdup("");
+}
+
+// Rank 0's value of `key`: `mine` on rank 0, published; the others take it.
+static int
+from_rank0(shoal_comm *comm, const char *key, const char *mine, char **out,
+    int64_t deadline)
+{
+    int st;
+
+    *out = NULL;
+    if (comm->size == 1) {
+        *out = strdup(mine);
+        return *out != NULL ? SHOAL_OK
+                            : shi_error(SHOAL_ENOMEM, "out of memory");
+    }
+    if (comm->rank == 0 && (st = store_put(comm, key, mine, deadline)) < 0) {
+        return st;
+    }
+    return store_take(comm, key, out, deadline);
+}
+
+// Rank 0's tuning file and SHOAL_ALGO apply on every rank: SHOAL_ALGO's
+// rules first, then the file's, then the built-in table.
 int
 shi_coll_agree_table(shoal_comm *comm, int64_t deadline)
 {
-    const char *env  = getenv("SHOAL_ALGO");
-    char       *spec = NULL;
+    const char *env = getenv("SHOAL_ALGO");
+    char        path[1024];
+    char       *tuning = NULL, *mine = NULL, *spec = NULL;
     int         st;
 
     if (comm->table_agreed) {
@@ -135,21 +187,30 @@ shi_coll_agree_table(shoal_comm *comm, int64_t deadline)
         return shi_error(SHOAL_ENOMEM, "out of memory");
     }
     shi_select_defaults(comm->select);
-    if (comm->size > 1 && comm->rank == 0
-        && (st = store_put(comm, "algo", env ? env : "", deadline))
-            != SHOAL_OK) {
-        return st;
+    path[0] = '\0';
+    mine    = comm->rank == 0 ? read_tuning(comm, path, sizeof(path)) : NULL;
+    st      = from_rank0(
+             comm, "tuning", mine != NULL ? mine : "", &tuning, deadline);
+    free(mine);
+    if (st == SHOAL_OK) {
+        st = from_rank0(comm, "algo", env ? env : "", &spec, deadline);
     }
-    if (comm->size > 1
-        && (st = store_take(comm, "algo", &spec, deadline)) != SHOAL_OK) {
-        return st;
-    }
-    const char *use = comm->size > 1 ? spec : env;
-    if (comm->size > 1 && env != NULL && strcmp(env, spec) != 0) {
+    if (st == SHOAL_OK && env != NULL && strcmp(env, spec) != 0) {
         SHI_WARN(
             "SHOAL_ALGO differs from rank 0's; rank 0's applies: %s", spec);
     }
-    st = shi_select_parse(comm->select, use);
+    if (st == SHOAL_OK) {
+        st = shi_select_parse(comm->select, tuning);
+    }
+    if (st == SHOAL_OK) {
+        st = shi_select_parse(comm->select, spec);
+    }
+    if (st == SHOAL_OK && comm->rank == 0 && tuning[0] != '\0') {
+        SHI_INFO("communicator '%s': algorithm rules from tuning file %s "
+                 "(after SHOAL_ALGO's, before the built-in table): %s",
+            comm->name, path, tuning);
+    }
+    free(tuning);
     free(spec);
     comm->table_agreed = st == SHOAL_OK;
     return st;

@@ -32,6 +32,7 @@ static const struct {
     { "split_keys", mp_case_split_keys },
     { "tp_mem", mp_case_tp_mem },
     { "window_ring", mp_case_window_ring },
+    { "tuning", mp_case_tuning },
     { "window_map", mp_case_window_map },
     { "window_errors", mp_case_window_errors },
     { "window_kill", mp_case_window_kill },

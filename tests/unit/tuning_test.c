@@ -1,0 +1,186 @@
+// Tuning files (algo/tuning.h): rules read into a selection table,
+// comments and wildcards, rules for another host count skipped, a missing
+// file, malformed lines named by number, SHOAL_ALGO's rules before the
+// file's; and, on ranks, rank 0's file applying everywhere (case tuning).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "algo/select.h"
+#include "algo/tuning.h"
+#include "core/error.h"
+#include "test.h"
+
+// Rank 0's file on every rank, SHOAL_ALGO first, a malformed file
+// ignored, over shared memory and TCP (tests/mp/cases_tuning.c).
+static void
+tuning_case(int n, const char *transport)
+{
+    const char *env[] = { transport, NULL };
+    char       *out;
+    int         rc = test_run_mptest(n, "tuning", NULL, env, &out, 120);
+
+    CHECK_MSG(rc == 0 && test_count(out, " OK\n") >= n,
+        "case tuning on %d ranks (%s): exit %d\n%s", n, transport, rc, out);
+    CHECK_MSG(strstr(out, "line 2") != NULL,
+        "no warning naming the malformed line:\n%s", out);
+    free(out);
+}
+
+TEST_T(tuning_rank0_file_applies_3, 120)
+{
+    tuning_case(3, "SHOAL_TRANSPORT=shm");
+}
+
+TEST_T(tuning_rank0_file_applies_tcp_3, 120)
+{
+    tuning_case(3, "SHOAL_TRANSPORT=tcp");
+}
+
+#define K ((size_t) 1024)
+#define M (K * K)
+
+#define ALL_ALGOS (((1u << (SHI_ALGO_FLAGS + 1)) - 1u) & ~1u)
+
+// Writes `text` to a fresh temporary file; returns its path (static).
+static const char *
+write_file(const char *text)
+{
+    static char path[64];
+    int         fd;
+
+    snprintf(path, sizeof(path), "/tmp/shoal-tuning-XXXXXX");
+    fd = mkstemp(path);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t) strlen(text)) {
+        return NULL;
+    }
+    close(fd);
+    return path;
+}
+
+// The table the file makes (after the defaults) for a communicator on
+// `hosts` hosts; NULL (and the error text) when the file is refused.
+static shi_select_table *
+table_of(const char *text, int hosts, int *st)
+{
+    static shi_select_table t;
+    const char             *path = write_file(text);
+    char                   *spec = NULL;
+
+    *st = path != NULL ? shi_tuning_read(path, hosts, &spec) : SHOAL_ESYS;
+    if (path != NULL) {
+        unlink(path);
+    }
+    if (*st != SHOAL_OK) {
+        return NULL;
+    }
+    shi_select_defaults(&t);
+    *st = shi_select_parse(&t, spec);
+    free(spec);
+    return *st == SHOAL_OK ? &t : NULL;
+}
+
+TEST(tuning_rules_select)
+{
+    int st;
+    const shi_select_table *t = table_of(
+        "# collective, min bytes, max bytes, ranks, hosts, algorithm\n"
+        "\n"
+        "allreduce, 0, 64K, 2, 1, twoshot   # small: two-shot on 2 ranks\n"
+        "all_reduce, 64K, -, *, *, oneshot\n"
+        "allgather,0,4096,*,1,direct\n"
+        "broadcast, 0, -, *, 2, ring\n", // another host count: skipped
+        1, &st);
+
+    CHECK_MSG(t != NULL, "%s", shi_error_text());
+    CHECK(shi_select(t, SHI_COLL_ALLREDUCE, 8, 2, ALL_ALGOS)
+        == SHI_ALGO_TWOSHOT);
+    // Other rank counts fall through to the next rule or the built-in one.
+    CHECK(shi_select(t, SHI_COLL_ALLREDUCE, 8, 3, ALL_ALGOS)
+        == SHI_ALGO_ONESHOT);
+    CHECK(shi_select(t, SHI_COLL_ALLREDUCE, 64 * K, 3, ALL_ALGOS)
+        == SHI_ALGO_ONESHOT);
+    CHECK(shi_select(t, SHI_COLL_ALLREDUCE, 16 * M, 4, ALL_ALGOS)
+        == SHI_ALGO_ONESHOT);
+    CHECK(shi_select(t, SHI_COLL_ALLGATHER, 1024, 2, ALL_ALGOS)
+        == SHI_ALGO_DIRECT);
+    CHECK(shi_select(t, SHI_COLL_BROADCAST, 8, 2, ALL_ALGOS)
+        == SHI_ALGO_OUTBOX);
+    // An unavailable algorithm falls back as SHOAL_ALGO's rules do.
+    CHECK(shi_select(t, SHI_COLL_ALLGATHER, 1024, 2,
+              ALL_ALGOS & ~SHI_ALGO_BIT(SHI_ALGO_DIRECT))
+        == SHI_ALGO_STAGED);
+}
+
+TEST(tuning_hosts_and_env_order)
+{
+    int               st;
+    shi_select_table *t
+        = table_of("allreduce, 0, -, *, 2, ring\n", 2, &st);
+
+    CHECK_MSG(t != NULL, "%s", shi_error_text());
+    CHECK(shi_select(t, SHI_COLL_ALLREDUCE, 8, 4, ALL_ALGOS | SHI_ALGO_BIT(
+                                                     SHI_ALGO_RING))
+        == SHI_ALGO_RING);
+    // SHOAL_ALGO's rules go before the file's (parsed after it).
+    CHECK_OK(shi_select_parse(t, "allreduce:oneshot"));
+    CHECK(shi_select(t, SHI_COLL_ALLREDUCE, 8, 4, ALL_ALGOS | SHI_ALGO_BIT(
+                                                     SHI_ALGO_RING))
+        == SHI_ALGO_ONESHOT);
+}
+
+TEST(tuning_missing_file_is_silent)
+{
+    char *spec = NULL;
+
+    CHECK_OK(shi_tuning_read("/nonexistent/shoal/tuning", 1, &spec));
+    CHECK(spec != NULL && spec[0] == '\0');
+    free(spec);
+    CHECK_OK(shi_tuning_read(NULL, 1, &spec));
+    free(spec);
+}
+
+// A malformed file is refused as a whole, naming the line.
+static void
+expect_refused(const char *text, const char *line, const char *why)
+{
+    int st;
+
+    CHECK(table_of(text, 1, &st) == NULL);
+    CHECK(st == SHOAL_EINVAL);
+    CHECK_MSG(strstr(shi_error_text(), line) != NULL
+            && strstr(shi_error_text(), why) != NULL,
+        "wanted '%s' and '%s' in: %s", line, why, shi_error_text());
+}
+
+TEST(tuning_malformed_lines)
+{
+    expect_refused("allreduce, 0, -, *, *\n", "line 1", "6 fields");
+    expect_refused("# ok\nallreduce, 0, -, *, *, oneshot, x\n", "line 2",
+        "6 fields");
+    expect_refused("allreduce, 0, -, *, *, oneshot\nfoo, 0, -, *, *, ring\n",
+        "line 2", "foo");
+    expect_refused("allreduce, 0, -, *, *, nosuch\n", "line 1", "nosuch");
+    expect_refused("barrier, 0, -, *, *, twoshot\n", "line 1", "twoshot");
+    expect_refused("allreduce, 1Q, -, *, *, oneshot\n", "line 1", "1Q");
+    expect_refused("allreduce, 0, -, two, *, oneshot\n", "line 1", "two");
+    expect_refused("allreduce, 0, -, *, none, oneshot\n", "line 1", "hosts");
+}
+
+TEST(tuning_path_from_environment)
+{
+    char buf[256];
+
+    setenv("SHOAL_TUNING_FILE", "/tmp/x/tuning.txt", 1);
+    CHECK(strcmp(shi_tuning_path(buf, sizeof(buf)), "/tmp/x/tuning.txt") == 0);
+    unsetenv("SHOAL_TUNING_FILE");
+    setenv("XDG_CACHE_HOME", "/tmp/cache", 1);
+    CHECK(strcmp(shi_tuning_path(buf, sizeof(buf)), "/tmp/cache/shoal/tuning")
+        == 0);
+    unsetenv("XDG_CACHE_HOME");
+    setenv("HOME", "/home/u", 1);
+    CHECK(strcmp(shi_tuning_path(buf, sizeof(buf)),
+              "/home/u/.cache/shoal/tuning")
+        == 0);
+}
