@@ -202,6 +202,15 @@ SHOAL_API int shoal_comm_set_timeout(shoal_comm *comm, int64_t timeout_ms);
 // Options of one operation; they travel with that operation alone.
 typedef struct shoal_call_opts {
     int64_t timeout_ms; // its deadline; <= 0: the communicator's default
+    // Collectives but barrier and broadcast (which refuse it with
+    // SHOAL_ENOTSUP): run this algorithm (a name shoal_comm_algorithms
+    // lists) instead of the selection table's choice; NULL: the table's. Every
+    // rank must pass the same (a different one fails the call with
+    // SHOAL_EMISMATCH, as other differing arguments do). One that cannot
+    // run the call on this communicator fails it with SHOAL_ENOTSUP
+    // before anything is sent; the communicator stays usable. The string
+    // must stay valid until the operation is called.
+    const char *algo;
 } shoal_call_opts;
 
 // Gives `opts` to the next operation this thread issues, on any
@@ -213,6 +222,22 @@ typedef struct shoal_call_opts {
 // given and not taken yet. Compiled plans (shoal_plan_run) do not take
 // them. Errors: SHOAL_EINVAL (timeout_ms < 0).
 SHOAL_API int shoal_next_call_opts(const shoal_call_opts *opts);
+
+// The algorithms that can run `collective` ("all_reduce", "all_gather",
+// "reduce_scatter", "all_to_all", "reduce", "gather", "scatter",
+// "broadcast", "barrier"; underscores optional) on this communicator:
+// up to `max` names into `names` (static strings); returns how many there
+// are in all. For tuners, with shoal_call_opts.algo. Errors: SHOAL_EINVAL
+// (unknown collective, NULL arguments with max > 0).
+SHOAL_API int shoal_comm_algorithms(
+    shoal_comm *comm, const char *collective, const char **names, int max);
+
+// The algorithm the communicator's table chooses for `collective` on
+// `bytes` bytes (the size its rules use: all_reduce's buffer, the total
+// of every rank's block for all_gather and the like), into *name (a
+// static string). Errors: SHOAL_EINVAL.
+SHOAL_API int shoal_comm_algorithm_for(
+    shoal_comm *comm, const char *collective, size_t bytes, const char **name);
 
 // Aborts the communicator on every rank: operations in flight and later
 // ones fail with SHOAL_EABORTED, and a message naming this rank and

@@ -322,6 +322,14 @@ select_lookup_coll(select_span s)
     return -1;
 }
 
+int
+shi_coll_by_name(const char *name)
+{
+    select_span s = { name, strlen(name) };
+
+    return select_lookup_coll(s);
+}
+
 static int
 select_lookup_algo(select_span s)
 {
@@ -331,8 +339,8 @@ select_lookup_algo(select_span s)
 }
 
 // Writes the names of the algorithms in `mask` as "a, b, c".
-static void
-select_mask_names(unsigned mask, char *buf, size_t len)
+void
+shi_algo_mask_names(unsigned mask, char *buf, size_t len)
 {
     size_t pos = 0;
 
@@ -480,7 +488,7 @@ select_parse_item(shi_select_table *out, int coll, select_span item)
             "SHOAL_ALGO: missing algorithm name in '%.*s' for %s", SEL_Q(item),
             select_coll_names[coll]);
     }
-    select_mask_names(shi_algos_for((shi_coll) coll), names, sizeof(names));
+    shi_algo_mask_names(shi_algos_for((shi_coll) coll), names, sizeof(names));
     algo = select_lookup_algo(name);
     if (algo < 0) {
         return shi_error(SHOAL_EINVAL,

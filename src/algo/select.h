@@ -68,6 +68,12 @@ typedef struct shi_select_table {
 const char *shi_coll_name(int coll);
 const char *shi_algo_name(int algo);
 
+// The collective named `name` (underscores ignored: "all_reduce"), or -1.
+int shi_coll_by_name(const char *name);
+
+// The names of the algorithms in `mask`, ", "-separated, into buf.
+void shi_algo_mask_names(unsigned mask, char *buf, size_t len);
+
 // Which algorithms can run `coll` at all (a mask of SHI_ALGO_BIT): those
 // with a row for it in the registry.
 unsigned shi_algos_for(shi_coll coll);

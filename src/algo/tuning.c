@@ -18,8 +18,8 @@
 const char *
 shi_tuning_path(char *buf, size_t len)
 {
-    const char *env = getenv("SHOAL_TUNING_FILE");
-    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *env  = getenv("SHOAL_TUNING_FILE");
+    const char *xdg  = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
     int         n;
 
@@ -133,7 +133,7 @@ append(char **spec, size_t *used, size_t *cap, const char *rule)
     size_t n = strlen(rule);
 
     if (*used + n + 2 > *cap) {
-        size_t want = (*cap + n + 2) * 2;
+        size_t want  = (*cap + n + 2) * 2;
         char  *grown = realloc(*spec, want);
         if (grown == NULL) {
             return shi_error(SHOAL_ENOMEM, "out of memory");

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "algo/kernels/reduce.h"
+#include "algo/registry.h"
 #include "algo/select.h"
 #include "core/clock.h"
 #include "core/engine.h"
@@ -176,6 +177,30 @@ copy_counts(shoal_comm *comm, shoal_request *req, const struct coll_call *c)
     return SHOAL_OK;
 }
 
+// The algorithm a call's options name (shoal_call_opts.algo), if it can
+// run this collective on this communicator.
+static int
+forced_algo(
+    shoal_comm *comm, const struct coll_call *c, const char *name, int *out)
+{
+    shi_coll coll = shi_coll_of_op(c->kind);
+    shi_algo a    = shi_algo_by_name(name, strlen(name));
+
+    if (a == SHI_ALGO_NONE
+        || !(shi_algos_for(coll) & comm->algos_available & SHI_ALGO_BIT(a))) {
+        char have[256];
+        shi_algo_mask_names(
+            shi_algos_for(coll) & comm->algos_available, have, sizeof(have));
+        return shi_comm_error(comm,
+            shi_error(SHOAL_ENOTSUP,
+                "%s: algorithm '%s' cannot run it on communicator '%s' (%s "
+                "transport); available: %s",
+                c->name, name, comm->name, comm->tp->name, have));
+    }
+    *out = (int) a;
+    return SHOAL_OK;
+}
+
 static int
 coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
 {
@@ -199,8 +224,14 @@ coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
     req.sendbuf    = c->send;
     req.op         = c->op;
     req.timeout_ms = opts.timeout_ms;
-    req.algo       = shi_select(comm->select, shi_coll_of_op(c->kind),
-              selection_bytes(comm, c, es), comm->size, comm->algos_available);
+    if (opts.algo != NULL) {
+        if ((st = forced_algo(comm, c, opts.algo, &req.algo)) != SHOAL_OK) {
+            return st;
+        }
+    } else {
+        req.algo = shi_select(comm->select, shi_coll_of_op(c->kind),
+            selection_bytes(comm, c, es), comm->size, comm->algos_available);
+    }
     req.counts_hash
         = c->kind == SHI_OP_ALLTOALLV ? 0 : hash_counts(c->counts, comm->size);
     if ((st = copy_counts(comm, &req, c)) != SHOAL_OK) {
@@ -461,4 +492,66 @@ shoal_iscatter(shoal_comm *comm, const void *sendbuf, void *recvbuf,
         &CALL(.name = "scatter", .kind = SHI_OP_SCATTER, .send = sendbuf,
             .recv = recvbuf, .count = count, .dtype = dtype, .root = root),
         req);
+}
+
+// ---- algorithms, for tuners ---------------------------------------------
+
+static int
+coll_named(shoal_comm *comm, const char *what, const char *collective)
+{
+    int coll = collective != NULL ? shi_coll_by_name(collective) : -1;
+
+    if (comm == NULL) {
+        return shi_error(SHOAL_EINVAL, "%s: the communicator is NULL", what);
+    }
+    if (coll < 0) {
+        return shi_comm_error(comm,
+            shi_error(SHOAL_EINVAL,
+                "%s: unknown collective '%s' (known: all_reduce, reduce, "
+                "all_gather, reduce_scatter, all_to_all, gather, scatter, "
+                "broadcast, barrier)",
+                what, collective != NULL ? collective : "(null)"));
+    }
+    return coll;
+}
+
+int
+shoal_comm_algorithms(
+    shoal_comm *comm, const char *collective, const char **names, int max)
+{
+    int coll = coll_named(comm, "comm_algorithms", collective), n = 0;
+
+    if (coll < 0) {
+        return coll;
+    }
+    if (max > 0 && names == NULL) {
+        return shi_error(SHOAL_EINVAL, "comm_algorithms: names is NULL");
+    }
+    unsigned mask = shi_algos_for((shi_coll) coll) & comm->algos_available;
+    for (int a = SHI_ALGO_NONE + 1; a < SHI_ALGO_COUNT; a++) {
+        if (mask & SHI_ALGO_BIT(a)) {
+            if (n < max) {
+                names[n] = shi_algo_name(a);
+            }
+            n++;
+        }
+    }
+    return n;
+}
+
+int
+shoal_comm_algorithm_for(
+    shoal_comm *comm, const char *collective, size_t bytes, const char **name)
+{
+    int coll = coll_named(comm, "comm_algorithm_for", collective);
+
+    if (coll < 0) {
+        return coll;
+    }
+    if (name == NULL) {
+        return shi_error(SHOAL_EINVAL, "comm_algorithm_for: name is NULL");
+    }
+    *name = shi_algo_name(shi_select(comm->select, (shi_coll) coll, bytes,
+        comm->size, comm->algos_available));
+    return SHOAL_OK;
 }

@@ -119,6 +119,19 @@ check_p2p(shoal_comm *comm, int kind, const void *buf, size_t count, int dtype,
     return st;
 }
 
+// Barrier and broadcast run their transport's one algorithm of each kind
+// (broadcast's host-aware split aside): a call naming one is refused
+// rather than silently run otherwise.
+static int
+unchosen_algo(shoal_comm *comm, const char *op, const char *algo)
+{
+    shi_error(SHOAL_ENOTSUP,
+        "%s: shoal_call_opts.algo ('%s') is not taken by %s (it runs its "
+        "transport's own algorithm); pass NULL",
+        op, algo, op);
+    return shi_comm_error(comm, SHOAL_ENOTSUP);
+}
+
 // Runs a filled request to completion on the caller's stack.
 int
 shi_run_blocking(shoal_comm *comm, shoal_request *req)
@@ -275,6 +288,9 @@ barrier(shoal_comm *comm, shoal_request **out)
     if (comm == NULL) {
         return shi_error(SHOAL_EINVAL, "barrier: the communicator is NULL");
     }
+    if (opts.algo != NULL) {
+        return unchosen_algo(comm, "barrier", opts.algo);
+    }
     shi_req_fill(&req, SHI_OP_BARRIER, NULL, 0, SHOAL_UINT8, -1);
     req.timeout_ms = opts.timeout_ms;
     return out != NULL ? shi_start_async(comm, &req, out)
@@ -307,6 +323,9 @@ broadcast(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
 
     if (st == SHOAL_OK) {
         st = check_rank(comm, "broadcast", "root", root);
+    }
+    if (st == SHOAL_OK && opts.algo != NULL) {
+        st = unchosen_algo(comm, "broadcast", opts.algo);
     }
     if (st != SHOAL_OK) {
         return st;

@@ -2,8 +2,8 @@
 // file of its own (rank 0 asks two-shot for every all-reduce, the others
 // one-shot; over TCP rhd and ring), points SHOAL_TUNING_FILE at it, and
 // makes a communicator (a split, which reads the table again): every rank
-// must then choose rank 0's. SHOAL_ALGO still overrides the file; a malformed file on rank
-// 0 leaves the built-in table on every rank.
+// must then choose rank 0's. SHOAL_ALGO still overrides the file; a malformed
+// file on rank 0 leaves the built-in table on every rank.
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,8 +34,8 @@ choice_after_split(shoal_comm *comm, shi_algo *out)
     shoal_comm *sub;
 
     MP_OK(shoal_comm_split(comm, 0, shoal_comm_rank(comm), &sub));
-    *out = shi_select(sub->select, SHI_COLL_ALLREDUCE, M,
-        shoal_comm_size(sub), sub->algos_available);
+    *out = shi_select(sub->select, SHI_COLL_ALLREDUCE, M, shoal_comm_size(sub),
+        sub->algos_available);
     MP_OK(shoal_comm_destroy(sub));
     return 0;
 }
@@ -48,13 +48,14 @@ mp_case_tuning(shoal_comm *comm, int argc, char **argv)
     char     path[64], mine[128];
     shi_algo got, builtin;
     // Rank 0's choice, the others', and SHOAL_ALGO's (by transport class).
-    const char *first = net ? "rhd" : "twoshot", *other = net ? "ring" : "oneshot";
-    shi_algo    want  = net ? SHI_ALGO_RHD : SHI_ALGO_TWOSHOT;
+    const char *first = net ? "rhd" : "twoshot",
+               *other = net ? "ring" : "oneshot";
+    shi_algo want     = net ? SHI_ALGO_RHD : SHI_ALGO_TWOSHOT;
 
     (void) argc;
     (void) argv;
-    snprintf(path, sizeof(path), "/tmp/shoal-tuning-%d-%d", (int) getpid(),
-        rank);
+    snprintf(
+        path, sizeof(path), "/tmp/shoal-tuning-%d-%d", (int) getpid(), rank);
     MP_CHECK(choice_after_split(comm, &builtin) == 0);
     snprintf(mine, sizeof(mine), "# rank %d's\nall_reduce, 0, -, *, *, %s\n",
         rank, rank == 0 ? first : other);

@@ -33,6 +33,7 @@ static const struct {
     { "tp_mem", mp_case_tp_mem },
     { "window_ring", mp_case_window_ring },
     { "tuning", mp_case_tuning },
+    { "forced_algo", mp_case_forced_algo },
     { "window_map", mp_case_window_map },
     { "window_errors", mp_case_window_errors },
     { "window_kill", mp_case_window_kill },

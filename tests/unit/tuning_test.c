@@ -83,7 +83,7 @@ table_of(const char *text, int hosts, int *st)
 
 TEST(tuning_rules_select)
 {
-    int st;
+    int                     st;
     const shi_select_table *t = table_of(
         "# collective, min bytes, max bytes, ranks, hosts, algorithm\n"
         "\n"
@@ -105,8 +105,8 @@ TEST(tuning_rules_select)
         == SHI_ALGO_ONESHOT);
     CHECK(shi_select(t, SHI_COLL_ALLGATHER, 1024, 2, ALL_ALGOS)
         == SHI_ALGO_DIRECT);
-    CHECK(shi_select(t, SHI_COLL_BROADCAST, 8, 2, ALL_ALGOS)
-        == SHI_ALGO_OUTBOX);
+    CHECK(
+        shi_select(t, SHI_COLL_BROADCAST, 8, 2, ALL_ALGOS) == SHI_ALGO_OUTBOX);
     // An unavailable algorithm falls back as SHOAL_ALGO's rules do.
     CHECK(shi_select(t, SHI_COLL_ALLGATHER, 1024, 2,
               ALL_ALGOS & ~SHI_ALGO_BIT(SHI_ALGO_DIRECT))
@@ -116,17 +116,16 @@ TEST(tuning_rules_select)
 TEST(tuning_hosts_and_env_order)
 {
     int               st;
-    shi_select_table *t
-        = table_of("allreduce, 0, -, *, 2, ring\n", 2, &st);
+    shi_select_table *t = table_of("allreduce, 0, -, *, 2, ring\n", 2, &st);
 
     CHECK_MSG(t != NULL, "%s", shi_error_text());
-    CHECK(shi_select(t, SHI_COLL_ALLREDUCE, 8, 4, ALL_ALGOS | SHI_ALGO_BIT(
-                                                     SHI_ALGO_RING))
+    CHECK(shi_select(t, SHI_COLL_ALLREDUCE, 8, 4,
+              ALL_ALGOS | SHI_ALGO_BIT(SHI_ALGO_RING))
         == SHI_ALGO_RING);
     // SHOAL_ALGO's rules go before the file's (parsed after it).
     CHECK_OK(shi_select_parse(t, "allreduce:oneshot"));
-    CHECK(shi_select(t, SHI_COLL_ALLREDUCE, 8, 4, ALL_ALGOS | SHI_ALGO_BIT(
-                                                     SHI_ALGO_RING))
+    CHECK(shi_select(t, SHI_COLL_ALLREDUCE, 8, 4,
+              ALL_ALGOS | SHI_ALGO_BIT(SHI_ALGO_RING))
         == SHI_ALGO_ONESHOT);
 }
 
@@ -157,8 +156,8 @@ expect_refused(const char *text, const char *line, const char *why)
 TEST(tuning_malformed_lines)
 {
     expect_refused("allreduce, 0, -, *, *\n", "line 1", "6 fields");
-    expect_refused("# ok\nallreduce, 0, -, *, *, oneshot, x\n", "line 2",
-        "6 fields");
+    expect_refused(
+        "# ok\nallreduce, 0, -, *, *, oneshot, x\n", "line 2", "6 fields");
     expect_refused("allreduce, 0, -, *, *, oneshot\nfoo, 0, -, *, *, ring\n",
         "line 2", "foo");
     expect_refused("allreduce, 0, -, *, *, nosuch\n", "line 1", "nosuch");
@@ -180,7 +179,37 @@ TEST(tuning_path_from_environment)
         == 0);
     unsetenv("XDG_CACHE_HOME");
     setenv("HOME", "/home/u", 1);
-    CHECK(strcmp(shi_tuning_path(buf, sizeof(buf)),
-              "/home/u/.cache/shoal/tuning")
+    CHECK(strcmp(
+              shi_tuning_path(buf, sizeof(buf)), "/home/u/.cache/shoal/tuning")
         == 0);
+}
+
+// shoal_call_opts.algo: every listed algorithm forced, bad names refused,
+// differing choices a mismatch (tests/mp/cases_forced_algo.c).
+static void
+forced_case(int n, const char *transport)
+{
+    const char *env[] = { transport, NULL };
+    char       *out;
+    int         rc = test_run_mptest(n, "forced_algo", NULL, env, &out, 120);
+
+    CHECK_MSG(rc == 0 && test_count(out, " OK\n") >= n,
+        "case forced_algo on %d ranks (%s): exit %d\n%s", n, transport, rc,
+        out);
+    free(out);
+}
+
+TEST_T(tuning_forced_algo_1, 120)
+{
+    forced_case(1, "SHOAL_TRANSPORT=shm");
+}
+
+TEST_T(tuning_forced_algo_3, 120)
+{
+    forced_case(3, "SHOAL_TRANSPORT=shm");
+}
+
+TEST_T(tuning_forced_algo_tcp_3, 120)
+{
+    forced_case(3, "SHOAL_TRANSPORT=tcp");
 }

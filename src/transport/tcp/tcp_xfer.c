@@ -314,8 +314,8 @@ mismatch(struct shi_net *net, int p, const struct shi_tcp_frame *h,
     shi_comm_abort(comm, SHOAL_EMISMATCH,
         "collective #%u does not match across ranks: rank %d sent "
         "%llu bytes for its collective #%u where rank %d expects %zu bytes "
-        "(the ranks called different operations, counts, dtypes or "
-        "roots)",
+        "(the ranks called different operations, counts, dtypes, roots "
+        "or algorithms)",
         m->coll_seq, p, (unsigned long long) h->total, h->coll_seq, comm->rank,
         m->total);
 }
