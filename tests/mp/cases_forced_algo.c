@@ -21,7 +21,7 @@ static int
 all_reduce_with(shoal_comm *comm, const char *algo, size_t n)
 {
     int    size = shoal_comm_size(comm), rank = shoal_comm_rank(comm);
-    float *x    = malloc(n * sizeof(float));
+    float *x = malloc(n * sizeof(float));
 
     MP_CHECK(x != NULL);
     for (size_t i = 0; i < n; i++) {
