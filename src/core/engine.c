@@ -9,21 +9,12 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "platform/cpu_relax.h"
 
 // How often the driver looks at deadlines and departed peers while it
 // sleeps: a dead peer is also announced by the watcher, so this only bounds
 // how late a deadline or a departure is noticed.
 #define ENGINE_HOUSEKEEPING_NS (100 * 1000000LL)
-
-static inline void
-cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield");
-#endif
-}
 
 static void
 queue_unlink_active(shi_req_queue *q, shoal_request *req)
@@ -464,7 +455,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
             idle_since = now;
             yields     = 0;
         } else if (now - idle_since < spin_ns) {
-            cpu_relax();
+            shi_cpu_relax();
         } else if (yields < yield_iter || now - idle_since < yield_ns) {
             sched_yield();
             yields++;

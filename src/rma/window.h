@@ -82,8 +82,6 @@ struct shoal_window *shi_window_find(shoal_comm *comm, uint32_t id);
 // The checks every operation on a registered window starts with:
 // SHOAL_OK, or SHOAL_EINVAL with the message recorded ("op: ...").
 int shi_window_usable(const struct shoal_window *win, const char *op);
-int shi_window_check_rank(
-    const struct shoal_window *win, const char *op, const char *what, int r);
 
 // Raises counter `which` of this rank at `dst` and wakes dst: done on
 // return where peers are mapped, else a message (through the engine).

@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/engine.h"
 #include "core/ops.h"
+#include "platform/cpu_relax.h"
 #include "rma/window.h"
 
 // What a one-sided request keeps (shi_algo_state).
@@ -61,10 +62,16 @@ shi_window_usable(const shoal_window *win, const char *op)
     return SHOAL_OK;
 }
 
-int
-shi_window_check_rank(
-    const shoal_window *win, const char *op, const char *what, int r)
+// shi_window_usable, then rank `r` (named `what` in the message) of the
+// window's communicator.
+static int
+usable_for(const shoal_window *win, const char *op, const char *what, int r)
 {
+    int st = shi_window_usable(win, op);
+
+    if (st != SHOAL_OK) {
+        return st;
+    }
     if (r < 0 || r >= win->comm->size) {
         return shi_comm_error(win->comm,
             shi_error(SHOAL_EINVAL, "%s: %s %d is outside 0..%d", op, what, r,
@@ -201,9 +208,7 @@ signal_op(shoal_window *win, int dst, shoal_request **out)
     shoal_call_opts opts = shi_call_opts_take();
     int             st;
 
-    if ((st = shi_window_usable(win, "window_signal")) != SHOAL_OK
-        || (st = shi_window_check_rank(win, "window_signal", "dst", dst))
-            != SHOAL_OK) {
+    if ((st = usable_for(win, "window_signal", "dst", dst)) != SHOAL_OK) {
         return st;
     }
     shoal_window *via = shi_window_route(win, &dst);
@@ -231,16 +236,6 @@ shoal_window_isignal(shoal_window *win, int dst, shoal_request **req)
     return signal_op(win, dst, req);
 }
 
-static inline void
-cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield");
-#endif
-}
-
 // Where peers write the counters themselves, a blocking wait first watches
 // the counter for as long as the engine would spin (the communicator's
 // wait policy): a signal that comes soon is seen without the engine's
@@ -265,7 +260,7 @@ spin_for(shoal_window *win, _Atomic uint64_t *counter, uint64_t target)
                 return 0;
             }
         }
-        cpu_relax();
+        shi_cpu_relax();
     }
 }
 
@@ -275,10 +270,8 @@ wait_signal_op(shoal_window *win, int peer, shoal_request **out)
     shoal_call_opts opts = shi_call_opts_take();
     int             st;
 
-    if ((st = shi_window_usable(win, "window_wait_signal")) != SHOAL_OK
-        || (st = shi_window_check_rank(
-                win, "window_wait_signal", "peer", peer))
-            != SHOAL_OK) {
+    if ((st = usable_for(win, "window_wait_signal", "peer", peer))
+        != SHOAL_OK) {
         return st;
     }
     shoal_window *via = shi_window_route(win, &peer);
@@ -323,9 +316,7 @@ check_put(const shoal_window *win, const void *src, size_t count,
     size_t es = shoal_dtype_size(dtype);
     int    st;
 
-    if ((st = shi_window_usable(win, "window_put")) != SHOAL_OK
-        || (st = shi_window_check_rank(win, "window_put", "dst", dst))
-            != SHOAL_OK) {
+    if ((st = usable_for(win, "window_put", "dst", dst)) != SHOAL_OK) {
         return st;
     }
     if (es == 0 || es != win->elem) {
@@ -437,9 +428,7 @@ shoal_window_access_of(shoal_window *win, int peer)
 {
     int st;
 
-    if ((st = shi_window_usable(win, "window_access")) != SHOAL_OK
-        || (st = shi_window_check_rank(win, "window_access", "peer", peer))
-            != SHOAL_OK) {
+    if ((st = usable_for(win, "window_access", "peer", peer)) != SHOAL_OK) {
         return st;
     }
     shoal_window *via = shi_window_route(win, &peer);
@@ -461,9 +450,7 @@ shoal_window_peer_ptr(shoal_window *win, int peer, void **out)
         return shi_error(SHOAL_EINVAL, "window_peer_ptr: out is NULL");
     }
     *out = NULL;
-    if ((st = shi_window_usable(win, "window_peer_ptr")) != SHOAL_OK
-        || (st = shi_window_check_rank(win, "window_peer_ptr", "peer", peer))
-            != SHOAL_OK) {
+    if ((st = usable_for(win, "window_peer_ptr", "peer", peer)) != SHOAL_OK) {
         return st;
     }
     shoal_window *via = shi_window_route(win, &peer);
