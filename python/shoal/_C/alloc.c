@@ -20,15 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dlpack.h"
-
 ext_block *ext_blocks; // every live block
-
-// A "dltensor" capsule's payload: the managed tensor and its shape.
-typedef struct {
-    ext_dl_managed managed;
-    int64_t        shape[]; // ndim entries
-} block_export;
 
 int
 ext_block_defer_destroy(ext_comm *comm, shoal_comm *handle)
@@ -148,132 +140,28 @@ block_getbuffer(ext_block *self, Py_buffer *view, int flags)
         (Py_ssize_t) self->nbytes, 0, flags);
 }
 
-// The consumer (torch) calls this when its tensor's storage dies, from
-// whatever thread drops it last, with or without the GIL.
-static void
-block_export_deleter(ext_dl_managed *managed)
-{
-    PyGILState_STATE gil;
-
-    if (!Py_IsInitialized()) {
-        return; // the interpreter is gone; the process is ending
-    }
-    gil = PyGILState_Ensure();
-    Py_XDECREF((PyObject *) managed->manager_ctx);
-    PyMem_RawFree(managed);
-    PyGILState_Release(gil);
-}
-
-// A capsule nobody consumed still owns its tensor.
-static void
-block_capsule_destructor(PyObject *capsule)
-{
-    ext_dl_managed *managed;
-
-    if (!PyCapsule_IsValid(capsule, "dltensor")) {
-        return; // renamed "used_dltensor": the consumer owns it now
-    }
-    managed = PyCapsule_GetPointer(capsule, "dltensor");
-    if (managed != NULL && managed->deleter != NULL) {
-        managed->deleter(managed);
-    }
-}
-
-// Reads the shape tuple into `shape`; returns the element count or -1.
-static int64_t
-block_parse_shape(PyObject *seq, int ndim, int64_t *shape)
-{
-    int64_t count = 1;
-
-    for (int i = 0; i < ndim; i++) {
-        long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
-
-        if (d == -1 && PyErr_Occurred()) {
-            return -1;
-        }
-        if (d < 0) {
-            ext_invalid("dlpack: shape[%d] = %lld is negative", i, d);
-            return -1;
-        }
-        shape[i] = d;
-        if (d != 0 && count > INT64_MAX / d) {
-            ext_invalid("dlpack: shape is too large");
-            return -1;
-        }
-        count *= d;
-    }
-    return count;
-}
-
 // dlpack(shape, code, bits, offset=0): a "dltensor" capsule over the
 // block, C-contiguous, starting `offset` bytes in.
 static PyObject *
 block_dlpack(ext_block *self, PyObject *args, PyObject *kwargs)
 {
-    static char  *names[] = { "shape", "code", "bits", "offset", NULL };
-    PyObject     *shape_obj, *seq, *capsule;
-    int           code, bits, ndim;
-    Py_ssize_t    offset = 0;
-    int64_t       count;
-    block_export *ex;
+    static char *names[] = { "shape", "code", "bits", "offset", NULL };
+    PyObject    *shape;
+    int          code, bits;
+    Py_ssize_t   offset = 0;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oii|n:dlpack", names,
-            &shape_obj, &code, &bits, &offset)) {
+            &shape, &code, &bits, &offset)) {
         return NULL;
     }
     if (self->ptr == NULL) {
         return ext_invalid("dlpack: the block was released");
     }
-    if (bits <= 0 || bits % 8 != 0 || bits > 128 || code < 0 || code > 255) {
-        return ext_invalid("dlpack: bad dtype (code %d, %d bits)", code, bits);
+    if (offset < 0) {
+        return ext_invalid("dlpack: offset must be >= 0");
     }
-    seq = PySequence_Fast(shape_obj, "dlpack: shape must be a sequence");
-    if (seq == NULL) {
-        return NULL;
-    }
-    ndim = (int) PySequence_Fast_GET_SIZE(seq);
-    ex   = PyMem_RawCalloc(1, sizeof(*ex) + (size_t) ndim * sizeof(int64_t));
-    if (ex == NULL) {
-        Py_DECREF(seq);
-        return PyErr_NoMemory();
-    }
-    count = block_parse_shape(seq, ndim, ex->shape);
-    Py_DECREF(seq);
-    if (count >= 0 && offset >= 0
-        && ((uint64_t) offset > self->nbytes
-            || (uint64_t) count > (self->nbytes - (uint64_t) offset)
-                    / (uint64_t) (bits / 8))) {
-        ext_invalid("dlpack: %lld elements of %d bits at offset %zd do not "
-                    "fit a block of %zu bytes",
-            (long long) count, bits, offset, self->nbytes);
-        count = -1;
-    }
-    if (count < 0 || offset < 0) {
-        if (!PyErr_Occurred()) {
-            ext_invalid("dlpack: offset must be >= 0");
-        }
-        PyMem_RawFree(ex);
-        return NULL;
-    }
-    ex->managed.dl_tensor = (ext_dl_tensor) {
-        .data   = (char *) self->ptr + offset,
-        .device = { .device_type = EXT_DL_CPU, .device_id = 0 },
-        .ndim   = ndim,
-        .dtype
-        = { .code = (uint8_t) code, .bits = (uint8_t) bits, .lanes = 1 },
-        .shape       = ex->shape,
-        .strides     = NULL,
-        .byte_offset = 0,
-    };
-    ex->managed.manager_ctx = Py_NewRef(self);
-    ex->managed.deleter     = block_export_deleter;
-    capsule
-        = PyCapsule_New(&ex->managed, "dltensor", block_capsule_destructor);
-    if (capsule == NULL) {
-        Py_DECREF(self);
-        PyMem_RawFree(ex);
-    }
-    return capsule;
+    return ext_dlpack_export(self->ptr, self->nbytes, (size_t) offset, shape,
+        code, bits, (PyObject *) self, "dlpack");
 }
 
 static PyObject *

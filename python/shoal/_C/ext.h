@@ -143,6 +143,15 @@ int ext_block_defer_destroy(ext_comm *comm, shoal_comm *handle);
 // are. Returns None, or NULL with an exception.
 PyObject *ext_block_release_at_exit(PyObject *cls, PyObject *unused);
 
+// ---- DLPack export (dlpack_export.c) --------------------------------------
+
+// A "dltensor" capsule viewing `offset` bytes into [base, base + nbytes)
+// as a C-contiguous array of `shape` (a sequence of ints) and DLPack type
+// (code, bits), which must fit; the array keeps `owner` alive. `what`
+// prefixes error messages. A new reference, or NULL with an exception.
+PyObject *ext_dlpack_export(unsigned char *base, size_t nbytes, size_t offset,
+    PyObject *shape, int code, int bits, PyObject *owner, const char *what);
+
 // ---- Window (window.c) ---------------------------------------------------
 
 extern PyTypeObject ext_window_type;

@@ -12,8 +12,6 @@
 
 #include <stdlib.h>
 
-#include "dlpack.h"
-
 typedef struct {
     PyObject_HEAD ext_comm *comm; // strong reference
     shoal_window           *win;
@@ -263,101 +261,6 @@ window_access(ext_window *self, PyObject *args)
 // ---- peer views
 // -------------------------------------------------------------
 
-typedef struct {
-    ext_dl_managed managed;
-    int64_t        shape[]; // ndim entries
-} window_export;
-
-static void
-window_export_deleter(ext_dl_managed *managed)
-{
-    PyGILState_STATE gil = PyGILState_Ensure();
-
-    Py_XDECREF((PyObject *) managed->manager_ctx);
-    PyMem_RawFree(managed);
-    PyGILState_Release(gil);
-}
-
-static void
-window_capsule_destructor(PyObject *capsule)
-{
-    ext_dl_managed *managed;
-
-    if (!PyCapsule_IsValid(capsule, "dltensor")) {
-        return; // consumed: the array owns it
-    }
-    managed = PyCapsule_GetPointer(capsule, "dltensor");
-    if (managed != NULL && managed->deleter != NULL) {
-        managed->deleter(managed);
-    }
-}
-
-// A capsule over `data`: `shape` (a sequence of ints) of DLPack type
-// (code, bits), which must fit the registered bytes.
-static PyObject *
-window_capsule(
-    ext_window *self, void *data, PyObject *shape_obj, int code, int bits)
-{
-    size_t         limit = shoal_window_bytes(self->win);
-    PyObject      *seq, *capsule;
-    window_export *ex;
-    uint64_t       count = 1;
-    int            ndim;
-
-    if (bits <= 0 || bits % 8 != 0 || bits > 128 || code < 0 || code > 255) {
-        return ext_invalid(
-            "peer_dlpack: bad dtype (code %d, %d bits)", code, bits);
-    }
-    if ((seq = PySequence_Fast(shape_obj, "shape must be a sequence"))
-        == NULL) {
-        return NULL;
-    }
-    ndim = (int) PySequence_Fast_GET_SIZE(seq);
-    ex   = PyMem_RawCalloc(1, sizeof(*ex) + (size_t) ndim * sizeof(int64_t));
-    if (ex == NULL) {
-        Py_DECREF(seq);
-        return PyErr_NoMemory();
-    }
-    for (int i = 0; i < ndim; i++) {
-        long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
-        if ((d == -1 && PyErr_Occurred()) || d < 0
-            || (d > 0 && count > limit / (uint64_t) d)) {
-            Py_DECREF(seq);
-            PyMem_RawFree(ex);
-            return PyErr_Occurred() ? NULL
-                                    : ext_invalid("peer_dlpack: bad shape");
-        }
-        ex->shape[i] = d;
-        count *= (uint64_t) d;
-    }
-    Py_DECREF(seq);
-    if (count > limit / (uint64_t) (bits / 8)) {
-        PyMem_RawFree(ex);
-        return ext_invalid("peer_dlpack: %llu elements of %d bits exceed the "
-                           "window's %zu bytes",
-            (unsigned long long) count, bits, limit);
-    }
-    ex->managed.dl_tensor = (ext_dl_tensor) {
-        .data   = data,
-        .device = { .device_type = EXT_DL_CPU, .device_id = 0 },
-        .ndim   = ndim,
-        .dtype
-        = { .code = (uint8_t) code, .bits = (uint8_t) bits, .lanes = 1 },
-        .shape       = ex->shape,
-        .strides     = NULL,
-        .byte_offset = 0,
-    };
-    ex->managed.manager_ctx = Py_NewRef(self);
-    ex->managed.deleter     = window_export_deleter;
-    capsule
-        = PyCapsule_New(&ex->managed, "dltensor", window_capsule_destructor);
-    if (capsule == NULL) {
-        Py_DECREF(self);
-        PyMem_RawFree(ex);
-    }
-    return capsule;
-}
-
 // peer_dlpack(peer, shape, code, bits) -> a DLPack capsule over peer's
 // registered memory
 static PyObject *
@@ -375,7 +278,8 @@ window_peer_dlpack(ext_window *self, PyObject *args)
     if (st != SHOAL_OK) {
         return ext_raise_status(st, NULL);
     }
-    return window_capsule(self, ptr, shape, code, bits);
+    return ext_dlpack_export(ptr, shoal_window_bytes(self->win), 0, shape,
+        code, bits, (PyObject *) self, "peer_dlpack");
 }
 
 static PyObject *
