@@ -89,54 +89,6 @@ static const perf_measure_ops exchange_ops = {
     .divisor = 1.0,
 };
 
-static int
-exchange_table(perf_ctx *c, perf_pattern *pat)
-{
-    double bw_sum = 0, wrong_sum = 0;
-    int    bw_n = 0;
-
-    if (c->rank == 0) {
-        perf_print_table_header("sendrecv",
-            "# Rank r sends to rank r+1 and receives from rank r-1 at once "
-            "(irecv + isend,\n"
-            "# wait both). in-place: N/A (shoal forbids receiving into a "
-            "buffer a pending\n"
-            "# send still reads). vs_memcpy = out-of-place busbw / memcpy "
-            "GB/s at that size.\n");
-    }
-    for (int i = 0; i < c->sizes.n; i++) {
-        perf_row row   = { .bytes = c->sizes.bytes[i],
-              .count              = count_of(c, i),
-              .type               = shoal_dtype_name(c->o->dtype),
-              .redop              = "none",
-              .root               = -1,
-              .vs_memcpy          = -1 };
-        double   wrong = 0;
-        int rc = perf_measure(c, &exchange_ops, pat, i, &row.oop.t, &wrong);
-        if (rc != SHOAL_OK) {
-            return rc;
-        }
-        if (c->rank != 0) {
-            continue;
-        }
-        row.oop.valid = 1;
-        row.oop.wrong = c->o->check ? wrong : -1;
-        perf_half_bandwidth(&row.oop, row.bytes, 1.0);
-        if (c->memcpy_gbps[i] > 0 && row.bytes > 0) {
-            row.vs_memcpy = row.oop.busbw / c->memcpy_gbps[i];
-        }
-        perf_print_row(&row);
-        wrong_sum += wrong;
-        bw_sum += row.oop.busbw;
-        bw_n++;
-    }
-    if (c->rank == 0) {
-        perf_print_table_footer("sendrecv", wrong_sum, bw_sum, bw_n);
-        c->wrong_total += wrong_sum;
-    }
-    return SHOAL_OK;
-}
-
 // --- half round trip -------------------------------------------------------
 
 static void
@@ -195,51 +147,17 @@ static const perf_measure_ops pingpong_ops = {
     .divisor = 2.0 * PINGPONG_BATCH,
 };
 
-static int
-pingpong_table(perf_ctx *c, perf_pattern *pat)
+static void
+pingpong_describe(void)
 {
-    if (c->rank == 0) {
-        printf("#\n# sendrecv half round trip (ranks 0 <-> 1)\n"
-               "# One sample: after a barrier rank 0 sends `size` bytes to "
-               "rank 1, which sends\n"
-               "# them back, %d times (blocking shoal_send/shoal_recv); "
-               "time = sample / %d on\n"
-               "# each of the two ranks, then median over iterations of the "
-               "max.\n",
-            PINGPONG_BATCH, 2 * PINGPONG_BATCH);
-        printf("#       size         count      type     time      min      "
-               "p90  #wrong\n"
-               "#        (B)    (elements)               (us)     (us)     "
-               "(us)\n");
-    }
-    for (int i = 0; i < c->sizes.n && c->sizes.bytes[i] <= PINGPONG_MAX; i++) {
-        perf_stats st;
-        double     wrong = 0;
-        int        rc    = perf_measure(c, &pingpong_ops, pat, i, &st, &wrong);
-        if (rc != SHOAL_OK) {
-            return rc;
-        }
-        if (c->rank != 0) {
-            continue;
-        }
-        char t[32], a[32], b[32], w[32];
-        perf_format_us(t, sizeof(t), st.median);
-        perf_format_us(a, sizeof(a), st.min);
-        perf_format_us(b, sizeof(b), st.p90);
-        if (c->o->check) {
-            snprintf(w, sizeof(w), "%.0f", wrong);
-        } else {
-            snprintf(w, sizeof(w), "N/A");
-        }
-        printf("%12zu  %12zu  %8s  %7s  %7s  %7s  %6s\n", c->sizes.bytes[i],
-            count_of(c, i), shoal_dtype_name(c->o->dtype), t, a, b, w);
-        c->wrong_total += wrong;
-    }
-    if (c->rank == 0) {
-        printf("#\n");
-        fflush(stdout);
-    }
-    return SHOAL_OK;
+    printf("#\n# sendrecv half round trip (ranks 0 <-> 1)\n"
+           "# One sample: after a barrier rank 0 sends `size` bytes to "
+           "rank 1, which sends\n"
+           "# them back, %d times (blocking shoal_send/shoal_recv); "
+           "time = sample / %d on\n"
+           "# each of the two ranks, then median over iterations of the "
+           "max.\n",
+        PINGPONG_BATCH, 2 * PINGPONG_BATCH);
 }
 
 int
@@ -255,9 +173,19 @@ perf_bench_sendrecv(perf_ctx *c)
         }
         return SHOAL_OK;
     }
-    rc = exchange_table(c, &pat);
+    rc = perf_exchange_table(c, "sendrecv",
+        "# Rank r sends to rank r+1 and receives from rank r-1 at once "
+        "(irecv + isend,\n"
+        "# wait both). in-place: N/A (shoal forbids receiving into a "
+        "buffer a pending\n"
+        "# send still reads). vs_memcpy = out-of-place busbw / memcpy "
+        "GB/s at that size.\n",
+        &exchange_ops, &pat);
     if (rc == SHOAL_OK) {
-        rc = pingpong_table(c, &pat);
+        if (c->rank == 0) {
+            pingpong_describe();
+        }
+        rc = perf_round_trip_table(c, &pingpong_ops, &pat, PINGPONG_MAX);
     }
     return rc;
 }

@@ -88,53 +88,6 @@ static const perf_measure_ops exchange_ops = {
     .divisor = 1.0,
 };
 
-static int
-exchange_table(perf_ctx *c, put_bench *b)
-{
-    double bw_sum = 0, wrong_sum = 0;
-    int    bw_n = 0;
-
-    if (c->rank == 0) {
-        perf_print_table_header("put",
-            "# Rank r puts into rank r+1's window, signals it, and waits for "
-            "rank r-1's\n"
-            "# signal (shoal_window_put, _signal, _wait_signal). in-place: "
-            "N/A. vs_memcpy =\n"
-            "# busbw / memcpy GB/s at that size.\n");
-    }
-    for (int i = 0; i < c->sizes.n; i++) {
-        perf_row row   = { .bytes = c->sizes.bytes[i],
-              .count              = count_of(c, i),
-              .type               = shoal_dtype_name(c->o->dtype),
-              .redop              = "none",
-              .root               = -1,
-              .vs_memcpy          = -1 };
-        double   wrong = 0;
-        int      rc = perf_measure(c, &exchange_ops, b, i, &row.oop.t, &wrong);
-        if (rc != SHOAL_OK) {
-            return rc;
-        }
-        if (c->rank != 0) {
-            continue;
-        }
-        row.oop.valid = 1;
-        row.oop.wrong = c->o->check ? wrong : -1;
-        perf_half_bandwidth(&row.oop, row.bytes, 1.0);
-        if (c->memcpy_gbps[i] > 0 && row.bytes > 0) {
-            row.vs_memcpy = row.oop.busbw / c->memcpy_gbps[i];
-        }
-        perf_print_row(&row);
-        wrong_sum += wrong;
-        bw_sum += row.oop.busbw;
-        bw_n++;
-    }
-    if (c->rank == 0) {
-        perf_print_table_footer("put", wrong_sum, bw_sum, bw_n);
-        c->wrong_total += wrong_sum;
-    }
-    return SHOAL_OK;
-}
-
 // --- half round trip -------------------------------------------------------
 
 static void
@@ -200,7 +153,7 @@ static const perf_measure_ops pingpong_ops = {
 };
 
 static void
-pingpong_header(const perf_ctx *c)
+pingpong_describe(void)
 {
     printf("#\n# put half round trip (ranks 0 <-> 1)\n"
            "# One sample: after a barrier rank 0 puts `size` bytes into rank "
@@ -210,47 +163,6 @@ pingpong_header(const perf_ctx *c)
            "# time = sample / %d, then median over iterations of the max "
            "over ranks.\n",
         PINGPONG_BATCH, 2 * PINGPONG_BATCH);
-    printf("#       size         count      type     time      min      "
-           "p90  #wrong\n"
-           "#        (B)    (elements)               (us)     (us)     "
-           "(us)\n");
-    (void) c;
-}
-
-static int
-pingpong_table(perf_ctx *c, put_bench *b)
-{
-    if (c->rank == 0) {
-        pingpong_header(c);
-    }
-    for (int i = 0; i < c->sizes.n && c->sizes.bytes[i] <= PINGPONG_MAX; i++) {
-        perf_stats st;
-        double     wrong = 0;
-        int        rc    = perf_measure(c, &pingpong_ops, b, i, &st, &wrong);
-        if (rc != SHOAL_OK) {
-            return rc;
-        }
-        if (c->rank != 0) {
-            continue;
-        }
-        char t[32], lo[32], hi[32], w[32];
-        perf_format_us(t, sizeof(t), st.median);
-        perf_format_us(lo, sizeof(lo), st.min);
-        perf_format_us(hi, sizeof(hi), st.p90);
-        if (c->o->check) {
-            snprintf(w, sizeof(w), "%.0f", wrong);
-        } else {
-            snprintf(w, sizeof(w), "N/A");
-        }
-        printf("%12zu  %12zu  %8s  %7s  %7s  %7s  %6s\n", c->sizes.bytes[i],
-            count_of(c, i), shoal_dtype_name(c->o->dtype), t, lo, hi, w);
-        c->wrong_total += wrong;
-    }
-    if (c->rank == 0) {
-        printf("#\n");
-        fflush(stdout);
-    }
-    return SHOAL_OK;
 }
 
 int
@@ -274,9 +186,18 @@ perf_bench_put(perf_ctx *c)
         shoal_window_free(b.win);
         return perf_fail(c, "window register", rc);
     }
-    rc = exchange_table(c, &b);
+    rc = perf_exchange_table(c, "put",
+        "# Rank r puts into rank r+1's window, signals it, and waits for "
+        "rank r-1's\n"
+        "# signal (shoal_window_put, _signal, _wait_signal). in-place: "
+        "N/A. vs_memcpy =\n"
+        "# busbw / memcpy GB/s at that size.\n",
+        &exchange_ops, &b);
     if (rc == SHOAL_OK) {
-        rc = pingpong_table(c, &b);
+        if (c->rank == 0) {
+            pingpong_describe();
+        }
+        rc = perf_round_trip_table(c, &pingpong_ops, &b, PINGPONG_MAX);
     }
     if (rc == SHOAL_OK) {
         rc = shoal_window_deregister(b.win);

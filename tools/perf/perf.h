@@ -238,6 +238,15 @@ void perf_print_table_footer(
 // bus factor of the operation.
 void perf_half_bandwidth(perf_half *h, size_t bytes, double bus_factor);
 
+// The point-to-point benchmarks' tables (pair_tables.c), every rank
+// calling: the ring exchange of `m` at every size, under `op`'s header
+// with `notes`; and the half round trip's rows (after the caller's
+// description) for sizes up to max_bytes.
+int perf_exchange_table(perf_ctx *c, const char *op, const char *notes,
+    const perf_measure_ops *m, void *arg);
+int perf_round_trip_table(
+    perf_ctx *c, const perf_measure_ops *m, void *arg, size_t max_bytes);
+
 // A collective measured by the shared table loop of bench_coll.c. Sizes
 // follow nccl-tests: for the collectives with size_is_total, `size` is the
 // total (every rank's block together: allgather's receive buffer,
