@@ -68,15 +68,19 @@ ops_begin(ops_call *c, ext_comm *self, long long timeout_ms)
     return ext_comm_check_open(self);
 }
 
-// Gives the per-call deadline to the operation issued next, right before
-// it (it travels with that operation; nothing else on any thread sees it).
+void
+ext_call_deadline(long long timeout_ms)
+{
+    if (timeout_ms > 0) {
+        shoal_call_opts opts = { .timeout_ms = timeout_ms };
+        shoal_next_call_opts(&opts);
+    }
+}
+
 static void
 ops_deadline(ops_call *c)
 {
-    if (c->timeout_ms > 0) {
-        shoal_call_opts opts = { .timeout_ms = c->timeout_ms };
-        shoal_next_call_opts(&opts);
-    }
+    ext_call_deadline(c->timeout_ms);
 }
 
 // Wraps the request issued with status c->st. Releases a and b (the Work

@@ -75,6 +75,11 @@ int ext_comm_init(void);
 // Returns 0, or -1 with an exception when the communicator was finalized.
 int ext_comm_check_open(ext_comm *self);
 
+// Gives a per-call deadline (ms; <= 0: none) to the operation this thread
+// issues next, right before it (it travels with that operation; nothing
+// else on any thread sees it).
+void ext_call_deadline(long long timeout_ms);
+
 // ---- Work (work.c) --------------------------------------------------------
 
 typedef struct ext_work {

@@ -83,10 +83,7 @@ window_collective(ext_window *self, int reg, ext_buffer *b, long long timeout)
 {
     int st;
 
-    if (timeout > 0) {
-        shoal_call_opts opts = { .timeout_ms = timeout };
-        shoal_next_call_opts(&opts);
-    }
+    ext_call_deadline(timeout);
     Py_BEGIN_ALLOW_THREADS st = reg
         ? shoal_window_register(self->win, b->data, b->count, b->dtype)
         : shoal_window_deregister(self->win);
@@ -138,15 +135,6 @@ window_deregister(ext_window *self, PyObject *args)
     return res;
 }
 
-static void
-window_deadline(long long timeout)
-{
-    if (timeout > 0) {
-        shoal_call_opts opts = { .timeout_ms = timeout };
-        shoal_next_call_opts(&opts);
-    }
-}
-
 // Wraps a request just issued (status st) in a Work keeping `keep`.
 static PyObject *
 window_work(ext_window *self, int st, shoal_request *req, PyObject *keep)
@@ -194,7 +182,7 @@ window_put(ext_window *self, PyObject *args)
     if ((b = ext_buffer_arg(obj, 0, "put: the tensor")) == NULL) {
         return NULL;
     }
-    window_deadline(timeout);
+    ext_call_deadline(timeout);
     if (blocking) {
         Py_BEGIN_ALLOW_THREADS st = shoal_window_put(
             self->win, b->data, b->count, b->dtype, dst, (size_t) offset);
@@ -222,7 +210,7 @@ window_signal_like(ext_window *self, PyObject *args, int wait)
         || window_usable(self) < 0) {
         return NULL;
     }
-    window_deadline(timeout);
+    ext_call_deadline(timeout);
     if (blocking) {
         Py_BEGIN_ALLOW_THREADS st = wait
             ? shoal_window_wait_signal(self->win, rank)
