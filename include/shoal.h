@@ -239,6 +239,28 @@ SHOAL_API int shoal_comm_algorithms(
 SHOAL_API int shoal_comm_algorithm_for(
     shoal_comm *comm, const char *collective, size_t bytes, const char **name);
 
+// The cost model of `algorithm` running `collective` on `bytes` bytes
+// (as shoal_comm_algorithm_for counts them) on this communicator: into
+// coef[0] the latency rounds (alpha), coef[1] the bytes the busiest rank
+// moves (beta), coef[2] the bytes a rank reduces (gamma), so that a
+// machine's time is alpha * coef[0] + beta * coef[1] + gamma * coef[2].
+// For fitting alpha, beta and gamma to measurements (shoal-tune) and for
+// predicting times. Errors: SHOAL_EINVAL (unknown collective, NULL
+// arguments), SHOAL_ENOTSUP (the algorithm cannot run it here).
+SHOAL_API int shoal_comm_algorithm_cost(shoal_comm *comm,
+    const char *collective, const char *algorithm, size_t bytes,
+    double coef[3]);
+
+// The number of hosts `comm` spans (the "hosts" field of tuning rules).
+// Errors: SHOAL_EINVAL (NULL comm).
+SHOAL_API int shoal_comm_hosts(const shoal_comm *comm);
+
+// The tuning file communicators read (rank 0, at creation):
+// SHOAL_TUNING_FILE, else $XDG_CACHE_HOME/shoal/tuning, else
+// ~/.cache/shoal/tuning; into buf. Returns buf, or NULL when no path can
+// be formed (no HOME) or it does not fit in len bytes.
+SHOAL_API const char *shoal_tuning_file_path(char *buf, size_t len);
+
 // Aborts the communicator on every rank: operations in flight and later
 // ones fail with SHOAL_EABORTED, and a message naming this rank and
 // `reason` (NULL: "aborted by the application"). Does not block; the

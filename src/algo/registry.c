@@ -164,3 +164,24 @@ shi_algo_by_name(const char *name, size_t n)
     }
     return SHI_ALGO_NONE;
 }
+
+int
+shi_algo_cost_on(const shoal_comm *comm, shi_coll coll, shi_algo algo,
+    size_t bytes, shi_cost *out)
+{
+    const shi_algo_desc *row = NULL;
+
+    if (algo > SHI_ALGO_NONE && algo < SHI_ALGO_COUNT
+        && (comm->algos_available & SHI_ALGO_BIT(algo))) {
+        row = shi_algo_find(coll, algo);
+    }
+    if (row == NULL || row->cost == NULL) {
+        return -1;
+    }
+    shi_cost_call call = { .bytes = bytes,
+        .nranks                   = comm->size,
+        .slab_bytes = comm->mapped != NULL ? comm->mapped->slab_bytes : 0 };
+    out->alpha = out->beta = out->gamma = 0;
+    row->cost(&call, out);
+    return 0;
+}

@@ -89,6 +89,11 @@ typedef struct shi_algo_desc {
 // The row for (coll, algo), or NULL if that algorithm cannot run it.
 const shi_algo_desc *shi_algo_find(shi_coll coll, shi_algo algo);
 
+// The cost of `algo` running `coll` on `bytes` bytes on `comm` (its ranks
+// and staging slab) into *out. Returns 0, or -1 when `comm` cannot run it.
+int shi_algo_cost_on(const shoal_comm *comm, shi_coll coll, shi_algo algo,
+    size_t bytes, shi_cost *out);
+
 // Every row, for enumeration (tuning, tests): *n rows.
 const shi_algo_desc *shi_algo_rows(int *n);
 

@@ -204,10 +204,33 @@ shi_algo
 shi_select(const shi_select_table *t, shi_coll coll, size_t bytes, int nranks,
     unsigned available)
 {
+    shi_rule_source source;
+
+    return shi_select_why(t, coll, bytes, nranks, available, &source);
+}
+
+const char *
+shi_rule_source_name(int source)
+{
+    static const char *const names[SHI_RULE_SOURCES] = {
+        [SHI_RULE_BUILTIN] = "built-in table",
+        [SHI_RULE_FILE]    = "tuning file",
+        [SHI_RULE_ENV]     = "SHOAL_ALGO",
+        [SHI_RULE_CALL]    = "the call's options",
+    };
+
+    return source >= 0 && source < SHI_RULE_SOURCES ? names[source] : NULL;
+}
+
+shi_algo
+shi_select_why(const shi_select_table *t, shi_coll coll, size_t bytes,
+    int nranks, unsigned available, shi_rule_source *source)
+{
     // An algorithm that cannot run `coll` is never chosen, whatever a
     // hand-built table says.
     unsigned usable = available & shi_algos_for(coll);
 
+    *source = SHI_RULE_BUILTIN;
     if (usable == 0) {
         return SHI_ALGO_NONE;
     }
@@ -215,6 +238,7 @@ shi_select(const shi_select_table *t, shi_coll coll, size_t bytes, int nranks,
         const shi_select_rule *r = &t->rules[i];
         if (select_rule_matches(r, coll, bytes, nranks)
             && select_usable(r->algo, usable)) {
+            *source = (shi_rule_source) r->source;
             return r->algo;
         }
     }
@@ -571,6 +595,13 @@ select_parse_segment(shi_select_table *out, select_span seg)
 int
 shi_select_parse(shi_select_table *t, const char *spec)
 {
+    return shi_select_parse_as(t, spec, SHI_RULE_ENV);
+}
+
+int
+shi_select_parse_as(
+    shi_select_table *t, const char *spec, shi_rule_source source)
+{
     shi_select_table add;
     select_span      rest, seg;
 
@@ -601,6 +632,9 @@ shi_select_parse(shi_select_table *t, const char *spec)
             "SHOAL_ALGO: %d rules do not fit before the table's %d (at most "
             "%d in all)",
             add.nrules, t->nrules, SHI_SELECT_MAX_RULES);
+    }
+    for (int i = 0; i < add.nrules; i++) {
+        add.rules[i].source = (int) source;
     }
     memmove(t->rules + add.nrules, t->rules,
         (size_t) t->nrules * sizeof(t->rules[0]));

@@ -51,11 +51,24 @@ typedef enum shi_algo {
 
 #define SHI_SELECT_MAX_RULES 512
 
+// Where a rule came from (said in SHOAL_DEBUG=INFO logs).
+typedef enum shi_rule_source {
+    SHI_RULE_BUILTIN = 0, // the built-in table
+    SHI_RULE_FILE, // a tuning file (tuning.h)
+    SHI_RULE_ENV, // SHOAL_ALGO
+    SHI_RULE_CALL, // the call's own options (shoal_call_opts.algo)
+    SHI_RULE_SOURCES
+} shi_rule_source;
+
+// "built-in table", "tuning file", ...
+const char *shi_rule_source_name(int source);
+
 typedef struct shi_select_rule {
     shi_coll coll;
     shi_algo algo;
     size_t   lo, hi; // bytes, [lo, hi); hi == SIZE_MAX: open
     int      min_ranks, max_ranks; // 0: any
+    int      source; // shi_rule_source
 } shi_select_rule;
 
 typedef struct shi_select_table {
@@ -87,6 +100,11 @@ void shi_select_defaults(shi_select_table *t);
 // collective, a malformed range); the table is unchanged then.
 int shi_select_parse(shi_select_table *t, const char *spec);
 
+// The same, marking the new rules as coming from `source`
+// (shi_select_parse: SHI_RULE_ENV).
+int shi_select_parse_as(
+    shi_select_table *t, const char *spec, shi_rule_source source);
+
 // The collective whose rules select the algorithm of an operation kind
 // (enum shi_op_kind in core/request.h): all_gather_v selects as
 // all_gather, and so on. Kinds without collective (send, recv) give
@@ -100,6 +118,11 @@ shi_coll shi_coll_of_op(int op_kind);
 // collective with at least one available algorithm.
 shi_algo shi_select(const shi_select_table *t, shi_coll coll, size_t bytes,
     int nranks, unsigned available);
+
+// shi_select, also saying in *source which rules chose (the built-in ones
+// when no rule of the table matched).
+shi_algo shi_select_why(const shi_select_table *t, shi_coll coll, size_t bytes,
+    int nranks, unsigned available, shi_rule_source *source);
 
 // Prints the table in SHOAL_ALGO syntax (for logs; shi_select_parse reads it
 // back to the same rules). Like snprintf: writes at most len bytes with a

@@ -1,6 +1,7 @@
 // Public entry points of the collectives with two buffers: argument and
 // overlap checks, the choice of algorithm, then a request for the engine.
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +9,10 @@
 #include "algo/kernels/reduce.h"
 #include "algo/registry.h"
 #include "algo/select.h"
+#include "algo/tuning.h"
 #include "core/clock.h"
 #include "core/engine.h"
+#include "core/log.h"
 #include "core/op_props.h"
 #include "core/ops.h"
 
@@ -201,6 +204,59 @@ forced_algo(
     return SHOAL_OK;
 }
 
+_Static_assert(
+    SHI_COLL_COUNT <= SHI_COMM_COLLS, "comm.h's algo_noted is short");
+_Static_assert(SHI_ALGO_COUNT *SHI_RULE_SOURCES <= 64,
+    "algo_noted holds a bit per (algorithm, source)");
+
+// Says (SHOAL_DEBUG=INFO, rank 0) which rules chose an algorithm, the
+// first time a collective runs it by those rules on this communicator;
+// SHOAL_DEBUG=TRACE says it for every call.
+static void
+note_choice(shoal_comm *comm, const struct coll_call *c, int algo,
+    shi_rule_source source, size_t bytes)
+{
+    shi_coll coll = shi_coll_of_op(c->kind);
+    uint64_t bit  = UINT64_C(1) << (algo * SHI_RULE_SOURCES + (int) source);
+
+    if (comm->rank != 0 || coll >= SHI_COLL_COUNT
+        || !shi_log_enabled(SHI_LOG_INFO)) {
+        return;
+    }
+    int first = !(atomic_fetch_or(&comm->algo_noted[coll], bit) & bit);
+    if (first || shi_log_enabled(SHI_LOG_TRACE)) {
+        shi_log(first ? SHI_LOG_INFO : SHI_LOG_TRACE,
+            "communicator '%s': %s of %zu bytes on %d ranks runs %s, chosen "
+            "by %s%s",
+            comm->name, c->name, bytes, comm->size, shi_algo_name(algo),
+            shi_rule_source_name(source),
+            first ? " (said once per algorithm and source; "
+                    "SHOAL_DEBUG=TRACE says it for every call)"
+                  : "");
+    }
+}
+
+// The algorithm of a call: the call's own (opts.algo), else the table's.
+static int
+choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
+    size_t es, int *out)
+{
+    shi_rule_source source = SHI_RULE_CALL;
+    size_t          bytes  = selection_bytes(comm, c, es);
+    int             st;
+
+    if (forced != NULL) {
+        if ((st = forced_algo(comm, c, forced, out)) != SHOAL_OK) {
+            return st;
+        }
+    } else {
+        *out = shi_select_why(comm->select, shi_coll_of_op(c->kind), bytes,
+            comm->size, comm->algos_available, &source);
+    }
+    note_choice(comm, c, *out, source, bytes);
+    return SHOAL_OK;
+}
+
 static int
 coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
 {
@@ -224,13 +280,8 @@ coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
     req.sendbuf    = c->send;
     req.op         = c->op;
     req.timeout_ms = opts.timeout_ms;
-    if (opts.algo != NULL) {
-        if ((st = forced_algo(comm, c, opts.algo, &req.algo)) != SHOAL_OK) {
-            return st;
-        }
-    } else {
-        req.algo = shi_select(comm->select, shi_coll_of_op(c->kind),
-            selection_bytes(comm, c, es), comm->size, comm->algos_available);
+    if ((st = choose_algo(comm, c, opts.algo, es, &req.algo)) != SHOAL_OK) {
+        return st;
     }
     req.counts_hash
         = c->kind == SHI_OP_ALLTOALLV ? 0 : hash_counts(c->counts, comm->size);
@@ -554,4 +605,42 @@ shoal_comm_algorithm_for(
     *name = shi_algo_name(shi_select(comm->select, (shi_coll) coll, bytes,
         comm->size, comm->algos_available));
     return SHOAL_OK;
+}
+
+int
+shoal_comm_algorithm_cost(shoal_comm *comm, const char *collective,
+    const char *algorithm, size_t bytes, double coef[3])
+{
+    int      coll = coll_named(comm, "comm_algorithm_cost", collective);
+    shi_cost cost;
+
+    if (coll < 0) {
+        return coll;
+    }
+    if (algorithm == NULL || coef == NULL) {
+        return shi_error(
+            SHOAL_EINVAL, "comm_algorithm_cost: algorithm or coef is NULL");
+    }
+    if (shi_algo_cost_on(comm, (shi_coll) coll,
+            shi_algo_by_name(algorithm, strlen(algorithm)), bytes, &cost)
+        != 0) {
+        char have[256];
+        shi_algo_mask_names(
+            shi_algos_for((shi_coll) coll) & comm->algos_available, have,
+            sizeof(have));
+        return shi_error(SHOAL_ENOTSUP,
+            "comm_algorithm_cost: algorithm '%s' cannot run %s on "
+            "communicator '%s'; available: %s",
+            algorithm, collective, comm->name, have);
+    }
+    coef[0] = cost.alpha;
+    coef[1] = cost.beta;
+    coef[2] = cost.gamma;
+    return SHOAL_OK;
+}
+
+const char *
+shoal_tuning_file_path(char *buf, size_t len)
+{
+    return buf != NULL ? shi_tuning_path(buf, len) : NULL;
 }

@@ -132,6 +132,15 @@ count_hosts(const shoal_comm *comm)
     return n > 0 ? n : 1;
 }
 
+int
+shoal_comm_hosts(const shoal_comm *comm)
+{
+    if (comm == NULL) {
+        return shi_error(SHOAL_EINVAL, "comm_hosts: the communicator is NULL");
+    }
+    return count_hosts(comm);
+}
+
 // Rank 0's tuning file, as rules in SHOAL_ALGO syntax ("" for none); a
 // malformed file is ignored with one warning.
 static char *
@@ -200,7 +209,7 @@ shi_coll_agree_table(shoal_comm *comm, int64_t deadline)
             "SHOAL_ALGO differs from rank 0's; rank 0's applies: %s", spec);
     }
     if (st == SHOAL_OK) {
-        st = shi_select_parse(comm->select, tuning);
+        st = shi_select_parse_as(comm->select, tuning, SHI_RULE_FILE);
     }
     if (st == SHOAL_OK) {
         st = shi_select_parse(comm->select, spec);

@@ -13,6 +13,9 @@
 #include "shoal.h"
 #include "transport/transport.h"
 
+// Collectives the algorithm tables know (SHI_COLL_COUNT, algo/select.h).
+#define SHI_COMM_COLLS 9
+
 struct shi_select_table;
 struct shm_segment;
 struct shm_ctl;
@@ -125,6 +128,9 @@ struct shoal_comm {
     int                      cma_ok;
     unsigned                 algos_available;
     struct shi_select_table *select;
+    // Per collective, the (algorithm, rule source) pairs already named in
+    // an INFO line (coll_api.c), so each is said once per communicator.
+    _Atomic uint64_t algo_noted[SHI_COMM_COLLS];
     // The collective driver of the transport's class (coll_setup.c): one
     // step over the head collectives, and what an abort leaves to clean.
     int (*coll_step)(shoal_comm *comm);

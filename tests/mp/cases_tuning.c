@@ -81,3 +81,33 @@ mp_case_tuning(shoal_comm *comm, int argc, char **argv)
     unlink(path);
     return 0;
 }
+
+// tuned: the choices a communicator makes under SHOAL_TUNING_FILE (set by
+// the test to a file shoal-tune wrote), printed by rank 0 as
+// "choice COLLECTIVE BYTES ALGORITHM" for all_reduce and all_gather at
+// every power of two up to argv[0] bytes; then one all_reduce of 32 bytes.
+int
+mp_case_tuned(shoal_comm *comm, int argc, char **argv)
+{
+    static const char *colls[] = { "all_reduce", "all_gather" };
+    size_t             max     = argc > 0 ? strtoull(argv[0], NULL, 10) : 0;
+    shoal_comm        *sub;
+
+    // A split reads the file again, as any new communicator does.
+    MP_OK(shoal_comm_split(comm, 0, shoal_comm_rank(comm), &sub));
+    for (size_t c = 0; c < sizeof(colls) / sizeof(*colls); c++) {
+        for (size_t b = 8; b <= max && shoal_comm_rank(sub) == 0; b *= 2) {
+            const char *name = NULL;
+            MP_OK(shoal_comm_algorithm_for(sub, colls[c], b, &name));
+            printf("choice %s %zu %s\n", colls[c], b, name);
+        }
+    }
+    fflush(stdout);
+    // One call, so that SHOAL_DEBUG=INFO says who chose its algorithm.
+    float x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+    MP_OK(shoal_all_reduce(
+        sub, x, x, 8, SHOAL_FLOAT32, SHOAL_REDUCE_OP(SHOAL_SUM)));
+    MP_CHECK(x[7] == 16);
+    MP_OK(shoal_comm_destroy(sub));
+    return 0;
+}

@@ -33,6 +33,7 @@ static const struct {
     { "tp_mem", mp_case_tp_mem },
     { "window_ring", mp_case_window_ring },
     { "tuning", mp_case_tuning },
+    { "tuned", mp_case_tuned },
     { "forced_algo", mp_case_forced_algo },
     { "window_map", mp_case_window_map },
     { "window_errors", mp_case_window_errors },
