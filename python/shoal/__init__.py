@@ -33,6 +33,7 @@ from ._options import CommOptions
 from ._reduce_op import ReduceOp, RedOpType
 from ._work import Work
 from .window import WinAccessType, Window, WindowAttr, new_window
+from . import tune
 
 __version__ = "%d.%d.%d" % (_C.version() // 10000, _C.version() // 100 % 100,
                             _C.version() % 100)
@@ -45,6 +46,7 @@ __all__ = [
     "Work", "get_include", "get_library_dir", "new_comm",
     "empty", "empty_like", "is_shared", "share_memory_", "zeros",
     "zeros_like", "new_window", "Window", "WindowAttr", "WinAccessType",
+    "tune",
 ]
 
 

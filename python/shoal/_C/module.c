@@ -24,11 +24,27 @@ module_strerror(PyObject *mod, PyObject *arg)
     return PyUnicode_FromString(shoal_strerror((int) status));
 }
 
+static PyObject *
+module_tuning_file_path(PyObject *mod, PyObject *unused)
+{
+    char buf[4096];
+
+    (void) mod;
+    (void) unused;
+    if (shoal_tuning_file_path(buf, sizeof(buf)) == NULL) {
+        Py_RETURN_NONE;
+    }
+    return PyUnicode_DecodeFSDefault(buf);
+}
+
 static PyMethodDef module_methods[] = {
     { "version", module_version, METH_NOARGS,
         "libshoal's version as MAJOR * 10000 + MINOR * 100 + PATCH." },
     { "strerror", module_strerror, METH_O,
         "strerror(status): the sentence describing a shoal status." },
+    { "tuning_file_path", module_tuning_file_path, METH_NOARGS,
+        "The tuning file communicators read (SHOAL_TUNING_FILE or the "
+        "per-user default), or None when no path can be formed." },
     { NULL, NULL, 0, NULL },
 };
 

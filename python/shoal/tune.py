@@ -1,0 +1,378 @@
+"""Choosing between implementations by measuring them in lockstep on every
+rank (the collective autotuning of torch inductor, for any callable).
+
+``benchmark(fn, *args)`` times ``fn(*args)`` on every rank of a group at
+once: before every call the ranks meet, every call counts at its slowest
+rank's time, and the result is the median of those, in seconds, equal on
+every rank. ``select(choices, *args)`` benchmarks each candidate and
+returns the same winner on every rank, caching it per key.
+
+The group: a shoal.Comm, a torch ProcessGroup of backend "shoal" (both use
+the shoal communicator underneath) or of any other backend (its
+collectives with ``Work.wait(timeout)``, and the default store to name a
+rank that does not arrive), or None: torch's default group when
+torch.distributed is initialized.
+
+Failures:
+- A candidate that raises on some ranks after its own collectives
+  completed is excluded on every rank: the ranks exchange their status
+  after every call, so every rank learns of the failure at the next
+  exchange, and the tuning goes on (``select``), or every rank raises
+  CandidateError naming the ranks it failed on (``benchmark``).
+- A candidate that raises on one rank while the others are blocked inside
+  that candidate's own collective cannot be told apart from a dead rank:
+  the others stay blocked until ``timeout`` (or the collective's own
+  deadline, if shorter). The exchange then fails on every rank; a shoal
+  communicator is aborted by the deadline (its later operations raise
+  AbortedError), and every rank raises, the one that failed with its own
+  exception chained. Prefer candidates that validate their input before
+  their first collective.
+- A rank that never arrives (dead, or elsewhere in the program) makes
+  every other rank raise CommTimeoutError within ``timeout`` naming it.
+"""
+
+import contextlib
+import math
+import statistics
+import time
+
+from . import _C, _groups
+from ._reduce_op import ReduceOp
+
+__all__ = ["CandidateError", "benchmark", "select", "clear_cache",
+           "load_costs"]
+
+
+class CandidateError(_C.ShoalError):
+    """A benchmarked callable raised on some ranks (named in `ranks`)."""
+
+    def __init__(self, message, ranks=()):
+        super().__init__(message)
+        self.ranks = tuple(ranks)
+
+
+# ---- the lockstep exchange over a group --------------------------------------
+
+
+class _ShoalExchange:
+    """Exchanges over a shoal communicator: its own deadlines name a rank
+    that does not arrive, and abort the communicator."""
+
+    def __init__(self, comm):
+        self.comm = comm
+        self.rank, self.size = comm.get_rank(), comm.get_size()
+
+    @contextlib.contextmanager
+    def deadline(self, timeout):
+        """The communicator's operations (the candidates' too) get
+        `timeout` while tuning, so a candidate stuck on one rank ends."""
+        old = self.comm.get_timeout()
+        self.comm.set_timeout(timeout)
+        try:
+            yield
+        finally:
+            try:
+                self.comm.set_timeout(old)
+            except _C.ShoalError:  # finalized by a candidate
+                pass
+
+    def max(self, values, timeout):
+        import array
+        buf = array.array("d", values)
+        self.comm.all_reduce(buf, ReduceOp.MAX, timeout=timeout)
+        return list(buf)
+
+
+class _TorchExchange:
+    """Exchanges over a torch process group: an all_reduce waited on with
+    a deadline; each rank counts its arrivals in the default store first,
+    so that a deadline passed names the ranks that did not arrive."""
+
+    # Exchanges made so far per group name: every rank makes the same ones,
+    # so a rank whose count in the store is below ours has not arrived.
+    _seq = {}
+
+    def __init__(self, pg):
+        import torch.distributed as dist
+        self.dist, self.pg = dist, pg
+        self.rank, self.size = pg.rank(), pg.size()
+        try:
+            self.store = dist.distributed_c10d._get_default_store()
+        except Exception:  # not every setup has one: names are then vague
+            self.store = None
+        self.name = dist.distributed_c10d._get_process_group_name(pg)
+
+    def _key(self, rank):
+        return f"shoal.tune/{self.name}/{rank}/arrived"
+
+    def _missing(self):
+        if self.store is None:
+            return "some rank (no store to tell which)"
+        late = []
+        for r in range(self.size):
+            try:
+                n = int(self.store.add(self._key(r), 0))
+            except Exception:
+                n = -1
+            if n < self._seq[self.name]:
+                late.append(r)
+        return ("rank " + ", ".join(map(str, late)) if late
+                else "no rank (a rank left it early)")
+
+    @contextlib.contextmanager
+    def deadline(self, timeout):
+        """The group's operations (the candidates' too) get `timeout`
+        while tuning where the backend says its default (gloo), so a
+        candidate stuck on one rank ends; the old default comes back."""
+        import datetime
+        c10d = self.dist.distributed_c10d
+        try:
+            old = self.pg._get_backend(_cpu()).options._timeout
+            c10d._set_pg_timeout(datetime.timedelta(seconds=timeout),
+                                 self.pg)
+        except Exception:  # a backend that does not say: left alone
+            old = None
+        try:
+            yield
+        finally:
+            if old is not None:
+                try:
+                    c10d._set_pg_timeout(old, self.pg)
+                except Exception:
+                    pass
+
+    def max(self, values, timeout):
+        import datetime
+        import torch
+        self._seq[self.name] = self._seq.get(self.name, 0) + 1
+        if self.store is not None:
+            self.store.add(self._key(self.rank), 1)
+        t = torch.tensor(values, dtype=torch.float64)
+        work = self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX,
+                                    group=self.pg, async_op=True)
+        try:
+            work.wait(timeout=datetime.timedelta(seconds=timeout))
+        except Exception as e:
+            raise _C.CommTimeoutError(
+                f"tune: the ranks' exchange did not complete within "
+                f"{timeout} s on rank {self.rank}: {self._missing()} did not "
+                f"arrive ({e})") from e
+        return t.tolist()
+
+
+def _exchange_for(group):
+    from .comm import Comm
+    if isinstance(group, Comm):
+        return _ShoalExchange(group)
+    if group is None:
+        import torch.distributed as dist
+        if not dist.is_available() or not dist.is_initialized():
+            raise _C.InvalidArgumentError(
+                "tune: group=None needs torch.distributed initialized; pass "
+                "a shoal.Comm or a ProcessGroup")
+        group = dist.distributed_c10d._get_default_group()
+    comm = getattr(group, "comm", None)
+    if comm is None and hasattr(group, "_get_backend"):
+        try:
+            comm = getattr(group._get_backend(_cpu()), "comm", None)
+        except Exception:
+            comm = None
+    if isinstance(comm, Comm):
+        return _ShoalExchange(comm)
+    if hasattr(group, "rank") and hasattr(group, "size"):
+        return _TorchExchange(group)
+    raise _C.InvalidArgumentError(
+        f"tune: group must be a shoal.Comm or a torch ProcessGroup, not "
+        f"{type(group).__name__}")
+
+
+def _cpu():
+    import torch
+    return torch.device("cpu")
+
+
+# ---- benchmark ----------------------------------------------------------------
+
+
+def _check_counts(warmup, reps, timeout):
+    if int(warmup) < 0 or int(reps) < 1:
+        raise _C.InvalidArgumentError(
+            f"tune: warmup must be >= 0 and reps >= 1 (got {warmup}, {reps})")
+    if not timeout > 0:
+        raise _C.InvalidArgumentError(f"tune: timeout must be > 0, not "
+                                      f"{timeout}")
+
+
+def _run_calls(ex, fn, args, kwargs, calls, timeout, name):
+    """`calls` calls of fn, each preceded by an exchange that carries the
+    status (a slot per rank) and duration of the previous call; returns
+    the per-call maxima over ranks. Raises CandidateError on every rank
+    once any rank's call raised."""
+    times, failed, own = [], [0.0] * ex.size, None
+    dt = 0.0
+    for i in range(calls + 1):
+        got = ex.max(failed + [dt], timeout)
+        if i > 0:
+            times.append(got[-1])
+        bad = [r for r in range(ex.size) if got[r] != 0]
+        if bad:
+            raise CandidateError(
+                f"tune: {name} raised on rank "
+                f"{', '.join(map(str, bad))}", bad) from own
+        if i == calls:
+            break
+        t0 = time.perf_counter()
+        try:
+            fn(*args, **kwargs)
+        except Exception as e:  # told to every rank at the next exchange
+            own, failed[ex.rank] = e, 1.0
+        dt = time.perf_counter() - t0
+    return times
+
+
+def _bench(ex, fn, args, kwargs, warmup, reps, timeout, name):
+    _check_counts(warmup, reps, timeout)
+    if warmup:
+        _run_calls(ex, fn, args, kwargs, int(warmup), timeout, name)
+    return statistics.median(
+        _run_calls(ex, fn, args, kwargs, int(reps), timeout, name))
+
+
+def benchmark(fn, *args, group=None, warmup=5, reps=20, timeout=30.0,
+              **kwargs):
+    """Seconds ``fn(*args, **kwargs)`` takes on the group, measured in
+    lockstep: the median over `reps` calls (after `warmup`) of each call's
+    slowest rank. Collective: every rank of the group calls it with the
+    same fn and counts. Raises CandidateError on every rank when fn raised
+    on any; see the module's notes for hangs and missing ranks."""
+    ex = _exchange_for(group)
+    with ex.deadline(timeout):
+        return _bench(ex, fn, args, kwargs, warmup, reps, timeout,
+                      getattr(fn, "__name__", "fn"))
+
+
+# ---- select -------------------------------------------------------------------
+
+# (group, candidate names, key) -> the winner's name. Per process; every rank
+# fills it alike.
+_cache = {}
+
+
+def clear_cache():
+    """Forgets every winner select() chose."""
+    _cache.clear()
+
+
+def _default_key(args, kwargs):
+    def one(a):
+        shape, dtype = getattr(a, "shape", None), getattr(a, "dtype", None)
+        if shape is not None and dtype is not None:
+            return ("tensor", tuple(shape), str(dtype))
+        try:
+            hash(a)
+            return a
+        except TypeError:
+            return type(a).__name__
+    return (tuple(one(a) for a in args),
+            tuple(sorted((k, one(v)) for k, v in kwargs.items())))
+
+
+def _key_hash(key):
+    """A number every rank computes alike for equal keys (Python's hash of
+    strings differs between processes)."""
+    import zlib
+    return float(zlib.crc32(repr(key).encode()) & 0xFFFFFFFF)
+
+
+def _agree_on_key(ex, key, timeout):
+    h = _key_hash(key)
+    lo_hi = ex.max([h, -h], timeout)
+    if lo_hi[0] != -lo_hi[1]:
+        raise _C.MismatchError(
+            f"tune.select: the ranks passed different keys (this rank: "
+            f"{key!r}); pass key= equal on every rank")
+
+
+def _named(choices):
+    if isinstance(choices, dict):
+        return list(choices.keys()), list(choices.values()), True
+    fns = list(choices)
+    return [getattr(f, "__name__", str(i)) + f"#{i}"
+            for i, f in enumerate(fns)], fns, False
+
+
+def select(choices, *args, group=None, key=None, warmup=5, reps=20,
+           timeout=30.0, **kwargs):
+    """Benchmarks every candidate on `args` in lockstep and returns the
+    fastest, the same on every rank: `choices` a list of callables (returns
+    the winning callable) or a dict name -> callable (returns the name).
+    The winner is cached per `key` (default: the shapes and dtypes of the
+    tensors among the arguments, and the other arguments' values), which
+    must be equal on every rank. A candidate that raises on any rank is
+    excluded on every rank and tuning goes on; if all fail, every rank
+    raises CandidateError. Collective: every rank calls it alike."""
+    names, fns, by_name = _named(choices)
+    if not fns:
+        raise _C.InvalidArgumentError("tune.select: no choices")
+    ex = _exchange_for(group)
+    key = _default_key(args, kwargs) if key is None else key
+    slot = (id(getattr(ex, "comm", None) or getattr(ex, "pg", None)),
+            tuple(names), key)
+    if slot in _cache:
+        name = _cache[slot]
+    else:
+        with ex.deadline(timeout):
+            _agree_on_key(ex, key, timeout)
+            name = _choose(ex, names, fns, args, kwargs, warmup, reps,
+                           timeout)
+        _cache[slot] = name
+    return name if by_name else fns[names.index(name)]
+
+
+def _choose(ex, names, fns, args, kwargs, warmup, reps, timeout):
+    best, best_t, errors = None, math.inf, []
+    for name, fn in zip(names, fns):
+        try:
+            t = _bench(ex, fn, args, kwargs, warmup, reps, timeout, name)
+        except CandidateError as e:
+            errors.append(str(e))
+            continue
+        if t < best_t:
+            best, best_t = name, t
+    if best is None:
+        raise CandidateError("tune.select: every candidate failed: "
+                             + "; ".join(errors))
+    return best
+
+
+# ---- the cost model shoal-tune fitted -----------------------------------------
+
+
+def load_costs(path=None):
+    """The cost model shoal-tune fitted beside a tuning file (path: the
+    tuning file, default the one communicators read): a dict
+    (collective, algorithm, ranks, hosts) -> (alpha s, beta s/B, gamma s/B).
+    Empty when there is none."""
+    if path is None:
+        path = _C.tuning_file_path()
+    costs = {}
+    if path is None:
+        return costs
+    try:
+        with open(str(path) + ".costs") as f:
+            lines = f.readlines()
+    except OSError:
+        return costs
+    for n, line in enumerate(lines, 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        f = [x.strip() for x in line.split(",")]
+        try:
+            costs[(f[0], f[1], int(f[2]), int(f[3]))] = (
+                float(f[4]), float(f[5]), float(f[6]))
+        except (IndexError, ValueError):
+            raise _C.InvalidArgumentError(
+                f"{path}.costs line {n}: not 'collective, algorithm, ranks, "
+                f"hosts, alpha, beta, gamma, ...': {line!r}") from None
+    return costs

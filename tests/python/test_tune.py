@@ -1,0 +1,82 @@
+"""shoal.tune: benchmark and select in lockstep (the slowest rank counts,
+every rank picks the same winner), the cache, and the failures: a
+candidate raising on one rank, hanging on one rank, raising while the
+others are blocked in its collective, a rank that never arrives and a rank
+killed; over a shoal.Comm, a torch group of backend "shoal" and one of
+backend "gloo". The rank side is tune_ranks.py."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness import HERE, free_port, spawn
+
+pytest.importorskip("torch")
+
+PROGRAM = os.path.join(HERE, "tune_ranks.py")
+BUILD = os.environ.get("SHOAL_BUILD_DIR",
+                       os.path.join(HERE, "..", "..", "build"))
+
+
+def run(n, case, *extra, timeout=120):
+    return spawn(n, None, timeout=timeout,
+                 argv=[sys.executable, PROGRAM, case, *map(str, extra)])
+
+
+def passed(results, ranks=None):
+    for r, (rc, out, err) in enumerate(results):
+        if ranks is None or r in ranks:
+            assert rc == 0 and "ok" in out.split(), \
+                f"rank {r}: exit {rc}\n{out}\n{err[-4000:]}"
+
+
+@pytest.mark.parametrize("kind", ["comm", "shoal", "gloo"])
+def test_lockstep_counts_the_slowest_rank(kind):
+    passed(run(2, "lockstep", kind, free_port()))
+
+
+def test_lockstep_three_ranks():
+    passed(run(3, "lockstep", "comm"))
+
+
+def test_cache_per_key():
+    passed(run(2, "cache"))
+
+
+@pytest.mark.parametrize("kind", ["comm", "gloo"])
+def test_candidate_raising_on_one_rank_is_excluded(kind):
+    passed(run(2, "raises_after_collective", kind, free_port()))
+
+
+@pytest.mark.parametrize("mode", ["hang", "raise_blocked"])
+def test_candidate_stuck_on_one_rank_ends_by_the_deadline(mode):
+    passed(run(2, "hangs", mode))
+
+
+@pytest.mark.parametrize("kind", ["comm", "gloo"])
+def test_missing_rank_is_named(kind):
+    passed(run(3, "missing", kind, free_port()))
+
+
+def test_killed_rank_is_named():
+    results = run(3, "killed")
+    passed(results, ranks=(0, 2))
+    assert results[1][0] == 9
+
+
+def test_costs_from_shoal_tune(tmp_path):
+    """shoal-tune's cost model beside its file, read by load_costs."""
+    path = str(tmp_path / "tuning")
+    shoalrun = os.path.join(BUILD, "tools", "shoalrun")
+    tool = os.path.join(BUILD, "tools", "shoal-tune")
+    if not os.access(tool, os.X_OK):
+        import shoal.run
+        shoalrun, tool = (shoal.run.tool_path("shoalrun"),
+                          shoal.run.tool_path("shoal-tune"))
+    p = subprocess.run([shoalrun, "-n", "2", tool, "-c", "all_reduce",
+                        "--max", "64K", "--budget-ms", "1", "-o", path],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    passed(run(1, "costs", path))
