@@ -29,6 +29,9 @@ Failures:
   their first collective.
 - A rank that never arrives (dead, or elsewhere in the program) makes
   every other rank raise CommTimeoutError within ``timeout`` naming it.
+
+``enable_inductor()`` makes torch inductor's collective autotuning use
+benchmark() on CPU (shoal/_inductor_tune.py).
 """
 
 import contextlib
@@ -40,7 +43,7 @@ from . import _C, _groups
 from ._reduce_op import ReduceOp
 
 __all__ = ["CandidateError", "benchmark", "select", "clear_cache",
-           "load_costs"]
+           "enable_inductor", "inductor_timings", "load_costs"]
 
 
 class CandidateError(_C.ShoalError):
@@ -376,3 +379,23 @@ def load_costs(path=None):
                 f"{path}.costs line {n}: not 'collective, algorithm, ranks, "
                 f"hosts, alpha, beta, gamma, ...': {line!r}") from None
     return costs
+
+
+def enable_inductor(warmup=3, reps=10):
+    """Makes torch inductor's collective autotuning (custom ops registered
+    with register_custom_op_autotuning whose choices contain functional
+    collectives) work on CPU: each choice is timed with benchmark() on the
+    group its collectives name, in lockstep, at the slowest rank, with
+    inductor's collective_benchmark_timeout as deadline. Importing shoal
+    does not call it. Patches torch 2.13 only: other versions get a warning
+    and False. Returns True when the patch is in place."""
+    from . import _inductor_tune
+    return _inductor_tune.enable(warmup=warmup, reps=reps)
+
+
+def inductor_timings():
+    """What inductor measured through enable_inductor(), per autotuned op
+    (oldest first): {choice name: milliseconds}, inf for a choice that
+    failed on some rank."""
+    from . import _inductor_tune
+    return [dict(t) for t in _inductor_tune.timings]

@@ -80,3 +80,56 @@ def test_costs_from_shoal_tune(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     passed(run(1, "costs", path))
+
+
+# ---- torch.compile: inductor's collective autotuning on CPU -------------------
+
+EXAMPLE = os.path.join(HERE, "..", "..", "examples", "python",
+                       "autotune_custom_op.py")
+
+
+def test_inductor_autotunes_the_spec_example_on_cpu():
+    """The corrected spec example on 2 ranks of backend "shoal": inductor
+    measures both choices in lockstep (the chunked one far slower), the
+    compiled function runs the fast one and equals eager."""
+    from test_c10d_jobs import job, ok
+    out = ok(job(2, [EXAMPLE, "--backend", "shoal"], timeout=600,
+                 extra_env={"OMP_NUM_THREADS": "1"}))[0]
+    times = {}
+    for line in out.splitlines():
+        if line.startswith("choice "):
+            name, us = line[len("choice "):].split(": ", 1)
+            times[name] = float(us.split()[0])
+    fast = [t for n, t in times.items() if "allreduce_fast" in n]
+    slow = [t for n, t in times.items() if "allreduce_slow" in n]
+    assert fast and slow and fast[0] < slow[0], out
+    assert "runs the fast choice; its result equals eager" in out, out
+
+
+PATCH_CHECK = """
+import warnings, torch, shoal.tune
+{setup}
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    ok = shoal.tune.enable_inductor()
+print("enabled" if ok else "refused", *[str(x.message) for x in w])
+"""
+
+
+@pytest.mark.parametrize("setup,want", [
+    ("", "enabled"),
+    ("torch.__version__ = '2.14.0'",
+     "refused shoal.tune.enable_inductor: torch 2.14.0 is not a version"),
+    ("import torch._inductor.select_algorithm as sa\n"
+     "sa.AlgorithmSelectorCache.benchmark_collective_choice = "
+     "classmethod(lambda cls, choice: 0)",
+     "refused shoal.tune.enable_inductor: inductor's internals differ"),
+])
+def test_inductor_patch_is_fenced(setup, want):
+    """Applied on torch 2.13; another version, or internals shaped
+    otherwise, leave inductor alone with a warning saying why."""
+    p = subprocess.run([sys.executable, "-c",
+                        PATCH_CHECK.format(setup=setup)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.startswith(want), \
+        p.stdout + p.stderr
