@@ -3,13 +3,18 @@
 //
 // Steps: warm-up calls of every candidate; the ranks agree (maximum over
 // ranks) on failures and on the warm-up times, which set the repetitions;
-// then rounds, each running every candidate once, each call started by a
-// barrier on the candidates' communicator and timed alone. The ranks
-// exchange every call's time and any failure, so each repetition counts
-// at its slowest rank and every rank reaches the same verdict. Rounds
-// interleave the candidates so that a change of the machine's state
-// during the measurement (another process waking, a core freed) touches
-// all of them alike instead of favouring whichever ran in the quiet spell.
+// then each candidate's timed calls in two blocks (forward order, then
+// reverse), each call started by a barrier on the candidates'
+// communicator and timed alone. The ranks exchange every call's time and
+// any failure, so each call counts at its slowest rank and every rank
+// reaches the same verdict.
+//
+// Why blocks and not rounds of one call each: interleaving algorithms call
+// by call leaves each call the caches of another algorithm's data, which
+// made one-shot all-reduce 20% slower at 8-16 KiB than back to back (what
+// shoal-perf and applications see) and chose two-shot wrongly. Two blocks
+// in mirrored order still spread a slow spell of the machine over every
+// candidate.
 //
 // A failed call stops the rank's measurement at once and names its
 // candidate; a failure of a barrier names none. After the exchange the
@@ -106,31 +111,81 @@ say_failed(const tune_ctx *t, const tune_point *p, int k, int st)
         shoal_status_name(st), shoal_last_error());
 }
 
-// `reps` rounds over the live candidates (with a barrier before each call
-// when `timed`), times into x; stops at the first failure, flagged in x.
-static void
-rounds(tune_ctx *t, const tune_point *p, const int *live, int reps, int timed,
-    tune_vec *x)
+// One call of candidate k, timed into *dt; on failure flags k in x and
+// says why. Returns the call's status.
+static int
+one_call(tune_ctx *t, const tune_point *p, int k, tune_vec *x, double *dt)
 {
-    for (int i = 0; i < reps; i++) {
+    double t0 = tune_now();
+    int    st = tune_call(t, p->coll, p->bytes, p->cand[k]);
+
+    *dt = tune_now() - t0;
+    t->in_candidates += *dt;
+    if (st != SHOAL_OK) {
+        say_failed(t, p, k, st);
+        x->v[1 + k] = 1;
+    }
+    return st;
+}
+
+// Warm-up: `calls` rounds of one call of every live candidate (no
+// barrier); the last round's times into slot (k, 0). Stops at the first
+// failure, flagged in x.
+static void
+warm_rounds(
+    tune_ctx *t, const tune_point *p, const int *live, int calls, tune_vec *x)
+{
+    for (int i = 0; i < calls; i++) {
         for (int k = 0; k < p->ncand; k++) {
-            if (!live[k]) {
-                continue;
-            }
-            if (timed && barrier(t) != SHOAL_OK) {
-                x->v[0] = 1;
+            if (live[k] && one_call(t, p, k, x, slot(x, k, 0)) != SHOAL_OK) {
                 return;
             }
-            double t0 = tune_now();
-            int    st = tune_call(t, p->coll, p->bytes, p->cand[k]);
-            double dt = tune_now() - t0;
-            t->in_candidates += dt;
-            if (st != SHOAL_OK) {
-                say_failed(t, p, k, st);
-                x->v[1 + k] = 1;
+        }
+    }
+}
+
+// A block of `n` timed calls of candidate k into slots first.., each
+// after a barrier, opened by an untimed call (the candidate before it
+// left the caches to its own data). 0, or -1 after a failure (flagged).
+static int
+block(tune_ctx *t, const tune_point *p, int k, int first, int n, tune_vec *x)
+{
+    double dt;
+
+    if (one_call(t, p, k, x, &dt) != SHOAL_OK) {
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (barrier(t) != SHOAL_OK) {
+            x->v[0] = 1;
+            return -1;
+        }
+        if (one_call(t, p, k, x, slot(x, k, first + i)) != SHOAL_OK) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+// The timed calls: every live candidate's `reps` calls in two blocks,
+// the candidates in order and then in reverse, so that a slow spell of
+// the machine (another process waking, a core taken) weighs on all of
+// them rather than on whichever ran then, while each block runs one
+// algorithm back to back as an application's loop would.
+static void
+timed_blocks(
+    tune_ctx *t, const tune_point *p, const int *live, int reps, tune_vec *x)
+{
+    int half = reps / 2;
+
+    for (int pass = 0; pass < 2; pass++) {
+        for (int j = 0; j < p->ncand; j++) {
+            int k     = pass == 0 ? j : p->ncand - 1 - j;
+            int first = pass == 0 ? 0 : half;
+            int n     = pass == 0 ? half : reps - half;
+            if (live[k] && n > 0 && block(t, p, k, first, n, x) != 0) {
                 return;
             }
-            *slot(x, k, timed ? i : 0) = dt;
         }
     }
 }
@@ -163,7 +218,7 @@ attempt(tune_ctx *t, tune_point *p, int *live, double *buf, int *again)
     int      st;
 
     memset(buf, 0, sizeof(double) * (size_t) (1 + 2 * p->ncand));
-    rounds(t, p, live, t->o->warmup, 0, &x);
+    warm_rounds(t, p, live, t->o->warmup, &x);
     if ((st = agree_max(t, &x)) != SHOAL_OK) {
         return st;
     }
@@ -175,7 +230,7 @@ attempt(tune_ctx *t, tune_point *p, int *live, double *buf, int *again)
     }
     x.reps = reps_for(t->o, round);
     memset(buf, 0, sizeof(double) * (size_t) (1 + p->ncand * (1 + x.reps)));
-    rounds(t, p, live, x.reps, 1, &x);
+    timed_blocks(t, p, live, x.reps, &x);
     if ((st = agree_max(t, &x)) != SHOAL_OK) {
         return st;
     }
