@@ -1,12 +1,18 @@
 // shoal-tune (tools/tune): it tunes on 2 ranks and writes a tuning file
 // whose rules communicators then follow (the choices its table printed);
 // rules an earlier file had for other rank counts survive; bad options
-// are refused with usage.
+// are refused with usage; a rank killed mid-tuning makes the others fail,
+// naming it, instead of hanging.
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "test.h"
 
 #define MAX_BYTES "262144"
@@ -126,4 +132,97 @@ TEST_T(tune_tool_refuses_bad_options, 60)
             && strstr(out, "usage:") != NULL,
         "exit %d:\n%s", rc, out);
     free(out);
+}
+
+// The pid of the process whose environment holds both `mark` and
+// "SHOAL_RANK=1", or -1.
+static pid_t
+find_rank1(const char *mark)
+{
+    DIR           *proc = opendir("/proc");
+    struct dirent *e;
+    pid_t          found = -1;
+
+    while (proc != NULL && found < 0 && (e = readdir(proc)) != NULL) {
+        char  path[64], env[16384];
+        pid_t pid = (pid_t) atoi(e->d_name);
+        if (pid <= 0) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/proc/%d/environ", (int) pid);
+        int    fd = open(path, O_RDONLY);
+        size_t n  = fd >= 0 ? (size_t) read(fd, env, sizeof(env) - 1) : 0;
+        if (fd >= 0) {
+            close(fd);
+        }
+        int has_mark = 0, is_rank1 = 0;
+        for (size_t i = 0; i < n && n < sizeof(env);
+             i += strlen(env + i) + 1) {
+            env[n] = '\0';
+            has_mark |= strcmp(env + i, mark) == 0;
+            is_rank1 |= strcmp(env + i, "SHOAL_RANK=1") == 0;
+        }
+        found = has_mark && is_rank1 ? pid : -1;
+    }
+    if (proc != NULL) {
+        closedir(proc);
+    }
+    return found;
+}
+
+// Rank 1 killed in the middle of tuning: the other ranks fail (they do
+// not hang), each naming rank 1 as dead, within seconds.
+TEST_T(tune_tool_killed_rank_3, 120)
+{
+    char  out_path[] = "/tmp/shoal-tune-kill-XXXXXX", mark[64], text[65536];
+    char  tuning[64];
+    int   fd = mkstemp(out_path);
+    pid_t child, victim = -1;
+    int   status = 0;
+
+    CHECK(fd >= 0);
+    snprintf(mark, sizeof(mark), "SHOAL_TUNE_TEST_MARK=%d", (int) getpid());
+    snprintf(tuning, sizeof(tuning), "%s.tuning", out_path);
+    child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        putenv(mark);
+        execl(test_build_path("tools/shoalrun"), "shoalrun", "-n", "3",
+            "--tag-output", test_build_path("tools/shoal-tune"), "--max",
+            "64M", "--no-progress", "-o", tuning, (char *) NULL);
+        _exit(127);
+    }
+    close(fd);
+    for (int i = 0; i < 100 && victim < 0; i++) {
+        usleep(50000);
+        victim = find_rank1(mark);
+    }
+    CHECK_MSG(victim > 0, "rank 1 of shoal-tune never appeared");
+    usleep(500000); // into the tuning
+    kill(victim, SIGKILL);
+    int64_t deadline = shi_now_ns() + INT64_C(30) * 1000000000;
+    while (waitpid(child, &status, WNOHANG) == 0 && shi_now_ns() < deadline) {
+        usleep(50000);
+    }
+    if (waitpid(child, &status, WNOHANG) == 0) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+        CHECK_MSG(0, "shoal-tune still ran 30 s after rank 1 died");
+    }
+    CHECK_OK(read_text(out_path, text, sizeof(text)));
+    unlink(out_path);
+    CHECK_MSG(access(tuning, F_OK) != 0, "a failed tuning wrote %s", tuning);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) != 0,
+        "shoalrun status %d:\n%s", status, text);
+    for (int r = 0; r <= 2; r += 2) {
+        char want[64];
+        snprintf(want, sizeof(want), "[%d] shoal-tune: rank %d: ", r, r);
+        CHECK_MSG(
+            strstr(text, want) != NULL, "rank %d said nothing:\n%s", r, text);
+    }
+    CHECK_MSG(
+        strstr(text, "rank 1 (pid ") != NULL && strstr(text, "died") != NULL,
+        "no rank named rank 1 dead:\n%s", text);
 }

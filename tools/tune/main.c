@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,6 +181,16 @@ prepare_env(const tune_opts *o, char *path, size_t len, int rank0)
         fprintf(stderr,
             "shoal-tune: no default tuning file path (HOME "
             "unset); give -o FILE\n");
+        return -1;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (rank0) {
+            fprintf(stderr,
+                "shoal-tune: %s is not a regular file; give -o a "
+                "file path\n",
+                path);
+        }
         return -1;
     }
     if (getenv("SHOAL_ALGO") != NULL && rank0) {

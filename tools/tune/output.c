@@ -127,10 +127,19 @@ write_header(const tune_ctx *t, FILE *out)
 int
 tune_write_file(const tune_ctx *t, const char *path)
 {
-    char  tmp[1100];
-    FILE *out;
-    int   ok = 1;
+    char        tmp[1100];
+    FILE       *out;
+    int         ok = 1;
+    struct stat st;
 
+    // Renamed over, a device or a folder would be replaced by our file.
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr,
+            "shoal-tune: %s is not a regular file; give -o a "
+            "file path\n",
+            path);
+        return SHOAL_EINVAL;
+    }
     if (make_parent(path) != 0
         || snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int) getpid())
             >= (int) sizeof(tmp)
