@@ -152,6 +152,7 @@ block(tune_ctx *t, const tune_point *p, int k, int first, int n, tune_vec *x)
 {
     double dt;
 
+    tune_progress(t, p, k);
     if (one_call(t, p, k, x, &dt) != SHOAL_OK) {
         return -1;
     }

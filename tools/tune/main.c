@@ -119,7 +119,7 @@ tune_point_run(tune_ctx *t, int coll, size_t bytes, tune_point *p)
         p->deflt
             = deflt != NULL && strcmp(p->cand[i], deflt) == 0 ? i : p->deflt;
     }
-    tune_progress(t, p);
+    tune_progress(t, p, -1);
     st = tune_measure_point(t, p);
     t->steps_done++;
     if (st != SHOAL_OK) {

@@ -6,7 +6,7 @@
 #include "tune.h"
 
 void
-tune_progress(tune_ctx *t, const tune_point *p)
+tune_progress(tune_ctx *t, const tune_point *p, int k)
 {
     double elapsed = tune_now() - t->start;
     double left    = t->steps_done > 0
@@ -17,10 +17,10 @@ tune_progress(tune_ctx *t, const tune_point *p)
         return;
     }
     fprintf(stderr,
-        "\r\033[K[%d/%d] %s %zu B: %d candidates, %.0f s elapsed, about "
+        "\r\033[K[%d/%d] %s %zu B: %s (%d of %d), %.0f s elapsed, about "
         "%.0f s left",
         t->steps_done + 1, t->total_steps, tune_coll_name(p->coll), p->bytes,
-        p->ncand, elapsed, left);
+        k >= 0 ? p->cand[k] : "warm-up", k + 1, p->ncand, elapsed, left);
     fflush(stderr);
 }
 

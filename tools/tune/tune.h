@@ -128,7 +128,8 @@ int tune_write_file(const tune_ctx *t, const char *path);
 int tune_write_costs(const tune_ctx *t, const char *path);
 
 // report.c (rank 0)
-void tune_progress(tune_ctx *t, const tune_point *p);
+// The progress line: point p, candidate k (-1: warming up).
+void tune_progress(tune_ctx *t, const tune_point *p, int k);
 void tune_progress_done(tune_ctx *t);
 void tune_report(const tune_ctx *t);
 
