@@ -113,6 +113,40 @@ TEST(tuning_rules_select)
         == SHI_ALGO_STAGED);
 }
 
+// Overlapping rules: the first in the file wins where they overlap; a
+// size no rule covers falls to the built-in table. Every choice says
+// which rules made it.
+TEST(tuning_overlaps_gaps_and_sources)
+{
+    int               st;
+    shi_rule_source   src;
+    shi_select_table *t = table_of("allreduce, 0, 1M, *, *, twoshot\n"
+                                   "allreduce, 64K, 2M, *, *, direct\n",
+        1, &st);
+    shi_select_table  builtin;
+
+    CHECK_MSG(t != NULL, "%s", shi_error_text());
+    // table_of parses as SHOAL_ALGO does; mark the rules as the file's.
+    for (int i = 0; i < 2; i++) {
+        t->rules[i].source = SHI_RULE_FILE;
+    }
+    shi_select_defaults(&builtin);
+    CHECK(shi_select_why(t, SHI_COLL_ALLREDUCE, 128 * K, 2, ALL_ALGOS, &src)
+            == SHI_ALGO_TWOSHOT
+        && src == SHI_RULE_FILE);
+    CHECK(shi_select_why(t, SHI_COLL_ALLREDUCE, 3 * M / 2, 2, ALL_ALGOS, &src)
+            == SHI_ALGO_DIRECT
+        && src == SHI_RULE_FILE);
+    CHECK(shi_select_why(t, SHI_COLL_ALLREDUCE, 4 * M, 2, ALL_ALGOS, &src)
+            == shi_select(&builtin, SHI_COLL_ALLREDUCE, 4 * M, 2, ALL_ALGOS)
+        && src == SHI_RULE_BUILTIN);
+    CHECK_OK(shi_select_parse(t, "allreduce:oneshot@0-8K"));
+    CHECK(shi_select_why(t, SHI_COLL_ALLREDUCE, 8, 2, ALL_ALGOS, &src)
+            == SHI_ALGO_ONESHOT
+        && src == SHI_RULE_ENV);
+    CHECK(strcmp(shi_rule_source_name(SHI_RULE_FILE), "tuning file") == 0);
+}
+
 TEST(tuning_hosts_and_env_order)
 {
     int               st;
