@@ -468,6 +468,58 @@ def _window_table(r):
     return dict(rows)
 
 
+def _tune_table(r):
+    """shoal.tune.select's own cost: two candidates (one all_reduce, the
+    same data in 4 pieces) at 8 B, 64 KiB and 1 MiB, warmup 5, reps 20, on
+    the shoal communicator and on the gloo group. Overhead per candidate =
+    (select's wall time - the time rank 0 spent inside the candidates) /
+    candidates; target <= 5 ms for sizes up to 1 MiB."""
+    torch, tune = r.torch, r.shoal.tune
+    rows = []
+    for label, group in (("shoal", r.comm), ("gloo", r.gloo)):
+        for nbytes in (8, 64 * 1024, MiB):
+            x = torch.ones(nbytes // 4)
+            inside = [0.0]
+
+            def timed(fn):
+                def call():
+                    t0 = time.perf_counter()
+                    fn()
+                    inside[0] += time.perf_counter() - t0
+                return call
+
+            if group is r.comm:
+                def one(t=x):
+                    r.comm.all_reduce(t, r.shoal.ReduceOp.SUM)
+            else:
+                def one(t=x):
+                    r.dist.all_reduce(t, group=group)
+
+            def pieces(t=x):
+                for p in t.chunk(4):
+                    one(p)
+            tune.clear_cache()
+            r.comm.barrier()
+            t0 = time.perf_counter()
+            tune.select({"one": timed(one), "pieces": timed(pieces)},
+                        group=group, key=(label, nbytes))
+            wall = time.perf_counter() - t0
+            rows.append((label, nbytes, wall, inside[0],
+                         (wall - inside[0]) / 2))
+    if r.rank == 0:
+        print("#\n# shoal.tune.select: 2 candidates, warmup 5, reps 20 "
+              "(rank 0's clock)")
+        print(f"#{'group':>8} {'size':>9} {'wall ms':>9} {'inside ms':>10} "
+              f"{'overhead ms/cand':>17}")
+        for label, nbytes, wall, inside, over in rows:
+            print(f"  {label:<7} {_size_name(nbytes):>9} {wall * 1e3:>9.2f} "
+                  f"{inside * 1e3:>10.2f} {over * 1e3:>17.3f}")
+        worst = max(row[4] for row in rows)
+        _verdict("tune.select overhead per candidate <= 5 ms (<= 1 MiB)",
+                 worst * 1e3, "<=", 5, f"worst {worst * 1e3:.3f} ms")
+        sys.stdout.flush()
+
+
 def _measure_steps(r, step, steps, reps=1):
     saved = r.args.iters, r.args.warmup
     if steps is not None:
@@ -520,6 +572,7 @@ def _worker(args):
     if args.ddp:
         _ddp_table(r)
     window = _window_table(r) if r.size > 1 else {}
+    _tune_table(r)
     if r.rank == 0:
         _targets(results, r.size, r.spg_why)
         w = window.get("shoal.zeros")

@@ -60,25 +60,26 @@ def finish(group):
 
 
 def case_lockstep(kind, port="0"):
-    """Every call counts at its slowest rank: rank 1 alone takes 6 ms, and
+    """Every call counts at its slowest rank: rank 1 alone takes 12 ms, and
     every rank measures at least that, the same number everywhere; select
-    then prefers a candidate taking 4 ms on every rank to one taking 6 ms
-    on rank 1 alone (an average over ranks would prefer the other: 3 ms on
-    2 ranks, 2 ms on 3)."""
+    then prefers a candidate taking 8 ms on every rank to one taking 12 ms
+    on rank 1 alone (an average over ranks would prefer the other: 6 ms on
+    2 ranks, 4 ms on 3). The 4 ms margins cover a rank waking late from
+    its sleep on a busy machine."""
     g = group_for(kind, port)
     rank, size = rank_size()
     t = torch.ones(8)
 
     def uneven():
         g_all_reduce(g, t)
-        spin(0.006 if rank == 1 else 0.0)
+        spin(0.012 if rank == 1 else 0.0)
 
     def even():
         g_all_reduce(g, t)
-        spin(0.004)
+        spin(0.008)
 
     secs = tune.benchmark(uneven, group=g, warmup=2, reps=9, timeout=30)
-    assert secs >= 0.006, secs
+    assert secs >= 0.012, secs
     same = tune.benchmark(lambda: None, group=g, warmup=0, reps=3)
     seen = exchange(g, [secs, same])
     assert all(s == seen[0] for s in seen), seen
@@ -231,8 +232,9 @@ def case_hangs(mode):
 
 
 def case_missing(kind, port="0"):
-    """The last rank never calls benchmark: every other rank raises
-    CommTimeoutError within the deadline naming it."""
+    """The last rank never calls benchmark: every other rank raises within
+    the deadline naming it (CommTimeoutError; with gloo a rank may instead
+    see rank 0, whose store it meets through, leave first: PeerError)."""
     g = group_for(kind, port)
     rank, size = rank_size()
     if rank == size - 1:
@@ -242,7 +244,8 @@ def case_missing(kind, port="0"):
     t0 = time.monotonic()
     try:
         tune.benchmark(lambda: None, group=g, warmup=1, reps=2, timeout=1.5)
-    except shoal.CommTimeoutError as e:
+    except (shoal.CommTimeoutError if kind == "comm" else
+            shoal.ShoalError) as e:
         took = time.monotonic() - t0
         assert took < 4.5, took
         assert f"rank {size - 1}" in str(e), e
