@@ -1,0 +1,22 @@
+"""Sharded tensors on a device mesh, for SPMD programs on CPUs: every rank
+runs the same program; a tensor carries a sharding spec (JAX's
+PartitionSpec semantics) over a named mesh, and collectives move it
+between specs.
+
+    mesh = shoal.sharding.DeviceMesh(comm, (2, 2), ("dp", "tp"))
+    x = shoal.sharding.shard(t, mesh, P("dp", "tp"))
+    y = shoal.sharding.reshard(x, P(None, ("dp", "tp")))
+    y.full()  # the whole tensor on every rank
+"""
+
+from .collectives import (all_gather, all_reduce, all_to_all, axis_index,
+                          pmean, ppermute, reduce_scatter, reset_stats,
+                          stats)
+from .mesh import DeviceMesh
+from .reshard import reshard
+from .spec import P, ShardingSpec
+from .tensor import ShardedTensor, shard
+
+__all__ = ["DeviceMesh", "P", "ShardingSpec", "ShardedTensor", "shard",
+           "reshard", "all_reduce", "pmean", "all_gather", "reduce_scatter",
+           "all_to_all", "ppermute", "axis_index", "stats", "reset_stats"]

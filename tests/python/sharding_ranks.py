@@ -1,0 +1,224 @@
+"""Rank programs of test_sharding.py.
+
+``python sharding_ranks.py CASE [ARG...]`` runs case_CASE on this rank
+(ranks, store and secret from the environment, as harness.spawn sets them)
+and prints "ok" when it passed; an assertion ends the rank with a
+traceback.
+"""
+
+import itertools
+import sys
+
+import torch
+
+import shoal
+from shoal import sharding as sh
+from shoal.sharding import P
+
+DTYPES = (torch.float32, torch.bfloat16, torch.int64)
+
+
+def new_comm():
+    return shoal.new_comm("shoal", "cpu", name="sharding",
+                          abort_process_on_timeout_or_error=False)
+
+
+def mesh_for(c, kind):
+    n = c.get_size()
+    if kind == "1d":
+        return sh.DeviceMesh(c, (n,), ("x",))
+    return sh.DeviceMesh(c, (2, n // 2), ("a", "b"))
+
+
+def dense(shape, dtype, seed):
+    """The same integers on every rank (exact in bfloat16 when summed over
+    a few ranks)."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(-40, 40, shape, generator=g).to(dtype)
+
+
+def specs(kind):
+    """(P, partial axes) pairs covering replicated, each dimension by each
+    axis, two axes on one dimension in both orders, and partial values."""
+    if kind == "1d":
+        return [(P(), ()), (P("x"), ()), (P(None, "x"), ()),
+                (P(), ("x",))]
+    return [(P(), ()), (P("a"), ()), (P("b"), ()), (P(None, "a"), ()),
+            (P("a", "b"), ()), (P("b", "a"), ()), (P(("a", "b")), ()),
+            (P(None, ("b", "a")), ()), (P("b"), ("a",)), (P(), ("a", "b"))]
+
+
+def partial_input(mesh, t, spec, partial, seed):
+    """A ShardedTensor whose partial values over `partial` sum to t: every
+    rank draws the same parts, keeps its own, the first absorbing the
+    rest."""
+    full = sh.ShardingSpec(mesh, spec, frozenset(partial))
+    slices = sh.layout.local_slices(full, tuple(t.shape))
+    if not partial:
+        return sh.ShardedTensor(t[slices].clone(), full, t.shape)
+    group = mesh.group_ranks(tuple(a for a in mesh.axis_names
+                                   if a in partial))
+    parts = [dense(tuple(t.shape), t.dtype, seed + 1000 + i)
+             for i in range(len(group))]
+    parts[0] = t - sum(parts[1:], torch.zeros_like(t))
+    mine = parts[group.index(mesh.rank)]
+    return sh.ShardedTensor(mine[slices].clone(), full, t.shape)
+
+
+def case_transitions(kind):
+    """Every spec to every spec, three dtypes, an even and an uneven
+    shape, against the dense tensor."""
+    c = new_comm()
+    mesh = mesh_for(c, kind)
+    count = 0
+    for shape in ((8, 12), (7, 5)):
+        for dtype in DTYPES:
+            seed = shape[0] * 100 + DTYPES.index(dtype)
+            t = dense(shape, dtype, seed)
+            for (sa, pa), (sb, pb) in itertools.product(specs(kind),
+                                                        repeat=2):
+                x = partial_input(mesh, t, sa, pa, seed)
+                y = sh.reshard(x, sb, partial=frozenset(pb))
+                want = sh.ShardingSpec(mesh, sb, frozenset(pb))
+                assert y.spec == want, (sa, pa, sb, pb, y.spec)
+                if not pb:
+                    piece = t[sh.layout.local_slices(want, shape)]
+                    assert torch.equal(y.local, piece), \
+                        (sa, pa, sb, pb, dtype, shape, y.local, piece)
+                got = y.full()
+                assert torch.equal(got, t), (sa, pa, sb, pb, dtype, shape)
+                count += 1
+    print(f"{count} transitions")
+    c.finalize()
+    print("ok")
+
+
+def case_counts():
+    """Each rule of reshard issues exactly the collective it names."""
+    c = new_comm()
+    mesh = mesh_for(c, "1d")
+    t = dense((8, 12), torch.float32, 1)
+
+    def issued(x, spec, partial=frozenset()):
+        sh.reset_stats()
+        y = sh.reshard(x, spec, partial=partial)
+        return dict(sh.stats()), y
+
+    x = sh.shard(t, mesh, P("x"))
+    got, y = issued(x, P(None, "x"))
+    assert got == {"all_to_all": 1}, got
+    assert torch.equal(y.full(), t)
+    got, _ = issued(x, P())
+    assert got == {"all_gather": 1}, got
+    got, _ = issued(sh.shard(t, mesh, P()), P("x"))
+    assert got == {}, got
+    p = partial_input(mesh, t, P(), ("x",), 5)
+    got, y = issued(p, P("x"))
+    assert got == {"reduce_scatter": 1}, got
+    assert torch.equal(y.full(), t)
+    got, _ = issued(p, P())
+    assert got == {"all_reduce": 1}, got
+    c.finalize()
+    print("ok")
+
+
+def case_explicit():
+    """The explicit ops on a 2x(n/2) mesh: all_reduce of partials, pmean,
+    all_gather, reduce_scatter, all_to_all; psum over a replicated axis
+    adds the copies; reducing over a sharding axis is refused."""
+    c = new_comm()
+    mesh = mesh_for(c, "2d")
+    t = dense((6, 9), torch.float32, 3)
+    x = partial_input(mesh, t, P("b"), ("a",), 9)
+    y = sh.all_reduce(x)
+    assert y.spec == sh.ShardingSpec(mesh, P("b")), y.spec
+    assert torch.equal(y.full(), t)
+    r = sh.shard(t, mesh, P())
+    assert torch.equal(sh.all_reduce(r, "a").local, 2 * t)
+    assert torch.equal(sh.pmean(r, "b").local, t)
+    g = sh.all_gather(sh.shard(t, mesh, P(("a", "b"))), 0, "b")
+    assert g.spec == sh.ShardingSpec(mesh, P("a")), g.spec
+    assert torch.equal(g.local, t[sh.layout.local_slices(g.spec, t.shape)])
+    rs = sh.reduce_scatter(x, 1, "a")
+    assert rs.spec == sh.ShardingSpec(mesh, P("b", "a")), rs.spec
+    assert torch.equal(rs.full(), t)
+    a2a = sh.all_to_all(sh.shard(t, mesh, P("a", "b")), 1, 0, "a")
+    assert a2a.spec == sh.ShardingSpec(mesh, P(None, ("b", "a"))), a2a.spec
+    assert torch.equal(a2a.full(), t)
+    for bad in (lambda: sh.all_reduce(sh.shard(t, mesh, P("a")), "a"),
+                lambda: sh.all_gather(sh.shard(t, mesh, P(("a", "b"))), 0,
+                                      "a"),
+                lambda: sh.reduce_scatter(r, 0, "a")):
+        try:
+            bad()
+        except shoal.InvalidArgumentError:
+            pass
+        else:
+            raise AssertionError("a bad explicit op was accepted")
+    c.finalize()
+    print("ok")
+
+
+def case_ppermute():
+    """Cyclic shifts along each axis of a 2-D mesh (and of a 1-D one);
+    a position nobody sends to gets zeros; duplicates refused."""
+    c = new_comm()
+    for kind in ("1d", "2d"):
+        mesh = mesh_for(c, kind)
+        for axis in mesh.axis_names:
+            k = mesh.size(axis)
+            me = sh.axis_index(mesh, axis)
+            mine = torch.full((3,), float(mesh.rank))
+            x = sh.ShardedTensor(mine, sh.ShardingSpec(mesh, P()), (3,))
+            y = sh.ppermute(x, axis, [(i, (i + 1) % k) for i in range(k)])
+            coords = list(mesh.coords)
+            coords[mesh.axis(axis)] = (me - 1) % k
+            assert torch.equal(y.local, torch.full(
+                (3,), float(mesh.rank_of(coords)))), (kind, axis, y.local)
+            z = sh.ppermute(x, axis, [(0, k - 1)] if k > 1 else [])
+            if k > 1 and me == k - 1:
+                coords[mesh.axis(axis)] = 0
+                assert torch.equal(z.local, torch.full(
+                    (3,), float(mesh.rank_of(coords))))
+            else:
+                assert torch.equal(z.local, torch.zeros(3)), z.local
+            for perm in ([(0, 1), (0, 0)], [(0, 1), (1, 1)]):
+                try:
+                    sh.ppermute(x, axis, perm)
+                except shoal.InvalidArgumentError as e:
+                    assert "twice" in str(e) or "outside" in str(e), e
+                else:
+                    raise AssertionError(f"ppermute accepted {perm}")
+    c.finalize()
+    print("ok")
+
+
+def case_bad_input():
+    """Clear errors on every rank, nothing sent, the mesh still usable."""
+    c = new_comm()
+    n = c.get_size()
+    mesh = mesh_for(c, "2d")
+    t = torch.zeros(4, 4)
+    cases = [
+        (lambda: sh.shard(t, mesh, P("a", "a")), "used twice"),
+        (lambda: sh.shard(t, mesh, P("z")), "unknown mesh axis 'z'"),
+        (lambda: sh.shard(t, mesh, P("a", None, "b")), "3 entries"),
+        (lambda: sh.DeviceMesh(c, (n, 2), ("p", "q")), "holds"),
+        (lambda: sh.DeviceMesh(c, (n,), ("p", "q")), "names"),
+        (lambda: sh.shard(t, mesh, P("a"), partial={"a"}), "both shards"),
+    ]
+    for fn, words in cases:
+        try:
+            fn()
+        except shoal.InvalidArgumentError as e:
+            assert words in str(e), (words, str(e))
+        else:
+            raise AssertionError(f"accepted: {words}")
+    x = sh.shard(torch.arange(8.0), mesh, P("a"))
+    assert torch.equal(x.full(), torch.arange(8.0))
+    c.finalize()
+    print("ok")
+
+
+if __name__ == "__main__":
+    globals()["case_" + sys.argv[1]](*sys.argv[2:])

@@ -1,0 +1,49 @@
+"""shoal.sharding: every transition between specs against the dense
+tensor (1-D meshes of 2-4 ranks, 2x1 and 2x2 meshes; float32, bfloat16,
+int64; even and uneven shapes), the collective each reshard rule issues,
+the explicit ops, ppermute and bad input. The rank side is
+sharding_ranks.py."""
+
+import os
+import sys
+
+import pytest
+
+from harness import HERE, spawn
+
+pytest.importorskip("torch")
+
+PROGRAM = os.path.join(HERE, "sharding_ranks.py")
+
+
+def run(n, case, *extra, timeout=240):
+    results = spawn(n, None, timeout=timeout,
+                    argv=[sys.executable, PROGRAM, case, *extra])
+    for r, (rc, out, err) in enumerate(results):
+        assert rc == 0 and "ok" in out.split(), \
+            f"{case} rank {r}: exit {rc}\n{out}\n{err[-4000:]}"
+    return results
+
+
+@pytest.mark.parametrize("n,kind", [(2, "1d"), (3, "1d"), (4, "1d"),
+                                    (2, "2d"), (4, "2d")])
+def test_every_transition(n, kind):
+    run(n, "transitions", kind)
+
+
+def test_reshard_issues_the_named_collective():
+    run(4, "counts")
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_explicit_ops(n):
+    run(n, "explicit")
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_ppermute(n):
+    run(n, "ppermute")
+
+
+def test_bad_input():
+    run(4, "bad_input")
