@@ -220,5 +220,93 @@ def case_bad_input():
     print("ok")
 
 
+def case_patterns():
+    """The spec's three patterns on a 1-D mesh, counting collectives:
+    column-parallel none, row-parallel one all_reduce (when the value is
+    needed; reduce_scatter when it is needed sharded), data-parallel none;
+    element-wise ops and sum keep partial sums partial."""
+    c = new_comm()
+    n = c.get_size()
+    tp = sh.DeviceMesh(c, (n,), ("tp",))
+    dp = sh.DeviceMesh(c, (n,), ("dp",))
+    # float64: products of partial sums stay exact in any order.
+    X, W = dense((8, 12), torch.float64, 11), dense((12, 4 * n),
+                                                      torch.float64, 12)
+    want = X @ W
+
+    def counted(fn):
+        sh.reset_stats()
+        out = fn()
+        return out, dict(sh.stats())
+
+    y, got = counted(lambda: sh.shard(X, tp, P()) @ sh.shard(W, tp,
+                                                              P(None, "tp")))
+    assert got == {} and y.spec == sh.ShardingSpec(tp, P(None, "tp")), got
+    assert torch.equal(y.full(), want)
+    y, got = counted(lambda: sh.shard(X, tp, P(None, "tp"))
+                     @ sh.shard(W, tp, P("tp", None)))
+    assert got == {} and y.spec.partial == {"tp"}, (got, y.spec)
+    z, got = counted(lambda: y.reshard(P()))
+    assert got == {"all_reduce": 1} and torch.equal(z.local, want), got
+    z, got = counted(lambda: y.reshard(P("tp")))
+    assert got == {"reduce_scatter": 1}, got
+    assert torch.equal(z.full(), want)
+    y, got = counted(lambda: sh.shard(X, dp, P("dp")) @ sh.shard(W, dp, P()))
+    assert got == {} and y.spec == sh.ShardingSpec(dp, P("dp")), got
+    assert torch.equal(y.full(), want)
+    # A replicated x meeting w sharded on the contraction: x is sliced.
+    y, got = counted(lambda: sh.shard(X, tp, P()) @ sh.shard(W, tp, P("tp")))
+    assert got == {} and y.spec.partial == {"tp"}, got
+    assert torch.equal(y.full(), want)
+    # Partial sums stay partial through + and *, and sum adds them.
+    part = sh.shard(X, tp, P(None, "tp")) @ sh.shard(W, tp, P("tp", None))
+    rep = sh.shard(want, tp, P())
+    s, got = counted(lambda: (part + rep) * rep)
+    assert got == {} and s.spec.partial == {"tp"}, got
+    assert torch.equal(s.full(), (want + want) * want)
+    col = sh.shard(X, tp, P(None, "tp")).sum(1)
+    assert col.spec.partial == {"tp"} and torch.equal(col.full(), X.sum(1))
+    c.finalize()
+    print("ok")
+
+
+def case_mlp_grad():
+    """A 2-layer tensor-parallel MLP (column- then row-parallel) trained
+    with loss.backward(): every rank's weight gradients are its pieces of
+    the dense model's, and the loss is the dense loss."""
+    c = new_comm()
+    n = c.get_size()
+    mesh = sh.DeviceMesh(c, (n,), ("tp",))
+    X = dense((8, 16), torch.float64, 21) / 10
+    W1 = (dense((16, 8 * n), torch.float64, 22) / 40).requires_grad_()
+    W2 = (dense((8 * n, 16), torch.float64, 23) / 40).requires_grad_()
+    ((torch.relu(X @ W1) @ W2) ** 2).sum().backward()
+    x = sh.shard(X, mesh, P())
+    w1 = sh.shard(W1.detach(), mesh, P(None, "tp"))
+    w2 = sh.shard(W2.detach(), mesh, P("tp", None))
+    w1.local.requires_grad_()
+    w2.local.requires_grad_()
+    for _ in range(2):  # twice: gradients accumulate alike
+        y = (x @ w1).map(torch.relu) @ w2
+        loss = (y.full() ** 2).sum()
+        loss.backward()
+    s1 = sh.layout.local_slices(w1.spec, W1.shape)
+    s2 = sh.layout.local_slices(w2.spec, W2.shape)
+    torch.testing.assert_close(w1.local.grad, 2 * W1.grad[s1])
+    torch.testing.assert_close(w2.local.grad, 2 * W2.grad[s2])
+    # Through reshard (all_to_all, then all_gather): gradients arriving at
+    # the gathered value are per-rank parts (autograd.py's convention), so
+    # all_gather's backward sums them: each rank's loss over the whole
+    # gathered tensor counts once per rank, n times in all.
+    t = dense((6, 8), torch.float64, 24)
+    a = sh.shard(t, mesh, P("tp"))
+    a.local.requires_grad_()
+    b = a.reshard(P(None, "tp")).reshard(P())
+    (b.local * 3).sum().backward()
+    assert torch.equal(a.local.grad, torch.full_like(a.local, 3.0 * n))
+    c.finalize()
+    print("ok")
+
+
 if __name__ == "__main__":
     globals()["case_" + sys.argv[1]](*sys.argv[2:])

@@ -47,3 +47,15 @@ def test_ppermute(n):
 
 def test_bad_input():
     run(4, "bad_input")
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_patterns_count_their_collectives(n):
+    """Column-parallel: none; row-parallel: one all_reduce (or
+    reduce_scatter) when the value is needed; data-parallel: none."""
+    run(n, "patterns")
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_tensor_parallel_mlp_gradients(n):
+    run(n, "mlp_grad")

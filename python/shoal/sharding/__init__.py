@@ -7,16 +7,23 @@ between specs.
     x = shoal.sharding.shard(t, mesh, P("dp", "tp"))
     y = shoal.sharding.reshard(x, P(None, ("dp", "tp")))
     y.full()  # the whole tensor on every rank
+
+Operations on ShardedTensors (x @ w, + - *, sum, map) infer the output's
+spec and insert the collectives a mismatch needs (ops.py); a contraction
+over a sharded dimension leaves partial sums until a consumer needs them.
+The collectives are differentiable (autograd.py says the conventions).
 """
 
 from .collectives import (all_gather, all_reduce, all_to_all, axis_index,
                           pmean, ppermute, reduce_scatter, reset_stats,
                           stats)
 from .mesh import DeviceMesh
+from .ops import add, matmul, mul, sub, sum_dim
 from .reshard import reshard
 from .spec import P, ShardingSpec
 from .tensor import ShardedTensor, shard
 
 __all__ = ["DeviceMesh", "P", "ShardingSpec", "ShardedTensor", "shard",
            "reshard", "all_reduce", "pmean", "all_gather", "reduce_scatter",
-           "all_to_all", "ppermute", "axis_index", "stats", "reset_stats"]
+           "all_to_all", "ppermute", "axis_index", "stats", "reset_stats",
+           "matmul", "add", "sub", "mul", "sum_dim"]

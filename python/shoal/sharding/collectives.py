@@ -4,10 +4,9 @@ spec the operation implies. `stats()` counts what was issued."""
 
 import collections
 
-import torch
-
 from .. import _C
 from .._reduce_op import ReduceOp
+from . import autograd
 from .layout import chunk, dim_piece, is_even
 from .tensor import ShardedTensor
 
@@ -57,8 +56,8 @@ def all_reduce(x, axes=None, op=None):
         return x
     _no_sharding_axis(x, "all_reduce", axes)
     op = op or (x.spec.partial_op if x.spec.partial & set(axes) else "sum")
-    local = x.local.contiguous().clone()
-    mesh.comm_for(axes).all_reduce(local, reduce_op_of(op))
+    local = autograd.AllReduce.apply(x.local, mesh.comm_for(axes),
+                                     reduce_op_of(op), op)
     _issued["all_reduce"] += 1
     spec = x.spec.with_dims(x.spec.spec, partial=x.spec.partial - set(axes))
     return ShardedTensor(local, spec, x.shape)
@@ -96,17 +95,10 @@ def all_gather(x, dim, axis):
     """Gathers dimension `dim` over `axis`, which must be the last axis
     sharding it; uneven pieces are padded for the exchange."""
     axes = _minor_axis(x, dim, axis, "all_gather")
-    k = x.mesh.size(axis)
-    lengths = _parent_lengths(x, dim, axes, k)
-    most = max(lengths)
-    mine = x.local.movedim(dim, 0)
-    send = mine.new_zeros((most,) + tuple(mine.shape[1:]))
-    send[:mine.shape[0]] = mine
-    out = mine.new_empty((k * most,) + tuple(mine.shape[1:]))
-    x.mesh.comm_for((axis,)).all_gather_single(out, send)
+    lengths = _parent_lengths(x, dim, axes, x.mesh.size(axis))
+    local = autograd.AllGather.apply(x.local, dim, lengths,
+                                     x.mesh.comm_for((axis,)))
     _issued["all_gather"] += 1
-    parts = [out[j * most:j * most + n] for j, n in enumerate(lengths)]
-    local = torch.cat(parts).movedim(0, dim).contiguous()
     dims = _dims(x)
     dims[dim] = axes[:-1]
     return ShardedTensor(local, x.spec.with_dims(dims), x.shape)
@@ -120,20 +112,12 @@ def reduce_scatter(x, dim, axis):
             f"reduce_scatter: the tensor holds no partial values over axis "
             f"{axis!r} (partial: {sorted(x.spec.partial)})")
     k = x.mesh.size(axis)
-    mine = x.local.movedim(dim, 0)
-    lengths = [chunk(mine.shape[0], k, j)[1] for j in range(k)]
-    most = max(lengths)
-    send = mine.new_zeros((k * most,) + tuple(mine.shape[1:]))
-    off = 0
-    for j, n in enumerate(lengths):
-        send[j * most:j * most + n] = mine[off:off + n]
-        off += n
-    out = mine.new_empty((most,) + tuple(mine.shape[1:]))
-    x.mesh.comm_for((axis,)).reduce_scatter_single(
-        out, send, reduce_op_of(x.spec.partial_op))
+    lengths = [chunk(x.local.shape[dim], k, j)[1] for j in range(k)]
+    op = x.spec.partial_op
+    local = autograd.ReduceScatter.apply(x.local, dim, lengths,
+                                         x.mesh.comm_for((axis,)),
+                                         reduce_op_of(op), op)
     _issued["reduce_scatter"] += 1
-    j = x.mesh.coords[x.mesh.axis(axis)]
-    local = out[:lengths[j]].movedim(0, dim).contiguous()
     dims = _dims(x)
     dims[dim] = dims[dim] + (axis,)
     spec = x.spec.with_dims(dims, partial=x.spec.partial - {axis})
@@ -150,21 +134,13 @@ def all_to_all(x, split_dim, concat_dim, axis):
             "all_to_all: split_dim and concat_dim are the same dimension")
     axes = _minor_axis(x, concat_dim, axis, "all_to_all")
     k = x.mesh.size(axis)
-    me = x.mesh.coords[x.mesh.axis(axis)]
     incoming = _parent_lengths(x, concat_dim, axes, k)
     length = x.local.shape[split_dim]
-    sends, recvs = [], []
-    for j in range(k):
-        off, n = chunk(length, k, j)
-        sends.append(x.local.narrow(split_dim, off, n).contiguous())
-    _, n_me = chunk(length, k, me)
-    for p in range(k):
-        shape = list(x.local.shape)
-        shape[split_dim], shape[concat_dim] = n_me, incoming[p]
-        recvs.append(x.local.new_empty(shape))
-    x.mesh.comm_for((axis,)).all_to_all(recvs, sends)
+    split_lengths = [chunk(length, k, j)[1] for j in range(k)]
+    local = autograd.AllToAll.apply(x.local, split_dim, concat_dim,
+                                    split_lengths, incoming,
+                                    x.mesh.comm_for((axis,)))
     _issued["all_to_all"] += 1
-    local = torch.cat(recvs, dim=concat_dim).contiguous()
     dims = _dims(x)
     dims[concat_dim] = axes[:-1]
     dims[split_dim] = dims[split_dim] + (axis,)
@@ -200,19 +176,8 @@ def ppermute(x, axis, perm):
                 f"({x.shape[d]}) unevenly; the pieces it would swap differ "
                 "in shape")
     me = mesh.coords[mesh.axis(axis)]
-    to = [d for s, d in pairs if s == me]
-    frm = [s for s, d in pairs if d == me]
-    out = torch.zeros_like(x.local)
-    comm = mesh.comm_for((axis,))
-    works = []
-    if to and to[0] == me:
-        out.copy_(x.local)
-    elif to:
-        works.append(comm.send(x.local.contiguous(), to[0], async_op=True))
-    if frm and frm[0] != me:
-        works.append(comm.recv(out, frm[0], async_op=True))
-    for w in works:
-        w.wait()
+    out = autograd.PPermute.apply(x.local, pairs, me,
+                                  mesh.comm_for((axis,)))
     _issued["ppermute"] += 1
     return ShardedTensor(out, x.spec, x.shape)
 

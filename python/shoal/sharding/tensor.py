@@ -44,6 +44,41 @@ class ShardedTensor:
         from .reshard import reshard
         return reshard(self, P()).local
 
+    def reshard(self, spec, partial=frozenset(), partial_op=None):
+        from .reshard import reshard
+        return reshard(self, spec, partial, partial_op)
+
+    def __matmul__(self, other):
+        from .ops import matmul
+        return matmul(self, other)
+
+    def __add__(self, other):
+        from .ops import add
+        return add(self, other)
+
+    def __sub__(self, other):
+        from .ops import sub
+        return sub(self, other)
+
+    def __mul__(self, other):
+        from .ops import mul
+        return mul(self, other)
+
+    def map(self, fn):
+        """fn applied to this rank's piece, for element-wise functions
+        (relu, scaling): the spec stays; partial values are reduced first
+        (fn of a sum is not the sum of fn)."""
+        x = self
+        if x.spec.partial:
+            from .collectives import all_reduce
+            x = all_reduce(x)
+        return ShardedTensor(fn(x.local), x.spec, x.shape)
+
+    def sum(self, dim):
+        """Sum over `dim`: partial sums over its axes if it is sharded."""
+        from .ops import sum_dim
+        return sum_dim(self, dim)
+
 
 def shard(t, mesh, spec, partial=frozenset(), partial_op="sum"):
     """A tensor every rank holds whole, cut to `spec` (P or ShardingSpec)
@@ -55,5 +90,5 @@ def shard(t, mesh, spec, partial=frozenset(), partial_op="sum"):
     local = t[local_slices(spec, tuple(t.shape))].clone()
     if spec.partial and spec.partial_op == "sum":
         if any(mesh.coords[mesh.axis(a)] != 0 for a in spec.partial):
-            local.zero_()
+            local = local * 0  # keeps autograd's graph, unlike zero_()
     return ShardedTensor(local, spec, tuple(t.shape))

@@ -1,0 +1,75 @@
+"""The data movement of the collectives, on local tensors: what each rank
+sends and keeps, with DTensor's uneven pieces padded for the exchange.
+autograd.py pairs each with its backward."""
+
+import torch
+
+
+def reduce(local, comm, op):
+    """All-reduce of `local` (a new tensor)."""
+    out = local.contiguous().clone()
+    comm.all_reduce(out, op)
+    return out
+
+
+def gather(local, dim, lengths, comm):
+    """Concatenation along `dim` of every rank's piece (rank j's has
+    lengths[j] rows there), on every rank."""
+    most = max(lengths)
+    mine = local.movedim(dim, 0)
+    send = mine.new_zeros((most,) + tuple(mine.shape[1:]))
+    send[:mine.shape[0]] = mine
+    out = mine.new_empty((len(lengths) * most,) + tuple(mine.shape[1:]))
+    comm.all_gather_single(out, send)
+    parts = [out[j * most:j * most + n] for j, n in enumerate(lengths)]
+    return torch.cat(parts).movedim(0, dim).contiguous()
+
+
+def scatter_reduce(local, dim, lengths, me, comm, op):
+    """Piece `me` (of `lengths` along `dim`) of the reduction of every
+    rank's `local`."""
+    most = max(lengths)
+    mine = local.movedim(dim, 0)
+    send = mine.new_zeros((len(lengths) * most,) + tuple(mine.shape[1:]))
+    off = 0
+    for j, n in enumerate(lengths):
+        send[j * most:j * most + n] = mine[off:off + n]
+        off += n
+    out = mine.new_empty((most,) + tuple(mine.shape[1:]))
+    comm.reduce_scatter_single(out, send, op)
+    return out[:lengths[me]].movedim(0, dim).contiguous()
+
+
+def exchange(local, split_dim, concat_dim, split_lengths, incoming, comm):
+    """All-to-all: piece j of `local` along split_dim (split_lengths[j]
+    rows) goes to rank j; rank p's piece, incoming[p] long along
+    concat_dim, comes back; concatenated along concat_dim."""
+    me = comm.get_rank()
+    sends, recvs, off = [], [], 0
+    for n in split_lengths:
+        sends.append(local.narrow(split_dim, off, n).contiguous())
+        off += n
+    for p in range(len(incoming)):
+        shape = list(local.shape)
+        shape[split_dim], shape[concat_dim] = split_lengths[me], incoming[p]
+        recvs.append(local.new_empty(shape))
+    comm.all_to_all(recvs, sends)
+    return torch.cat(recvs, dim=concat_dim).contiguous()
+
+
+def permute(local, pairs, me, comm):
+    """Sends `local` to d for (me, d) in pairs, receives from s for
+    (s, me); zeros where nothing arrives."""
+    to = [d for s, d in pairs if s == me]
+    frm = [s for s, d in pairs if d == me]
+    out = torch.zeros_like(local)
+    works = []
+    if to and to[0] == me:
+        out.copy_(local)
+    elif to:
+        works.append(comm.send(local.contiguous(), to[0], async_op=True))
+    if frm and frm[0] != me:
+        works.append(comm.recv(out, frm[0], async_op=True))
+    for w in works:
+        w.wait()
+    return out
