@@ -308,5 +308,40 @@ def case_mlp_grad():
     print("ok")
 
 
+def case_cost(path):
+    """calibrate() then estimate_cost against a fresh measurement of each
+    collective from 64 KiB to 16 MiB: the table on rank 0; every estimate
+    positive (all_to_all too), growing with the size, and within 10x of
+    the measurement (the issue's 25% is a benchmark figure: on this
+    2-core machine the same call measures 1x-3x apart between runs, so a
+    test can only catch a model that is wrong by an order of magnitude);
+    choose() names a strategy with its times."""
+    from shoal import tune
+    c = new_comm()
+    n = c.get_size()
+    mesh = sh.DeviceMesh(c, (n,), ("x",))
+    sizes = [64 << 10, 1 << 20, 16 << 20]
+    sh.calibrate(mesh, path=path, sizes=sizes, reps=5)
+    worst = 1.0
+    for op in sh.cost.OPS:
+        last = 0.0
+        for nbytes in sizes:
+            est = sh.estimate_cost(op, nbytes, mesh, "x", path=path)
+            assert est > last, (op, nbytes, est, last)
+            last = est
+            got = tune.benchmark(sh.cost._run(mesh.comm_for(("x",)), op,
+                                              nbytes), group=c, reps=5)
+            ratio = est / got
+            worst = max(worst, ratio, 1 / ratio)
+            if mesh.rank == 0:
+                print(f"{op:<15} {nbytes:>9} est {est * 1e6:9.1f} us  "
+                      f"measured {got * 1e6:9.1f} us  {ratio:5.2f}")
+    assert worst < 10, worst
+    best, times = sh.choose(64, 1024, 1024, mesh, "x", path=path)
+    assert best in times and set(times) == {"data", "column", "row"}, times
+    c.finalize()
+    print("ok")
+
+
 if __name__ == "__main__":
     globals()["case_" + sys.argv[1]](*sys.argv[2:])

@@ -59,3 +59,10 @@ def test_patterns_count_their_collectives(n):
 @pytest.mark.parametrize("n", [2, 4])
 def test_tensor_parallel_mlp_gradients(n):
     run(n, "mlp_grad")
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_cost_model(n, tmp_path):
+    """calibrate, then estimate_cost against measurements (the table is in
+    the output; the bound is loose: see case_cost)."""
+    run(n, "cost", str(tmp_path / "tuning"))

@@ -298,24 +298,39 @@ PyTypeObject ext_comm_type = {
     .tp_getset = comm_getset,
 };
 
-// Both method tables in one, as a type has only one.
+static size_t
+method_count(const PyMethodDef *m)
+{
+    size_t n = 0;
+
+    while (m[n].ml_name != NULL) {
+        n++;
+    }
+    return n;
+}
+
+// The method tables in one, as a type has only one.
 int
 ext_comm_init(void)
 {
-    size_t       a = sizeof(comm_methods) / sizeof(comm_methods[0]) - 1;
-    size_t       b = 0;
+    const PyMethodDef *tables[]
+        = { comm_methods, ext_comm_op_methods, ext_comm_algo_methods };
+    size_t       total = 0, at = 0;
     PyMethodDef *all;
 
-    while (ext_comm_op_methods[b].ml_name != NULL) {
-        b++;
+    for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+        total += method_count(tables[i]);
     }
-    all = PyMem_Calloc(a + b + 1, sizeof(PyMethodDef));
+    all = PyMem_Calloc(total + 1, sizeof(PyMethodDef));
     if (all == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    memcpy(all, comm_methods, a * sizeof(PyMethodDef));
-    memcpy(all + a, ext_comm_op_methods, b * sizeof(PyMethodDef));
+    for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+        size_t n = method_count(tables[i]);
+        memcpy(all + at, tables[i], n * sizeof(PyMethodDef));
+        at += n;
+    }
     ext_comm_type.tp_methods = all;
     return PyType_Ready(&ext_comm_type);
 }

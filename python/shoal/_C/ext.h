@@ -68,6 +68,7 @@ typedef struct {
 
 extern PyTypeObject ext_comm_type;
 extern PyMethodDef  ext_comm_op_methods[]; // comm_ops.c, NULL-terminated
+extern PyMethodDef  ext_comm_algo_methods[]; // comm_algos.c, likewise
 
 // Readies the type (with both method tables). Returns 0 or -1.
 int ext_comm_init(void);

@@ -17,6 +17,7 @@ The collectives are differentiable (autograd.py says the conventions).
 from .collectives import (all_gather, all_reduce, all_to_all, axis_index,
                           pmean, ppermute, reduce_scatter, reset_stats,
                           stats)
+from .cost import calibrate, choose, estimate_cost
 from .mesh import DeviceMesh
 from .ops import add, matmul, mul, sub, sum_dim
 from .reshard import reshard
@@ -26,4 +27,5 @@ from .tensor import ShardedTensor, shard
 __all__ = ["DeviceMesh", "P", "ShardingSpec", "ShardedTensor", "shard",
            "reshard", "all_reduce", "pmean", "all_gather", "reduce_scatter",
            "all_to_all", "ppermute", "axis_index", "stats", "reset_stats",
-           "matmul", "add", "sub", "mul", "sum_dim"]
+           "matmul", "add", "sub", "mul", "sum_dim", "estimate_cost",
+           "calibrate", "choose"]
