@@ -343,5 +343,41 @@ def case_cost(path):
     print("ok")
 
 
+def case_dtensor(port):
+    """ShardedTensor -> DTensor -> ShardedTensor on a 2-D mesh over
+    torch.distributed of backend "shoal": the same pieces, the full tensor
+    equal through DTensor's own full_tensor(); Partial both ways; a spec
+    DTensor cannot express refused."""
+    import torch.distributed as dist
+    rank, n = c_rank_size()
+    dist.init_process_group("shoal", init_method=f"tcp://127.0.0.1:{port}",
+                            rank=rank, world_size=n)
+    mesh = sh.DeviceMesh(dist.group.WORLD, (2, n // 2), ("a", "b"))
+    tmesh = sh.torch_mesh(mesh)
+    t = dense((7, 6), torch.float32, 31)
+    for spec, partial in ((P("a", "b"), ()), (P(("a", "b")), ()),
+                          (P(None, "a"), ()), (P("b"), ("a",))):
+        x = partial_input(mesh, t, spec, partial, 32)
+        dt = x.to_dtensor(tmesh)
+        assert torch.equal(dt.to_local(), x.local)
+        assert torch.equal(dt.full_tensor(), t), (spec, partial)
+        y = sh.from_dtensor(dt, mesh)
+        assert y.spec == x.spec and torch.equal(y.local, x.local)
+        assert torch.equal(y.full(), t)
+    try:
+        sh.shard(t, mesh, P(("b", "a"))).to_dtensor(tmesh)
+    except shoal.InvalidArgumentError as e:
+        assert "mesh order" in str(e), e
+    else:
+        raise AssertionError("a spec DTensor splits otherwise was accepted")
+    dist.destroy_process_group()
+    print("ok")
+
+
+def c_rank_size():
+    import os
+    return int(os.environ["SHOAL_RANK"]), int(os.environ["SHOAL_SIZE"])
+
+
 if __name__ == "__main__":
     globals()["case_" + sys.argv[1]](*sys.argv[2:])

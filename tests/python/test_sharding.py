@@ -66,3 +66,9 @@ def test_cost_model(n, tmp_path):
     """calibrate, then estimate_cost against measurements (the table is in
     the output; the bound is loose: see case_cost)."""
     run(n, "cost", str(tmp_path / "tuning"))
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_dtensor_both_ways(n):
+    from harness import free_port
+    run(n, "dtensor", str(free_port()))

@@ -18,6 +18,7 @@ from .collectives import (all_gather, all_reduce, all_to_all, axis_index,
                           pmean, ppermute, reduce_scatter, reset_stats,
                           stats)
 from .cost import calibrate, choose, estimate_cost
+from .dtensor import from_dtensor, to_dtensor, torch_mesh
 from .mesh import DeviceMesh
 from .ops import add, matmul, mul, sub, sum_dim
 from .reshard import reshard
@@ -28,4 +29,4 @@ __all__ = ["DeviceMesh", "P", "ShardingSpec", "ShardedTensor", "shard",
            "reshard", "all_reduce", "pmean", "all_gather", "reduce_scatter",
            "all_to_all", "ppermute", "axis_index", "stats", "reset_stats",
            "matmul", "add", "sub", "mul", "sum_dim", "estimate_cost",
-           "calibrate", "choose"]
+           "calibrate", "choose", "to_dtensor", "from_dtensor", "torch_mesh"]

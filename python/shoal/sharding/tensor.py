@@ -44,6 +44,16 @@ class ShardedTensor:
         from .reshard import reshard
         return reshard(self, P()).local
 
+    def to_dtensor(self, device_mesh=None):
+        """This tensor as a torch DTensor (dtensor.py)."""
+        from .dtensor import to_dtensor
+        return to_dtensor(self, device_mesh)
+
+    @staticmethod
+    def from_dtensor(dt, mesh):
+        from .dtensor import from_dtensor
+        return from_dtensor(dt, mesh)
+
     def reshard(self, spec, partial=frozenset(), partial_op=None):
         from .reshard import reshard
         return reshard(self, spec, partial, partial_op)
