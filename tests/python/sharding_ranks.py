@@ -122,6 +122,32 @@ def case_counts():
     print("ok")
 
 
+def case_reuse():
+    """reshard reuses its last output only when nothing else reaches it:
+    a result still held, a view of a dropped result and a tensor autograd
+    saved all keep their values across later reshards."""
+    c = new_comm()
+    mesh = mesh_for(c, "1d")
+    t = dense((8, 12), torch.float32, 41)
+    x = sh.shard(t, mesh, P("x"))
+    piece = t[sh.layout.local_slices(sh.ShardingSpec(mesh, P(None, "x")),
+                                     t.shape)]
+    y1 = sh.reshard(x, P(None, "x"))
+    x2 = sh.shard(t * 2, mesh, P("x"))
+    y2 = sh.reshard(x2, P(None, "x"))
+    assert torch.equal(y1.local, piece) and torch.equal(y2.local, 2 * piece)
+    view = y2.local[:1]
+    del y2
+    y3 = sh.reshard(sh.shard(t * 3, mesh, P("x")), P(None, "x"))
+    assert torch.equal(view, 2 * piece[:1]), view
+    assert torch.equal(y3.local, 3 * piece)
+    del y3, view
+    y4 = sh.reshard(sh.shard(t * 4, mesh, P("x")), P(None, "x"))
+    assert torch.equal(y4.local, 4 * piece) and torch.equal(y1.local, piece)
+    c.finalize()
+    print("ok")
+
+
 def case_explicit():
     """The explicit ops on a 2x(n/2) mesh: all_reduce of partials, pmean,
     all_gather, reduce_scatter, all_to_all; psum over a replicated axis

@@ -36,6 +36,11 @@ def test_reshard_issues_the_named_collective():
 
 
 @pytest.mark.parametrize("n", [2, 4])
+def test_reshard_reuses_only_unreachable_outputs(n):
+    run(n, "reuse")
+
+
+@pytest.mark.parametrize("n", [2, 4])
 def test_explicit_ops(n):
     run(n, "explicit")
 

@@ -68,19 +68,31 @@ class ReduceScatter(torch.autograd.Function):
 
 
 class AllToAll(torch.autograd.Function):
+    """`plan`: (shape, have, want, plans, key) to move by a compiled op
+    (every piece non-empty), or None for the padded exchange."""
+
     @staticmethod
     def forward(ctx, local, split_dim, concat_dim, split_lengths, incoming,
-                comm):
-        ctx.args = (split_dim, concat_dim, split_lengths, incoming, comm)
+                comm, plan):
+        ctx.args = (split_dim, concat_dim, split_lengths, incoming, comm,
+                    plan)
+        if plan is not None:
+            shape, have, want, plans, key = plan
+            return moves.boxes(local, comm, shape, have, want, plans, key)
         return moves.exchange(local, split_dim, concat_dim, split_lengths,
                               incoming, comm)
 
     @staticmethod
     def backward(ctx, grad):
-        split_dim, concat_dim, split_lengths, incoming, comm = ctx.args
-        back = moves.exchange(grad, concat_dim, split_dim, incoming,
-                              split_lengths, comm)
-        return back, None, None, None, None, None
+        split_dim, concat_dim, split_lengths, incoming, comm, plan = ctx.args
+        if plan is not None:
+            shape, have, want, plans, key = plan
+            back = moves.boxes(grad, comm, shape, want, have, plans,
+                               ("back",) + key)
+        else:
+            back = moves.exchange(grad, concat_dim, split_dim, incoming,
+                                  split_lengths, comm)
+        return back, None, None, None, None, None, None
 
 
 class PPermute(torch.autograd.Function):

@@ -7,7 +7,7 @@ import collections
 from .. import _C
 from .._reduce_op import ReduceOp
 from . import autograd
-from .layout import chunk, dim_piece, is_even
+from .layout import chunk, dim_piece, is_even, local_slices
 from .tensor import ShardedTensor
 
 _issued = collections.Counter()
@@ -137,14 +137,22 @@ def all_to_all(x, split_dim, concat_dim, axis):
     incoming = _parent_lengths(x, concat_dim, axes, k)
     length = x.local.shape[split_dim]
     split_lengths = [chunk(length, k, j)[1] for j in range(k)]
-    local = autograd.AllToAll.apply(x.local, split_dim, concat_dim,
-                                    split_lengths, incoming,
-                                    x.mesh.comm_for((axis,)))
-    _issued["all_to_all"] += 1
     dims = _dims(x)
     dims[concat_dim] = axes[:-1]
     dims[split_dim] = dims[split_dim] + (axis,)
-    return ShardedTensor(local, x.spec.with_dims(dims), x.shape)
+    spec = x.spec.with_dims(dims)
+    plan = None
+    if min(split_lengths) > 0 and min(incoming) > 0 and x.local.numel():
+        have = local_slices(x.spec, x.shape)
+        key = ("a2a", axis, x.spec.norm(), spec.norm(), x.shape,
+               str(x.local.dtype))
+        plan = (x.shape, have, local_slices(spec, x.shape),
+                x.mesh.plans, key)
+    local = autograd.AllToAll.apply(x.local, split_dim, concat_dim,
+                                    split_lengths, incoming,
+                                    x.mesh.comm_for((axis,)), plan)
+    _issued["all_to_all"] += 1
+    return ShardedTensor(local, spec, x.shape)
 
 
 def _check_perm(perm, k):

@@ -55,6 +55,8 @@ class DeviceMesh:
         self.rank = self.comm.get_rank()
         self.coords = self.coords_of(self.rank)
         self._comms = {}
+        # Compiled ops of reshard's moves, by a key equal on every rank.
+        self.plans = {}
 
     def __repr__(self):
         axes = ", ".join(f"{n}={s}" for n, s in zip(self.axis_names,
