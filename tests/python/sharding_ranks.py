@@ -124,8 +124,8 @@ def case_counts():
 
 def case_reuse():
     """reshard reuses its last output only when nothing else reaches it:
-    a result still held, a view of a dropped result and a tensor autograd
-    saved all keep their values across later reshards."""
+    a result still held and a view of a dropped result keep their values
+    across later reshards."""
     c = new_comm()
     mesh = mesh_for(c, "1d")
     t = dense((8, 12), torch.float32, 41)
