@@ -43,7 +43,7 @@ import math
 import statistics
 import time
 
-from . import _C, _groups
+from . import _C
 from ._reduce_op import ReduceOp
 
 __all__ = ["CandidateError", "benchmark", "select", "clear_cache",
