@@ -113,12 +113,13 @@ shi_comm_abort(shoal_comm *comm, int status, const char *fmt, ...)
 // burnt for a whole time slice (that made a loaded machine's 128 KiB
 // all-reduce take 2 ms). An idle communicator still sleeps after 1 ms. With
 // more ranks than cores, waiting ranks yield quickly so that the others
-// can run.
+// can run. What a waiter sees changes this per wait (engine.c,
+// wait_spin_ns): no spin while a peer waits on the same CPU.
 static void
 choose_wait_policy(shoal_comm *comm)
 {
     cpu_set_t set;
-    long long spin_us;
+    long long spin_us, yield_us;
     int       cpus = 1;
 
     if (sched_getaffinity(0, sizeof(set), &set) == 0) {
@@ -132,6 +133,12 @@ choose_wait_policy(shoal_comm *comm)
         && spin_us >= 0) {
         comm->spin_ns
             = (int) (spin_us > 1000000 ? 1000000000 : spin_us * 1000);
+    }
+    // SHOAL_YIELD_US=0: sleep right after the spin.
+    if (shi_env_int("SHOAL_YIELD_US", -1, &yield_us) == SHOAL_OK
+        && yield_us >= 0) {
+        comm->yield_ns   = yield_us > 1000000 ? 1000000000 : yield_us * 1000;
+        comm->yield_iter = yield_us == 0 ? 0 : comm->yield_iter;
     }
 }
 

@@ -401,6 +401,24 @@ sleep_until_woken(
     return progressed;
 }
 
+// How long a wait that begins now spins. The progress thread shares the
+// cores with the application: it never spins. Neither does a thread whose
+// peer last waited on this very CPU: the peer cannot run (and bring what
+// we wait for) until this thread lets go of the CPU, which a spin of 50
+// us turned into 100 us per call when a busy process had left both ranks
+// on one CPU.
+static int64_t
+wait_spin_ns(shoal_comm *comm, int app)
+{
+    if (!app) {
+        return 0;
+    }
+    if (comm->tp->peers_on_my_cpu != NULL && comm->tp->peers_on_my_cpu(comm)) {
+        return 0;
+    }
+    return comm->spin_ns;
+}
+
 // Drives until `req` completes (req NULL: until nothing is active), the
 // caller's `deadline` passes, or, for the progress thread (`app` 0), until
 // an application thread takes over. An application thread also returns
@@ -416,7 +434,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
     // The progress thread shares the cores with the application: it never
     // spins, and yields only briefly before sleeping, so that it costs an
     // application thread no CPU time it could use.
-    int64_t spin_ns    = app ? comm->spin_ns : 0;
+    int64_t spin_ns    = 0;
     int     yield_iter = app ? comm->yield_iter : 2;
     int64_t yield_ns   = app ? comm->yield_ns : 0;
 
@@ -435,6 +453,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
         }
         if (idle_since == 0) {
             idle_since = now;
+            spin_ns    = wait_spin_ns(comm, app);
         }
         if ((iter & 255) == 0 || yields >= yield_iter) {
             housekeeping_locked(comm, now);
@@ -454,6 +473,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
         if (progressed) {
             idle_since = now;
             yields     = 0;
+            spin_ns    = wait_spin_ns(comm, app);
         } else if (now - idle_since < spin_ns) {
             shi_cpu_relax();
         } else if (yields < yield_iter || now - idle_since < yield_ns) {
@@ -572,7 +592,7 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
         pthread_mutex_unlock(&comm->lock);
         st = drive_as_app(comm, req, req->deadline, SHI_NO_DEADLINE);
     } else {
-        if (st == SHOAL_INPROGRESS) {
+        if (st == SHOAL_INPROGRESS && !req->caller_waits) {
             // The progress thread may sleep on the doorbell or on the cv.
             shi_ring(comm, comm->rank, 0);
             pthread_cond_signal(&comm->cv);

@@ -130,6 +130,11 @@ struct shi_transport_ops {
     // Wakes every announced sleeper of every peer (after publishing
     // something they may wait for).
     void (*wake_peers)(struct shoal_comm *comm);
+    // Publishes the CPU the calling thread runs on and returns how many
+    // peers last published the same CPU: a waiter spinning there only
+    // keeps them from running. NULL where peers are on other hosts or
+    // their CPUs are not known.
+    int (*peers_on_my_cpu)(struct shoal_comm *comm);
 
     // --- failure and goodbye --------------------------------------------
     // The communicator just failed with `status` and `text` (any thread,

@@ -84,6 +84,9 @@ struct shm_ctl {
     // that a barrier checks the call in the line it waits on.
     _Atomic uint32_t coll_seq SHM_ALIGNED;
     uint64_t                  coll_hash[2];
+    // The CPU + 1 the rank's last waiting application thread ran on
+    // (0: not known yet), written by the owner when a wait begins.
+    _Atomic uint32_t cpu;
     // Futex word others bump to wake this rank, and how many of this rank's
     // threads sleep on it (writers skip the syscall when zero).
     _Atomic uint32_t doorbell SHM_ALIGNED;

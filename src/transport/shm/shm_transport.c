@@ -1,6 +1,7 @@
 // The shared-memory transport's table (transport.h): every rank on this
 // host, data through one segment every rank maps, sleeping threads woken
 // through a futex doorbell per rank, deaths seen by a watcher thread.
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,31 @@ shm_wake(shoal_comm *comm, int rank, int force)
     shi_futex_wake_all(&ctl->doorbell);
 }
 
+// sched_getcpu reads the CPU glibc's rseq area keeps current: no system
+// call. A peer's CPU is the one it last waited on; the scheduler moves
+// threads seldom enough for that to hold for many calls.
+static int
+shm_peers_on_my_cpu(shoal_comm *comm)
+{
+    int      cpu = sched_getcpu(), n = 0;
+    uint32_t mine;
+
+    if (comm->mapped == NULL || cpu < 0) {
+        return 0;
+    }
+    mine = (uint32_t) cpu + 1;
+    if (atomic_load_explicit(&comm->my_ctl->cpu, memory_order_relaxed)
+        != mine) {
+        atomic_store_explicit(&comm->my_ctl->cpu, mine, memory_order_relaxed);
+    }
+    for (int p = 0; p < comm->size; p++) {
+        struct shm_ctl *ctl = shm_ctl_of(comm->mapped, p);
+        n += p != comm->rank
+            && atomic_load_explicit(&ctl->cpu, memory_order_relaxed) == mine;
+    }
+    return n;
+}
+
 static void
 shm_wake_peers(shoal_comm *comm)
 {
@@ -212,6 +238,7 @@ const struct shi_transport_ops shi_shm_transport = {
     .sleep_disarm         = shm_sleep_disarm,
     .wake                 = shm_wake,
     .wake_peers           = shm_wake_peers,
+    .peers_on_my_cpu      = shm_peers_on_my_cpu,
     .abort_notify         = shm_abort_notify,
     .abort_flush          = NULL,
     .goodbye              = shm_goodbye,
