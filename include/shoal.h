@@ -211,6 +211,12 @@ typedef struct shoal_call_opts {
     // before anything is sent; the communicator stays usable. The string
     // must stay valid until the operation is called.
     const char *algo;
+    // Non-zero: the caller waits for this operation (shoal_wait or
+    // shoal_wait_for) right after issuing it, driving it itself, so the
+    // progress thread is not woken for it at issue (a wake-up that costs
+    // a system call and a core for a few microseconds). Should no wait
+    // follow, the progress thread still finds the operation within 100 ms.
+    int caller_waits;
 } shoal_call_opts;
 
 // Gives `opts` to the next operation this thread issues, on any

@@ -72,6 +72,24 @@ def buffer(x, writable=False):
     return _C.Buffer(x, writable)
 
 
+_to_dlpack = None  # torch.utils.dlpack.to_dlpack once a tensor came by
+
+
+def direct(x, writable=False):
+    """A Buffer over x when x is a contiguous CPU torch tensor that needs
+    no detaching, else None: the blocking calls' short way, which skips
+    the checks and staging a copy would need (the full way gives the
+    errors for everything else)."""
+    global _to_dlpack
+    if _tensor_type is None or type(x) is not _tensor_type:
+        return None
+    if not x.is_cpu or x.requires_grad or not x.is_contiguous():
+        return None
+    if _to_dlpack is None:
+        _to_dlpack = _torch().utils.dlpack.to_dlpack
+    return _C.Buffer(x, writable, _to_dlpack(x))
+
+
 def describe(b):
     """'float32 of shape (2, 3)' for a Buffer."""
     return f"{b.dtype} of shape {tuple(b.shape)}"

@@ -38,11 +38,14 @@ class ReduceOp:
     ``ReduceOp.PREMUL_SUM(factor)`` (multiply each input by factor, then
     sum; floating types only)."""
 
-    __slots__ = ("_type", "_factor")
+    __slots__ = ("_type", "_factor", "_c_args")
 
     def __init__(self, type, factor=None):
-        object.__setattr__(self, "_type", RedOpType(type))
+        type = RedOpType(type)
+        object.__setattr__(self, "_type", type)
         object.__setattr__(self, "_factor", factor)
+        object.__setattr__(self, "_c_args",
+                           (_KIND[type], float(factor or 0.0)))
 
     def __setattr__(self, name, value):
         raise AttributeError("ReduceOp is immutable")
@@ -62,7 +65,7 @@ class ReduceOp:
 
     def kind_and_scalar(self):
         """(shoal_op_kind, scalar) for the extension."""
-        return _KIND[self._type], float(self._factor or 0.0)
+        return self._c_args
 
     def __eq__(self, other):
         return (isinstance(other, ReduceOp) and self._type == other._type

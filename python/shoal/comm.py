@@ -22,6 +22,10 @@ from ._work import Work
 
 InvalidArgumentError = _C.InvalidArgumentError
 
+# What a blocking call that took the short way returns: a Work already
+# complete (wait() returns True at once), shared because it holds nothing.
+_DONE = Work()
+
 
 class _Stage:
     """Buffers of one call, and the copies to make when it completes."""
@@ -280,6 +284,9 @@ class Comm:
     # ---- collectives in place -------------------------------------------
 
     def barrier(self, async_op=False, hints=None, timeout=None):
+        if not async_op:
+            self._c.barrier_now(_env.op_timeout_ms(timeout))
+            return _DONE
         return self._run(None, self._c.barrier(_env.op_timeout_ms(timeout)),
                          async_op)
 
@@ -287,6 +294,10 @@ class Comm:
                   timeout=None):
         """Every rank's tensor becomes root's."""
         self._check_rank("broadcast", root, "root")
+        b = None if async_op else _arrays.direct(tensor, True)
+        if b is not None:
+            self._c.broadcast_now(b, root, _env.op_timeout_ms(timeout))
+            return _DONE
         s = _Stage("broadcast")
         b = s.write(tensor, "tensor")
         return self._run(s, self._c.broadcast(b, root,
@@ -297,6 +308,11 @@ class Comm:
                    timeout=None):
         """Every rank's tensor becomes the reduction of all of them."""
         kind, scalar = as_reduce_op(op).kind_and_scalar()
+        b = None if async_op else _arrays.direct(tensor, True)
+        if b is not None:
+            self._c.all_reduce_now(b, b, kind, scalar,
+                                   _env.op_timeout_ms(timeout))
+            return _DONE
         s = _Stage("all_reduce")
         b = s.write(tensor, "tensor")
         return self._run(s, self._c.all_reduce(b, b, kind, scalar,

@@ -277,9 +277,10 @@ coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
         ? shi_counts_sum(c->counts, comm->size)
         : c->count;
     shi_req_fill(&req, c->kind, c->recv, count, c->dtype, c->root);
-    req.sendbuf    = c->send;
-    req.op         = c->op;
-    req.timeout_ms = opts.timeout_ms;
+    req.sendbuf      = c->send;
+    req.op           = c->op;
+    req.timeout_ms   = opts.timeout_ms;
+    req.caller_waits = opts.caller_waits;
     if ((st = choose_algo(comm, c, opts.algo, es, &req.algo)) != SHOAL_OK) {
         return st;
     }

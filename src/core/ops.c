@@ -187,8 +187,9 @@ p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
         return st;
     }
     shi_req_fill(&req, kind, buf, count, (int) dtype, peer);
-    req.tag        = tag;
-    req.timeout_ms = opts.timeout_ms;
+    req.tag          = tag;
+    req.timeout_ms   = opts.timeout_ms;
+    req.caller_waits = opts.caller_waits;
     if (out != NULL) {
         return shi_start_async(comm, &req, out);
     }
@@ -292,7 +293,8 @@ barrier(shoal_comm *comm, shoal_request **out)
         return unchosen_algo(comm, "barrier", opts.algo);
     }
     shi_req_fill(&req, SHI_OP_BARRIER, NULL, 0, SHOAL_UINT8, -1);
-    req.timeout_ms = opts.timeout_ms;
+    req.timeout_ms   = opts.timeout_ms;
+    req.caller_waits = opts.caller_waits;
     return out != NULL ? shi_start_async(comm, &req, out)
                        : shi_run_blocking(comm, &req);
 }
@@ -331,7 +333,8 @@ broadcast(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
         return st;
     }
     shi_req_fill(&req, SHI_OP_BCAST, buf, count, (int) dtype, root);
-    req.timeout_ms = opts.timeout_ms;
+    req.timeout_ms   = opts.timeout_ms;
+    req.caller_waits = opts.caller_waits;
     return out != NULL ? shi_start_async(comm, &req, out)
                        : shi_run_blocking(comm, &req);
 }

@@ -77,9 +77,20 @@ ext_call_deadline(long long timeout_ms)
     }
 }
 
+// Set (under the GIL) by the blocking forms around the call they make:
+// that call's caller waits for it at once.
+static int ops_waits_next;
+
 static void
 ops_deadline(ops_call *c)
 {
+    if (ops_waits_next) {
+        shoal_call_opts opts
+            = { .timeout_ms     = c->timeout_ms > 0 ? c->timeout_ms : 0,
+                  .caller_waits = 1 };
+        shoal_next_call_opts(&opts);
+        return;
+    }
     ext_call_deadline(c->timeout_ms);
 }
 
@@ -559,7 +570,58 @@ ops_scatter(ext_comm *self, PyObject *args)
     return ops_rooted(self, args, 0);
 }
 
+// ---- blocking forms -------------------------------------------------------
+// The operation issued, then waited for here: True or its error, and no
+// Work object for Python to build and wait on, which cost a small call
+// more than the call itself. The wait is Work.wait's (it looks for
+// signals); a call that completes while it is issued does not wait, and
+// one that does not is driven by this thread alone (caller_waits: the
+// progress thread is not woken for it).
+
+static PyObject *
+ops_now(PyObject *work)
+{
+    PyObject *result;
+
+    ops_waits_next = 0;
+    if (work == NULL) {
+        return NULL;
+    }
+    result = ext_work_finish(work);
+    Py_DECREF(work);
+    return result;
+}
+
+static PyObject *
+ops_all_reduce_now(ext_comm *self, PyObject *args)
+{
+    ops_waits_next = 1;
+    return ops_now(ops_all_reduce(self, args));
+}
+
+static PyObject *
+ops_broadcast_now(ext_comm *self, PyObject *args)
+{
+    ops_waits_next = 1;
+    return ops_now(ops_broadcast(self, args));
+}
+
+static PyObject *
+ops_barrier_now(ext_comm *self, PyObject *args)
+{
+    ops_waits_next = 1;
+    return ops_now(ops_barrier(self, args));
+}
+
 PyMethodDef ext_comm_op_methods[] = {
+    { "all_reduce_now", (PyCFunction) ops_all_reduce_now, METH_VARARGS,
+        "all_reduce_now(input, output, op, scalar, timeout_ms) -> True: "
+        "all_reduce, waited for" },
+    { "broadcast_now", (PyCFunction) ops_broadcast_now, METH_VARARGS,
+        "broadcast_now(buf, root, timeout_ms) -> True: broadcast, waited "
+        "for" },
+    { "barrier_now", (PyCFunction) ops_barrier_now, METH_VARARGS,
+        "barrier_now(timeout_ms) -> True: barrier, waited for" },
     { "send", (PyCFunction) ops_send, METH_VARARGS,
         "send(buf, dst, tag, timeout_ms) -> Work" },
     { "recv", (PyCFunction) ops_recv, METH_VARARGS,

@@ -101,6 +101,9 @@ extern PyTypeObject ext_work_type;
 // the request completes. Steals nothing. On failure frees `req` (waiting
 // for it) and returns NULL with an exception set.
 PyObject *ext_work_new(ext_comm *comm, shoal_request *req, PyObject *keep);
+// Waits for a work just made by ext_work_new as Work.wait() does (looking
+// for signals) and returns True, or NULL with the operation's error.
+PyObject *ext_work_finish(PyObject *work);
 
 // Marks a work just made by ext_work_new as a receive, whose sender its
 // source() reports once complete.

@@ -236,6 +236,17 @@ ext_work_drain(ext_comm *comm)
     return 0;
 }
 
+PyObject *
+ext_work_finish(PyObject *work)
+{
+    ext_work *w = (ext_work *) work;
+
+    if (w->req != NULL && work_block_interruptible(w, -1) < 0) {
+        return NULL;
+    }
+    return work_result(w);
+}
+
 static PyObject *
 work_wait(ext_work *w, PyObject *args, PyObject *kwargs)
 {

@@ -37,7 +37,9 @@ _created = collections.defaultdict(itertools.count)
 
 
 # torch's operation codes -> shoal's (PREMUL_SUM carries a factor).
-_OPS = {getattr(dist.ReduceOp.RedOpType, name): getattr(ReduceOp, name)
+# Keyed by the enum's value: hashing and comparing torch's enum objects
+# cost more than the rest of a small all_reduce.
+_OPS = {int(getattr(dist.ReduceOp.RedOpType, name)): getattr(ReduceOp, name)
         for name in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR",
                      "BXOR")}
 
@@ -45,7 +47,8 @@ _OPS = {getattr(dist.ReduceOp.RedOpType, name): getattr(ReduceOp, name)
 def _reduce_op(op):
     """shoal's ReduceOp for torch's (a dist.ReduceOp or its RedOpType)."""
     kind = getattr(op, "op", op)
-    shoal_op = _OPS.get(kind)
+    shoal_op = _OPS.get(int(kind)) if isinstance(
+        kind, dist.ReduceOp.RedOpType) else None
     if shoal_op is None:  # a float, or a 1-element tensor read once here
         return ReduceOp.PREMUL_SUM(op.factor)
     return shoal_op
@@ -158,7 +161,9 @@ class ProcessGroupShoal(dist.ProcessGroup):
 
     def _work(self, opts, works, result):
         """The Work of an operation just issued. torch waits at once for
-        a synchronous call (asyncOp False): do it here, more cheaply."""
+        a synchronous call (asyncOp False): do it here, more cheaply (the
+        in-place collectives were issued blocking then, and their works
+        are done)."""
         if opts is not None and not opts.asyncOp:
             for w in works:
                 w.wait()
@@ -201,9 +206,13 @@ class ProcessGroupShoal(dist.ProcessGroup):
     def allreduce(self, tensors, opts=None):
         opts = opts or dist.AllreduceOptions()
         op, t = _reduce_op(opts.reduceOp), _timeout(opts)
-        if any(x.layout != torch.strided for x in tensors):
+        if len(tensors) == 1 and tensors[0].layout == torch.strided:
+            if not opts.asyncOp:  # the common call, the short way
+                self._comm.all_reduce(tensors[0], op, False, timeout=t)
+                return Work([], tensors)
+        elif any(x.layout != torch.strided for x in tensors):
             return self._allreduce_sparse(tensors, op, t)
-        works = [self._comm.all_reduce(x, op, True, timeout=t)
+        works = [self._comm.all_reduce(x, op, opts.asyncOp, timeout=t)
                  for x in tensors]
         return self._work(opts, works, tensors)
 
@@ -223,7 +232,7 @@ class ProcessGroupShoal(dist.ProcessGroup):
     def broadcast(self, tensors, opts=None):
         opts = opts or dist.BroadcastOptions()
         root, t = opts.rootRank, _timeout(opts)
-        works = [self._comm.broadcast(x, root, True, timeout=t)
+        works = [self._comm.broadcast(x, root, opts.asyncOp, timeout=t)
                  for x in tensors]
         return self._work(opts, works, tensors)
 
@@ -235,7 +244,8 @@ class ProcessGroupShoal(dist.ProcessGroup):
         return self._work(opts, works, tensors)
 
     def barrier(self, opts=None):
-        works = [self._comm.barrier(True, timeout=_timeout(opts))]
+        sync = opts is not None and not opts.asyncOp
+        works = [self._comm.barrier(not sync, timeout=_timeout(opts))]
         return self._work(opts, works, [])
 
     def monitored_barrier(self, timeout=None, wait_all_ranks=False):
