@@ -19,6 +19,12 @@ MET with the numbers, for the targets of issue 4.
     python -m shoal.bench --quick     # small sizes, few iterations
     python -m shoal.bench --ranks 4
     python -m shoal.bench --ddp       # and a DDP training step
+    python -m shoal.bench --load 1    # beside one busy process per N
+
+Every run also has an "arrival skew" table: a 4-byte all_reduce whose
+iterations each start with a gloo barrier (as after compute or another
+library's barrier, ranks arrive at slightly different times), so the early
+rank's way of waiting decides the time.
 """
 
 import argparse
@@ -55,6 +61,9 @@ def main(argv=None):
     p.add_argument("--ddp", action="store_true",
                    help="also time a DDP training step: gloo, backend "
                         "'shoal', and with shoal.ddp's shared buckets")
+    p.add_argument("--load", type=int, default=0, metavar="N",
+                   help="run N busy processes (a shell loop each) beside "
+                        "the ranks, started and stopped by the benchmark")
     p.add_argument("--timeout", type=float, default=900,
                    help="seconds before the job is stopped")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -92,12 +101,19 @@ def _launch(args):
     # One thread per rank: torch's own thread pool would fight the ranks
     # for the cores (torchrun sets the same).
     env.setdefault("OMP_NUM_THREADS", "1")
+    env["SHOAL_BENCH_LOAD"] = str(args.load)
+    busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"])
+            for _ in range(args.load)]
     try:
         return subprocess.run(cmd, env=env, timeout=args.timeout).returncode
     except subprocess.TimeoutExpired:
         print(f"shoal.bench: stopped after {args.timeout:.0f} s",
               file=sys.stderr)
         return 124
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
 
 
 def _free_port():
@@ -145,14 +161,17 @@ class _Rank:
         budget, least = (64 * MiB, 3) if self.args.quick else (1 << 30, 10)
         return max(least, min(self.args.iters, budget // max(nbytes, 1)))
 
-    def measure(self, fn, nbytes, reps=1):
+    def measure(self, fn, nbytes, reps=1, start=None, p90=False):
         """Median over iterations of the slowest rank's time of fn(), in
-        seconds (per call when fn makes `reps` calls)."""
+        seconds (per call when fn makes `reps` calls); each iteration
+        starts with start() (default: a shoal barrier). With p90: (median,
+        p90, iterations)."""
         torch = self.torch
         iters = self.iters_for(nbytes)
         times = []
+        start = start or self.comm.barrier
         for i in range(self.args.warmup + iters):
-            self.comm.barrier()
+            start()
             t0 = time.perf_counter()
             fn()
             dt = time.perf_counter() - t0
@@ -162,6 +181,9 @@ class _Rank:
         every = torch.empty(self.size * iters, dtype=torch.float64)
         self.comm.all_gather_single(every, mine)
         worst = every.view(self.size, iters).max(dim=0).values
+        if p90:
+            q = statistics.quantiles(worst.tolist(), n=10)[-1]
+            return statistics.median(worst.tolist()), q, iters
         return statistics.median(worst.tolist()), iters
 
 
@@ -468,6 +490,63 @@ def _window_table(r):
     return dict(rows)
 
 
+def _skew_table(r):
+    """A 4-byte all_reduce, each iteration started by a gloo barrier:
+    through gloo, torch.distributed 'shoal' and the shoal API, beside the
+    barrier's own skew (the early rank's time is at least the gap to the
+    last rank's arrival). Returns {variant: (median s, p90 s)}."""
+    torch, dist = r.torch, r.dist
+    x = torch.ones(1)
+    fns = {"gloo": lambda: dist.all_reduce(x, group=r.gloo),
+           "shoal": lambda: r.comm.all_reduce(x, r.shoal.ReduceOp.SUM)}
+    if r.spg is not None:
+        fns["dist:shoal"] = lambda: dist.all_reduce(x, group=r.spg)
+    got = {}
+    saved = r.args.iters
+    r.args.iters = max(saved, 1000)
+    try:
+        got["(skew)"] = _barrier_skew(r)
+        for v in ("gloo", "dist:shoal", "shoal"):
+            if v in fns:
+                med, q, _ = r.measure(fns[v], 4, p90=True,
+                                      start=lambda: dist.barrier(r.gloo))
+                got[v] = (med, q)
+    finally:
+        r.args.iters = saved
+    if r.rank == 0:
+        print("#\n# arrival skew: 4 B all_reduce, each iteration started by "
+              "a gloo barrier (1000+ iterations); (skew): how far apart\n"
+              "# the ranks leave gloo's barrier (the last minus the first), "
+              "which the early rank of any library waits out")
+        print(f"#{'':>12} {'median us':>10} {'p90 us':>10} {'/gloo':>8}")
+        g = got["gloo"][0]
+        for v in ("(skew)", "gloo", "dist:shoal", "shoal"):
+            if v not in got:
+                continue
+            med, q = got[v]
+            print(f"  {v:<11} {med * 1e6:>10.1f} {q * 1e6:>10.1f} "
+                  f"{med / g:>8.3f}")
+        sys.stdout.flush()
+    return got
+
+
+def _barrier_skew(r):
+    """(median, p90) over iterations of the time between the first and the
+    last rank leaving a gloo barrier: one host's ranks share the clock
+    time.perf_counter reads (CLOCK_MONOTONIC)."""
+    torch = r.torch
+    iters = max(r.args.iters, 1000)
+    left = []
+    for _ in range(iters):
+        r.dist.barrier(r.gloo)
+        left.append(time.perf_counter())
+    every = torch.empty(r.size * iters, dtype=torch.float64)
+    r.comm.all_gather_single(every, torch.tensor(left, dtype=torch.float64))
+    every = every.view(r.size, iters)
+    gap = (every.max(dim=0).values - every.min(dim=0).values).tolist()
+    return statistics.median(gap), statistics.quantiles(gap, n=10)[-1]
+
+
 def _tune_table(r):
     """shoal.tune.select's own cost: two candidates (one all_reduce, the
     same data in 4 pieces) at 8 B, 64 KiB and 1 MiB, warmup 5, reps 20, on
@@ -539,7 +618,9 @@ def _worker(args):
         print(f"# shoal.bench: {r.size} ranks on {platform.node()} "
               f"({os.cpu_count()} cpus), torch {r.torch.__version__}, shoal "
               f"{r.shoal.__version__}; load average "
-              f"{os.getloadavg()[0]:.2f} at start")
+              f"{os.getloadavg()[0]:.2f} at start; "
+              f"{os.environ.get('SHOAL_BENCH_LOAD', '0')} busy processes "
+              "beside the ranks")
         print("# per iteration a barrier, then every rank times the "
               "operation alone; max over ranks; median over iterations")
         print("# gloo, dist:shoal: torch.distributed over gloo / backend "
@@ -572,9 +653,16 @@ def _worker(args):
     if args.ddp:
         _ddp_table(r)
     window = _window_table(r) if r.size > 1 else {}
+    skew = _skew_table(r)
     _tune_table(r)
     if r.rank == 0:
         _targets(results, r.size, r.spg_why)
+        d, g = skew.get("dist:shoal"), skew["gloo"]
+        _verdict("4 B all_reduce after a gloo barrier, torch.distributed "
+                 "shoal <= 0.1x gloo", None if d is None else d[0] / g[0],
+                 "<=", 0.1, "n/a" if d is None else
+                 f"{d[0] / g[0]:.3f}x ({d[0] * 1e6:.1f} vs "
+                 f"{g[0] * 1e6:.1f} us)")
         w = window.get("shoal.zeros")
         _verdict("4 B window put + signal + wait_signal round trip <= 10 us",
                  None if w is None else w * 1e6, "<=", 10,

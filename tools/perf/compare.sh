@@ -34,7 +34,12 @@
 # Open MPI, and the targets at that rank count (shoal median <= 0.5x Open
 # MPI's; no iteration slower than 20x shoal's median).
 #
-# Environment: NRANKS (2), MODE (full, or tail when NRANKS=8), MINBYTES
+# Contention mode (LOAD=1): one busy process per cpu (a shell loop) runs
+# beside the ranks of both libraries for the whole run, started and
+# stopped by the script; the tables then compare the libraries on a busy
+# machine (add MODE=tail for the tail block's p90 and maximum).
+#
+# Environment: NRANKS (2), MODE (full, or tail when NRANKS=8), LOAD (0), MINBYTES
 # (8) and STEPFACTOR (2) for allreduce, allgather, reducescatter and put
 # (the operations with targets), OTHER_MINBYTES (16) and OTHER_STEPFACTOR (4)
 # for the others (both series hit 64 KiB and 64 MiB), MAXBYTES (64M),
@@ -109,6 +114,28 @@ done | awk -F/ '{ s += $1 - 1 } END { printf "%.1f\n", s / NR }')
 if awk -v o="$others" 'BEGIN { exit !(o >= 1) }'; then
     echo "# WARNING: the machine is busy ($others other runnable tasks on" \
         "average): expect noise, run again when it is idle"
+fi
+
+# --- contention (LOAD=1) ---------------------------------------------------
+# One busy process per core beside the ranks, for the whole run: the
+# machine of a job whose data loaders, other jobs or compute threads keep
+# every core busy. Started here, stopped on any exit.
+LOAD_PIDS=""
+stop_load() {
+    for p in $LOAD_PIDS; do
+        kill "$p" 2>/dev/null || true
+    done
+}
+if [ "${LOAD:-0}" = 1 ]; then
+    trap stop_load EXIT INT TERM
+    i=0
+    while [ "$i" -lt "$(nproc)" ]; do
+        sh -c 'while :; do :; done' &
+        LOAD_PIDS="$LOAD_PIDS $!"
+        i=$((i + 1))
+    done
+    echo "# LOAD=1: $(nproc) busy processes (one per cpu) run beside the" \
+        "ranks of both libraries"
 fi
 
 # --- Open MPI setup -------------------------------------------------------
