@@ -256,7 +256,7 @@ TEST(select_several_collectives)
     CHECK(pick(&t, SHI_COLL_REDUCE_SCATTER, K) == SHI_ALGO_STAGED);
     CHECK(pick(&t, SHI_COLL_ALLTOALL, 8) == SHI_ALGO_STAGED);
     CHECK(pick(&t, SHI_COLL_GATHER, 4 * K - 1) == SHI_ALGO_STAGED);
-    CHECK(pick(&t, SHI_COLL_GATHER, 4 * K) == SHI_ALGO_DIRECT);
+    CHECK(pick(&t, SHI_COLL_GATHER, 8 * K) == SHI_ALGO_DIRECT);
     CHECK(pick(&t, SHI_COLL_SCATTER, 64 * M) == SHI_ALGO_STAGED);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * M) == SHI_ALGO_DIRECT);
     CHECK(pick(&t, SHI_COLL_BROADCAST, 8) == SHI_ALGO_OUTBOX);
@@ -488,11 +488,11 @@ TEST(select_format_defaults)
     char             buf[2048];
     const char      *want = "allreduce:oneshot@0-32K,direct@32K-,twoshot@32K-;"
                             "reduce:oneshot@0-32K,direct@32K-,oneshot@32K-;"
-                            "allgather:staged@1-4K,direct,staged;"
-                            "reducescatter:staged@1-4K,direct,staged;"
-                            "alltoall:staged@1-4K,direct,staged;"
-                            "gather:staged@1-4K,direct,staged;"
-                            "scatter:staged@1-4K,direct,staged;"
+                            "allgather:staged@1-8K,direct,staged;"
+                            "reducescatter:staged@1-8K,direct,staged;"
+                            "alltoall:staged@1-8K,direct,staged;"
+                            "gather:staged@1-8K,direct,staged;"
+                            "scatter:staged@1-8K,direct,staged;"
                             "broadcast:outbox;barrier:flags;"
                             "allreduce:hier@64K-,rhd@0-64K,ring;"
                             "reduce:flat@0-64K,ring;"

@@ -1,22 +1,23 @@
-// Tiny all-reduce and all-gather: the data rides in the same cache line as
-// its flag.
+// Tiny all-reduce, all-gather, all-to-all and reduce-scatter: the data
+// rides in the same cache line as its flag.
 //
-// Steps: (1) rank r writes its input (at most 48 bytes) and the hash of
-// its call into its inline line for this use (two lines, used
+// Steps: (1) rank r writes its whole input (at most SHM_INLINE_BYTES) and
+// the hash of its call into its inline line for this use (two lines, used
 // alternately), then publishes the use number in that line; (2) it waits
 // until every peer's line shows the same use, checks that the hashes agree
-// (a mismatch falls back to the full descriptor comparison), and reduces
-// the n lines in rank order into recvbuf (all-reduce) or copies line q to
-// block q of recvbuf (all-gather).
+// (a mismatch falls back to the full descriptor comparison), and then
+// reduces the n lines in rank order into recvbuf (all-reduce), copies line
+// q to block q of recvbuf (all-gather), copies block r of line q to block
+// q (all-to-all), or reduces block r of the n lines (reduce-scatter).
 // Reuse: rank r rewrites a line two uses later; by then it has read every
 // peer's line of the use in between, which each peer wrote only after
 // finishing the use before, so nobody still reads the old contents. This
-// holds because every rank reads every line (all-reduce and all-gather
-// only).
-// Preconditions: each rank's input at most SHM_INLINE_BYTES.
-// Cost: alpha (one line moved from each peer) + gamma n S (all-reduce) or
-// beta n S (all-gather); no staging copy, no separate flag, no closing
-// sync.
+// holds because every rank reads every line (so not for gather or
+// scatter, where only the root reads or writes).
+// Preconditions: each rank's input at most SHM_INLINE_BYTES; the same
+// count on every rank (not the v-collectives).
+// Cost: alpha (one line moved from each peer) + gamma n S (reductions) or
+// beta n S (movement); no staging copy, no separate flag, no closing sync.
 #include <string.h>
 
 #include "algo/common/algos.h"
@@ -36,11 +37,32 @@ inline_of(shoal_request *req)
     return shi_algo_state(req, struct inline_state);
 }
 
+// Bytes of one rank's input: all-to-all and reduce-scatter send a block
+// (req->count elements) to every rank.
+static size_t
+input_bytes(const shoal_request *req, int nranks)
+{
+    size_t bytes = req->count * shi_req_esize(req);
+
+    if (req->kind == SHI_OP_ALLTOALL || req->kind == SHI_OP_REDUCE_SCATTER) {
+        bytes *= (size_t) nranks;
+    }
+    return bytes;
+}
+
 int
 shi_inline_fits(const shoal_request *req)
 {
-    return (req->kind == SHI_OP_ALLREDUCE || req->kind == SHI_OP_ALLGATHER)
-        && req->count * shi_req_esize(req) <= SHM_INLINE_BYTES;
+    switch (req->kind) {
+        case SHI_OP_ALLREDUCE:
+        case SHI_OP_ALLGATHER:
+        case SHI_OP_ALLTOALL:
+        case SHI_OP_REDUCE_SCATTER:
+            return req->count <= SHM_INLINE_BYTES
+                && input_bytes(req, req->comm->size) <= SHM_INLINE_BYTES;
+        default:
+            return 0;
+    }
 }
 
 static void
@@ -48,7 +70,7 @@ publish_line(shoal_comm *comm, shoal_request *req)
 {
     struct shm_inline *mine
         = &comm->my_ctl->inline_slot[inline_of(req)->use % 2];
-    size_t bytes = req->count * shi_req_esize(req);
+    size_t bytes = input_bytes(req, comm->size);
 
     if (bytes > 0) {
         memcpy(mine->data, req->sendbuf, bytes);
@@ -76,6 +98,38 @@ lines_ready(shoal_comm *comm, shoal_request *req)
     }
     req->blocked_on = -1;
     return 1;
+}
+
+// The call's result from the n lines in comm->inputs.
+static void
+take_lines(shoal_comm *comm, shoal_request *req)
+{
+    size_t block = req->count * shi_req_esize(req);
+    size_t mine  = (size_t) comm->rank * block;
+
+    switch (req->kind) {
+        case SHI_OP_ALLGATHER:
+            for (int q = 0; q < comm->size && block > 0; q++) {
+                memcpy(req->buf + (size_t) q * block, comm->inputs[q], block);
+            }
+            return;
+        case SHI_OP_ALLTOALL:
+            for (int q = 0; q < comm->size && block > 0; q++) {
+                memcpy(req->buf + (size_t) q * block,
+                    (const unsigned char *) comm->inputs[q] + mine, block);
+            }
+            return;
+        case SHI_OP_REDUCE_SCATTER:
+            for (int q = 0; q < comm->size; q++) {
+                comm->inputs[q]
+                    = (const unsigned char *) comm->inputs[q] + mine;
+            }
+            break;
+        default:
+            break;
+    }
+    shi_reduce(
+        req->dtype, req->op, req->buf, comm->inputs, comm->size, req->count);
 }
 
 int
@@ -109,15 +163,7 @@ shi_inline_step(shoal_comm *comm, shoal_request *req)
             shi_op_kind_name(req->kind), (unsigned long long) req->seq);
         return 1;
     }
-    if (req->kind == SHI_OP_ALLGATHER) {
-        size_t bytes = req->count * shi_req_esize(req);
-        for (int q = 0; q < comm->size && bytes > 0; q++) {
-            memcpy(req->buf + (size_t) q * bytes, comm->inputs[q], bytes);
-        }
-    } else {
-        shi_reduce(req->dtype, req->op, req->buf, comm->inputs, comm->size,
-            req->count);
-    }
+    take_lines(comm, req);
     shi_engine_complete(comm, req, SHOAL_OK);
     return 1;
 }

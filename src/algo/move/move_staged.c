@@ -3,17 +3,20 @@
 // slabs, chunk by chunk, and every rank takes from each chunk what it
 // needs.
 //
-// Steps: (1) publish the send counts (all_to_all_v); sync point
-// (descriptors checked); the number of chunks is the largest send buffer
-// over the ranks divided by the slab size; (2) per chunk c: wait until the
-// slab it reuses is free; copy bytes [c*S, (c+1)*S) of the send buffer into
-// this rank's slab; sync point; from every rank's slab copy (or, for
-// reduce-scatter, reduce in rank order) the part of the chunk this rank
-// needs; mark the slab read. Slabs alternate, so copying chunk c+1 in
-// overlaps peers reading chunk c.
+// Steps: (1) all_to_all_v only, whose send counts only their senders
+// know: publish them; sync point (descriptors checked); (2) the number of
+// chunks is the largest send buffer over the ranks divided by the slab
+// size; (3) per chunk c: wait until the slab it reuses is free; copy bytes
+// [c*S, (c+1)*S) of the send buffer into this rank's slab; sync point (for
+// the first chunk of the other collectives, also the one where the
+// descriptors are checked: a small call takes one round); from every
+// rank's slab copy (or, for reduce-scatter, reduce in rank order) the part
+// of the chunk this rank needs; mark the slab read. Slabs alternate, so
+// copying chunk c+1 in overlaps peers reading chunk c.
 // Preconditions: none.
-// Cost: (1 + chunks) alpha + beta (send bytes, copied in) + beta (bytes
-// received, copied out); about twice the traffic of the direct algorithms.
+// Cost: chunks alpha (all_to_all_v: one more) + beta (send bytes, copied
+// in) + beta (bytes received, copied out); about twice the traffic of the
+// direct algorithms.
 #include <string.h>
 
 #include "algo/common/algos.h"
@@ -26,6 +29,7 @@
 // This algorithm's state in its request.
 struct staged_state {
     int      phase;
+    int      first_sync; // the sync point of chunk 0 (1 or 2, see above)
     size_t   chunk; // chunks done
     size_t   chunks; // chunks in all (the largest send buffer's)
     uint64_t use; // staging use of the current chunk
@@ -122,8 +126,15 @@ shi_staged_step(shoal_comm *comm, shoal_request *req)
     int n = 0;
 
     if (staged_of(req)->phase == 0) {
-        shi_move_publish(comm, req);
-        staged_of(req)->phase = 1;
+        if (req->kind == SHI_OP_ALLTOALLV) {
+            shi_move_publish(comm, req);
+            staged_of(req)->first_sync = 2;
+            staged_of(req)->phase      = 1;
+        } else {
+            staged_of(req)->first_sync = 1;
+            staged_of(req)->chunks     = count_chunks(comm, req);
+            staged_of(req)->phase      = 2;
+        }
     }
     if (staged_of(req)->phase == 1) {
         if (!shi_sync_all(comm, req, 1)) {
@@ -146,7 +157,8 @@ shi_staged_step(shoal_comm *comm, shoal_request *req)
             staged_of(req)->phase = 3;
             n++;
         }
-        if (!shi_sync_all(comm, req, 2 + (int) staged_of(req)->chunk)) {
+        if (!shi_sync_all(comm, req,
+                staged_of(req)->first_sync + (int) staged_of(req)->chunk)) {
             return n;
         }
         if (take_chunk(comm, req, staged_of(req)->chunk)) {
@@ -158,7 +170,8 @@ shi_staged_step(shoal_comm *comm, shoal_request *req)
         staged_of(req)->chunk++;
         n++;
     }
-    shi_sync_finish(comm, req, 1 + (int) staged_of(req)->chunks);
+    shi_sync_finish(comm, req,
+        staged_of(req)->first_sync + (int) staged_of(req)->chunks - 1);
     shi_engine_complete(comm, req, SHOAL_OK);
     return n + 1;
 }
@@ -175,7 +188,7 @@ shi_staged_run(shoal_comm *comm, shoal_request *req)
 void
 shi_staged_cost(const shi_cost_call *c, shi_cost *out)
 {
-    *out = (shi_cost) { .alpha = 1 + shi_cost_chunks(c),
-        .beta                  = 2 * (double) c->bytes,
-        .gamma                 = 0 };
+    *out = (shi_cost) {
+        .alpha = shi_cost_chunks(c), .beta = 2 * (double) c->bytes, .gamma = 0
+    };
 }
