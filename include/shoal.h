@@ -214,8 +214,10 @@ typedef struct shoal_call_opts {
     // Non-zero: the caller waits for this operation (shoal_wait or
     // shoal_wait_for) right after issuing it, driving it itself, so the
     // progress thread is not woken for it at issue (a wake-up that costs
-    // a system call and a core for a few microseconds). Should no wait
-    // follow, the progress thread still finds the operation within 100 ms.
+    // a system call and a core for a few microseconds). When a wait
+    // returns with the operation unfinished (shoal_wait_for), the progress
+    // thread takes over as usual. Without a wait the operation advances
+    // only when this rank next waits: set it only when one follows.
     int caller_waits;
 } shoal_call_opts;
 

@@ -403,3 +403,52 @@ mp_case_call_opts(shoal_comm *comm, int argc, char **argv)
     }
     return 0;
 }
+
+// caller_waits: the progress thread is not woken at issue, and takes over
+// when the caller's wait returns early. Rank 0 issues a 64 MiB two-shot
+// all-reduce (many staged rounds with every peer) with caller_waits,
+// waits 1 ms for it (shoal_wait_for, as the Python layer waits in slices)
+// and then sleeps 2 s without a call; the other ranks' blocking
+// all-reduces need rank 0's part of every round, so they finish early
+// only if rank 0's progress thread took over.
+int
+mp_case_caller_waits(shoal_comm *comm, int argc, char **argv)
+{
+    int             rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    size_t          count = (size_t) 16 << 20;
+    float          *buf   = malloc(count * sizeof(float));
+    shoal_call_opts opts  = { .algo = "twoshot", .caller_waits = rank == 0 };
+    shoal_request  *req   = NULL;
+    (void) argc;
+    (void) argv;
+    MP_CHECK(buf != NULL);
+    for (size_t i = 0; i < count; i++) {
+        buf[i] = (float) (rank + 1);
+    }
+    MP_OK(shoal_barrier(comm));
+    double t0 = mp_now();
+    MP_OK(shoal_next_call_opts(&opts));
+    if (rank == 0) {
+        MP_OK(shoal_iall_reduce(comm, buf, buf, count, SHOAL_FLOAT32,
+            (shoal_reduce_op) { .kind = SHOAL_SUM }, &req));
+        int st = shoal_wait_for(req, 1);
+        MP_CHECK(st == SHOAL_OK || st == SHOAL_INPROGRESS);
+        mp_sleep_ms(2000);
+        MP_OK(shoal_wait(req, -1));
+        shoal_request_free(req);
+    } else {
+        MP_OK(shoal_all_reduce(comm, buf, buf, count, SHOAL_FLOAT32,
+            (shoal_reduce_op) { .kind = SHOAL_SUM }));
+        double took = mp_now() - t0;
+        if (took >= 1.5) {
+            fprintf(
+                stderr, "rank %d: the all-reduce took %.2f s\n", rank, took);
+        }
+        MP_CHECK(took < 1.5);
+    }
+    for (size_t i = 0; i < count; i += 4099) {
+        MP_CHECK(buf[i] == (float) (size * (size + 1) / 2));
+    }
+    free(buf);
+    return 0;
+}

@@ -40,6 +40,7 @@ static const struct {
     { "window_kill", mp_case_window_kill },
     { "window_timeout", mp_case_window_timeout },
     { "call_opts", mp_case_call_opts },
+    { "caller_waits", mp_case_caller_waits },
     { "split_left", mp_case_split_left },
     { "freeze", mp_case_freeze },
     { "fault", mp_case_fault },

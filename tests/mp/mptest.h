@@ -88,6 +88,7 @@ int mp_case_window_errors(shoal_comm *comm, int argc, char **argv);
 int mp_case_window_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_window_timeout(shoal_comm *comm, int argc, char **argv);
 int mp_case_call_opts(shoal_comm *comm, int argc, char **argv);
+int mp_case_caller_waits(shoal_comm *comm, int argc, char **argv);
 int mp_case_recreate_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_split_keys(shoal_comm *comm, int argc, char **argv);
 int mp_case_split_left(shoal_comm *comm, int argc, char **argv);

@@ -111,6 +111,8 @@ TEST_T(mp_idle_cpu_8, 60)
 MP_TEST_234(mp_wait_for_abort, "wait_for_abort", NULL)
 // Per-call options: one call's deadline, the default untouched.
 MP_TEST_234(mp_call_opts, "call_opts", NULL)
+// caller_waits: no wake at issue, yet completed without a wait.
+MP_TEST_234(mp_caller_waits, "caller_waits", NULL)
 
 // The last rank kills itself (case `name`): the others fail within 2 s
 // naming it, the launcher reports the kill and exits 137.
