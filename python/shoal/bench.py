@@ -28,6 +28,7 @@ rank's way of waiting decides the time.
 """
 
 import argparse
+import contextlib
 import os
 import socket
 import statistics
@@ -408,7 +409,8 @@ def _ddp_table(r):
     gen = torch.Generator().manual_seed(r.rank)
     x, y = torch.randn(8, 1024, generator=gen), torch.randn(8, 1024,
                                                              generator=gen)
-    variants = [("gloo", r.gloo, None),
+    variants = [("compute only (no_sync)", r.gloo, "no_sync"),
+                ("gloo", r.gloo, None),
                 ("gloo + shared buckets", r.gloo, r.comm),
                 ("dist:shoal", r.spg, None),
                 ("dist:shoal + shared buckets", r.spg, True)]
@@ -423,6 +425,9 @@ def _ddp_table(r):
             torch.nn.Linear(2048, 2048), torch.nn.ReLU(),
             torch.nn.Linear(2048, 1024))
         ddp = DDP(model, process_group=group)
+        sync = contextlib.nullcontext
+        if hook == "no_sync":
+            sync, hook = ddp.no_sync, None
         if hook is not None:
             shoal.ddp.register_shared_buckets(
                 ddp, comm=None if hook is True else hook)
@@ -430,7 +435,8 @@ def _ddp_table(r):
 
         def step():
             opt.zero_grad()
-            torch.nn.functional.mse_loss(ddp(x), y).backward()
+            with sync():
+                torch.nn.functional.mse_loss(ddp(x), y).backward()
             opt.step()
         for _ in range(3):  # DDP rebuilds its buckets after the first
             step()
@@ -438,14 +444,20 @@ def _ddp_table(r):
         rows.append((name, t))
         del ddp, model, opt
     if r.rank == 0:
-        g = rows[0][1]
+        c, g = rows[0][1], rows[1][1]
         print(f"#\n# DDP training step ({r.size} ranks; a 3-layer MLP, 8.4 M "
-              "float32 parameters, batch 8; median of the slowest rank)")
-        print(f"#{'':>28} {'step (ms)':>10} {'/gloo':>8}")
+              "float32 parameters, batch 8; median of the slowest rank);")
+        print("# overhead = step - compute only: the communication the "
+              "step waits for")
+        print(f"#{'':>28} {'step (ms)':>10} {'/gloo':>8} {'overhead':>9} "
+              f"{'/gloo':>8}")
         for name, t in rows:
-            print(f"  {name:<28}"
-                  + (f" {'n/a':>10} {'':>8}" if t is None else
-                     f" {t * 1e3:>10.2f} {t / g:>8.3f}"))
+            if t is None:
+                print(f"  {name:<28} {'n/a':>10}")
+                continue
+            over = f" {(t - c) * 1e3:>9.2f} {(t - c) / (g - c):>8.3f}" \
+                if t is not c and g > c else ""
+            print(f"  {name:<28} {t * 1e3:>10.2f} {t / g:>8.3f}{over}")
         sys.stdout.flush()
 
 
