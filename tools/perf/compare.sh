@@ -1,5 +1,6 @@
 #!/bin/sh
-# compare.sh: shoal against Open MPI on this host, measured in the same run.
+# compare.sh: shoal against Open MPI and MPICH on this host, measured in the
+# same run.
 #
 #   tools/perf/compare.sh [BUILD_DIR]              (default ./build)
 #   NRANKS=8 tools/perf/compare.sh [BUILD_DIR]     (the 8-rank tail block)
@@ -28,6 +29,11 @@
 # are out-of-place (broadcast: in place, shoal's form). memcpy = the
 # baseline of the same shoal-perf run: every rank copying `size` bytes
 # between private buffers at once.
+#
+# MPICH (Debian: mpich libmpich-dev) runs the same mpi_bench.c, built with
+# mpicc.mpich and started with mpirun.mpich, when both are installed; its
+# times and shoal's ratio to them are two more columns of every table
+# (N/A, with the reason in the header, when it is not installed).
 #
 # Tail mode (NRANKS=8, or MODE=tail): 8-byte allreduce only, TAIL_ITERS
 # (2000) iterations, median, p90 and maximum iteration time for shoal and
@@ -98,7 +104,7 @@ bytes_of() {
     }'
 }
 
-echo "# compare.sh: shoal vs Open MPI, $NRANKS ranks on $(hostname)," \
+echo "# compare.sh: shoal vs Open MPI and MPICH, $NRANKS ranks on $(hostname)," \
     "$(nproc) cpus, $(date -u '+%Y-%m-%d %H:%M UTC'), mode $MODE"
 echo "# load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 # Warnings that make the numbers below suspect.
@@ -165,6 +171,35 @@ else
     MPI_NOTE="Open MPI not installed (no mpicc/mpirun): Open MPI columns N/A"
 fi
 
+# --- MPICH setup ------------------------------------------------------------
+MPICH_NOTE=""
+MPICHRUN=""
+: >"$OUT/mpich.txt"
+if command -v mpicc.mpich >/dev/null 2>&1 \
+    && command -v mpirun.mpich >/dev/null 2>&1; then
+    mpicc.mpich -O2 -std=c11 -o "$OUT/mpich_bench" "$SRC/mpi/mpi_bench.c"
+    MPICHRUN="mpirun.mpich -np $NRANKS"
+    MPICH_NOTE="MPICH: $(mpichversion 2>/dev/null | head -n 1 \
+        | sed 's/^MPICH Version:[[:space:]]*/version /')"
+else
+    MPICH_NOTE="MPICH not installed (Debian: mpich libmpich-dev, for"
+    MPICH_NOTE="$MPICH_NOTE mpicc.mpich and mpirun.mpich): MPICH columns N/A"
+fi
+
+# run_mpich ARGS...: as run_mpi, with MPICH, into $OUT/mpich.txt.
+run_mpich() {
+    [ -n "$MPICHRUN" ] || return 0
+    rc=0
+    # shellcheck disable=SC2086
+    $MPICHRUN "$OUT/mpich_bench" "$@" >"$OUT/mpich_last.txt" 2>&1 || rc=$?
+    if [ $rc -ne 0 ]; then
+        echo "compare.sh: MPICH mpi_bench $* failed (exit $rc):" >&2
+        tail -n 8 "$OUT/mpich_last.txt" >&2 || true
+        MPICH_NOTE="$MPICH_NOTE; mpi_bench $* FAILED"
+    fi
+    grep -v '^#' "$OUT/mpich_last.txt" >>"$OUT/mpich.txt" || true
+}
+
 # run_mpi ARGS...: mpi_bench on NRANKS ranks, its rows appended to
 # $OUT/mpi.txt. A failure is noted and the script goes on.
 run_mpi() {
@@ -221,6 +256,7 @@ if [ "$MODE" = tail ]; then
     run_shoal allreduce -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" \
         -w "$TAIL_WARMUP"
     run_mpi -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" -w "$TAIL_WARMUP"
+    run_mpich -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" -w "$TAIL_WARMUP"
 else
     for op in $COLLS broadcast sendrecv put; do
         case $op in
@@ -242,6 +278,8 @@ else
         esac
         # shellcheck disable=SC2086
         run_mpi -o $mop -b "$b" -f "$f" $M
+        # shellcheck disable=SC2086
+        run_mpich -o $mop -b "$b" -f "$f" $M
     done
 fi
 
@@ -279,8 +317,14 @@ for op in pingpong sendrecv bcast put putpingpong $COLLS; do
         "$OUT/mpi.txt" >"$OUT/mpi_$op.tsv"
 done
 cp "$OUT/mpi_bcast.tsv" "$OUT/mpi_broadcast.tsv"
+for op in pingpong sendrecv bcast put putpingpong $COLLS; do
+    awk -v op=$op '$1 == op { print $2, $3, $7, "N/A", $5, $6 }' \
+        "$OUT/mpich.txt" >"$OUT/mpich_$op.tsv"
+done
+cp "$OUT/mpich_bcast.tsv" "$OUT/mpich_broadcast.tsv"
 
 echo "# $MPI_NOTE"
+echo "# $MPICH_NOTE"
 grep '^# mpi_bench' "$OUT/mpi.txt" | head -n 1 || true
 grep '^#  Rank\|^# nranks\|^# iterations' "$OUT/shoal_allreduce.txt" \
     2>/dev/null || true
@@ -311,6 +355,7 @@ side_by_side() {
     echo "# $title"
     awk -v n="$NRANKS" -v kind="$kind" -v labels="$labels" \
         -v files="$files" -v mpifile="$OUT/mpi_$op.tsv" \
+        -v mpichfile="$OUT/mpich_$op.tsv" \
         -v memfile="$OUT/memcpy_$op.tsv" '
         function bw(size, t) { return t > 0 ? size / t / 1e3 * factor : 0 }
         function num(v, w, p) {
@@ -324,6 +369,10 @@ side_by_side() {
             k = split(labels, lab, " ")
             while ((getline line < mpifile) > 0) {
                 split(line, f, " "); mpi[f[1]] = f[2]; mpiwrong[f[1]] = f[3]
+            }
+            while ((getline line < mpichfile) > 0) {
+                split(line, f, " "); mpich[f[1]] = f[2]
+                mpichwrong[f[1]] = f[3]
             }
             while ((getline line < memfile) > 0) {
                 split(line, f, " "); mem[f[1]] = f[2]
@@ -342,10 +391,15 @@ side_by_side() {
                 h2 = h2 sprintf(" %10s", k > 1 ? lab[j] : "(us)")
             }
             h1 = h1 sprintf(" %10s", "OpenMPI"); h2 = h2 sprintf(" %10s", "(us)")
+            h1 = h1 sprintf(" %10s", "MPICH"); h2 = h2 sprintf(" %10s", "(us)")
             # Several variants: the label names the shoal column.
             for (j = 1; j <= k; j++) {
                 h1 = h1 sprintf(" %10s", k > 1 ? lab[j] : "shoal/")
                 h2 = h2 sprintf(" %10s", k > 1 ? "/OMPI" : "OpenMPI")
+            }
+            for (j = 1; j <= k; j++) {
+                h1 = h1 sprintf(" %10s", k > 1 ? lab[j] : "shoal/")
+                h2 = h2 sprintf(" %10s", k > 1 ? "/MPICH" : "MPICH")
             }
             for (j = 1; j <= k; j++) {
                 h1 = h1 sprintf(" %10s", k > 1 ? lab[j] : "shoal")
@@ -363,7 +417,8 @@ side_by_side() {
             }
             print h1; print h2
             print "# times in us, busbw in GB/s; ratios: time shoal/OMPI" \
-                " (< 1: shoal faster), busbw shoal/OMPI and shoal/memcpy"
+                " and shoal/MPICH (< 1: shoal faster), busbw shoal/OMPI" \
+                " and shoal/memcpy"
             m = 0
             for (s in sizes) order[++m] = s + 0
             for (i = 1; i <= m; i++)
@@ -376,8 +431,10 @@ side_by_side() {
                 mc = (size in mem) ? mem[size] : ""
                 line = sprintf("%12d", size)
                 for (j = 1; j <= k; j++) line = line " " num(t[j, size], 10, 2)
-                line = line " " num(mt, 10, 2)
+                ct = (size in mpich) ? mpich[size] : ""
+                line = line " " num(mt, 10, 2) " " num(ct, 10, 2)
                 for (j = 1; j <= k; j++) line = line " " num(ratio(t[j, size], mt), 10, 2)
+                for (j = 1; j <= k; j++) line = line " " num(ratio(t[j, size], ct), 10, 2)
                 for (j = 1; j <= k; j++)
                     line = line " " num(t[j, size] != "" ? bw(size, t[j, size]) : "", 10, 3)
                 line = line " " num(mb, 10, 3)
@@ -392,6 +449,8 @@ side_by_side() {
                         printf "# ^ shoal %s delivered %d wrong elements\n", lab[j], wrong[j, size]
                 if ((size in mpiwrong) && mpiwrong[size] != 0)
                     printf "# ^ Open MPI delivered %d wrong elements\n", mpiwrong[size]
+                if ((size in mpichwrong) && mpichwrong[size] != 0)
+                    printf "# ^ MPICH delivered %d wrong elements\n", mpichwrong[size]
             }
         }'
 }
@@ -448,11 +507,14 @@ if [ "$MODE" = tail ]; then
         "$OUT/shoal_allreduce.tsv" 2>/dev/null || true)
     m_row=$(awk '$1 == 8 { print $2, $5, $6; exit }' \
         "$OUT/mpi_allreduce.tsv" 2>/dev/null || true)
+    c_row=$(awk '$1 == 8 { print $2, $5, $6; exit }' \
+        "$OUT/mpich_allreduce.tsv" 2>/dev/null || true)
     printf '#%11s %10s %10s %10s %10s\n' "" "median" "p90" "max" "max/"
     printf '#%11s %10s %10s %10s %10s\n' "" "(us)" "(us)" "(us)" "median"
-    for who in shoal OpenMPI; do
+    for who in shoal OpenMPI MPICH; do
         row=$s_row
         [ $who = OpenMPI ] && row=$m_row
+        [ $who = MPICH ] && row=$c_row
         echo "$who $row" | awk '{
             if (NF < 4) { printf "%12s %10s\n", $1, "N/A"; next }
             printf "%12s %10.2f %10.2f %10.2f %10.1f\n", $1, $2, $3, $4,
