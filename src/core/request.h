@@ -79,6 +79,10 @@ struct shoal_request {
     // its own here (shi_algo_state), zeroed when the request is filled.
     _Alignas(16) unsigned char algo_state[SHI_ALGO_STATE_BYTES];
     void *xfer; // over TCP: the message carrying a p2p or one-sided op
+    // Over shared memory, a large send the receiver reads from our memory:
+    // the channel slot + 1 it announced (complete once the slot is
+    // consumed), 0 otherwise.
+    uint64_t p2p_read_slot;
     // A request its layer drives itself (one-sided operations): called at
     // every engine pass under the lock until it completes the request with
     // shi_engine_complete; returns units of progress.

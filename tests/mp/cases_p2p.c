@@ -9,19 +9,28 @@ static const size_t p2p_sizes[]
 #define NSIZES (sizeof(p2p_sizes) / sizeof(p2p_sizes[0]))
 
 // Every rank sends to (rank + 1) and receives from (rank - 1), for every
-// size, with blocking calls ordered so the ring cannot deadlock.
+// size, with blocking calls ordered so the ring cannot deadlock. Argument
+// "heap": the buffers come from shoal_alloc (a message larger than the
+// channel is then read from the sender's heap even without
+// process_vm_readv, SHOAL_CMA=0).
 int
 mp_case_p2p(shoal_comm *comm, int argc, char **argv)
 {
     int rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
-    (void) argc;
-    (void) argv;
+    int heap = argc > 0 && strcmp(argv[0], "heap") == 0;
     if (size == 1) {
         return 0;
     }
     int            next = (rank + 1) % size, prev = (rank + size - 1) % size;
-    unsigned char *out = malloc(p2p_sizes[NSIZES - 1]);
-    unsigned char *in  = malloc(p2p_sizes[NSIZES - 1]);
+    unsigned char *out = NULL, *in = NULL;
+    if (heap) {
+        MP_OK(shoal_alloc(comm, p2p_sizes[NSIZES - 1], (void **) &out));
+        MP_OK(shoal_alloc(comm, p2p_sizes[NSIZES - 1], (void **) &in));
+    } else {
+        out = malloc(p2p_sizes[NSIZES - 1]);
+        in  = malloc(p2p_sizes[NSIZES - 1]);
+    }
+    MP_CHECK(out != NULL && in != NULL);
     for (size_t k = 0; k < NSIZES; k++) {
         size_t n = p2p_sizes[k];
         mp_fill(out, n, rank, (int) k);
@@ -45,8 +54,13 @@ mp_case_p2p(shoal_comm *comm, int argc, char **argv)
         MP_OK(shoal_send(comm, d, 3, SHOAL_FLOAT64, next, 0));
     }
     MP_CHECK(e[0] == 1.5 && e[1] == -2.25 && e[2] == (double) prev);
-    free(out);
-    free(in);
+    if (heap) {
+        MP_OK(shoal_free(comm, out));
+        MP_OK(shoal_free(comm, in));
+    } else {
+        free(out);
+        free(in);
+    }
     return 0;
 }
 

@@ -65,6 +65,38 @@ expect_pass(int n, const char *name, const char *arg)
     }
 
 MP_TEST(mp_p2p, "p2p", NULL)
+MP_TEST_234(mp_p2p_heap, "p2p", "heap")
+
+// Messages larger than the channel: read from the sender's memory through
+// process_vm_readv (above), from its shared heap without it, or through
+// the channel's slots when neither can be read.
+static void
+expect_pass_without_cma(int n, const char *name, const char *arg)
+{
+    static const char *const env[] = { "SHOAL_CMA=0", NULL };
+    char                    *out;
+    int rc = test_run_mptest(n, name, arg, env, &out, 120);
+
+    CHECK_MSG(rc == 0 && test_count(out, " OK\n") == n,
+        "case %s %s on %d ranks with SHOAL_CMA=0: exit %d\n%s", name,
+        arg ? arg : "", n, rc, out);
+    free(out);
+}
+
+TEST_T(mp_p2p_no_cma_3, 120)
+{
+    expect_pass_without_cma(3, "p2p", NULL);
+}
+
+TEST_T(mp_p2p_heap_no_cma_3, 120)
+{
+    expect_pass_without_cma(3, "p2p", "heap");
+}
+
+TEST_T(mp_p2p_any_no_cma_3, 120)
+{
+    expect_pass_without_cma(3, "p2p_any", NULL);
+}
 MP_TEST(mp_p2p_tags, "p2p_tags", NULL)
 MP_TEST(mp_p2p_async, "p2p_async", NULL)
 MP_TEST(mp_progress, "progress", NULL)

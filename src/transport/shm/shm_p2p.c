@@ -7,6 +7,17 @@
 // waits at the head of the channel until its receive is posted. Messages
 // with the same tag therefore arrive in send order.
 //
+// A message larger than the channel travels in one copy where the
+// receiver can read the sender's memory (the buffer lies in the shared heap,
+// or every rank can read its peers through the kernel: comm->cma_ok): its one
+// slot carries the buffer's region (SHM_READ), the receiver, once its receive
+// is posted, reads the message straight into its buffer and consumes the slot,
+// and the consumed slot completes the send. Until then the sender's later
+// messages to that peer wait, as they would behind a long one. Only messages
+// the channel cannot hold whole take this way: their send waits for the
+// receive either way, while a smaller one still completes without it (a rank
+// may send before it receives).
+//
 // Any-source receives wait on one queue of the communicator. A message
 // goes to the earliest posted receive that matches it, named (the
 // sender's queue) or any-source (by post number, req->seq). A message
@@ -126,6 +137,43 @@ note_waiting_head(shoal_comm *comm, struct shi_peer *p)
     }
 }
 
+// Reads a SHM_READ message into r's buffer. The region comes from the
+// peer: it must describe exactly the message, in the sender's memory, and
+// the transport checks it against what it can reach. A failure aborts the
+// communicator (the sender waits for this read).
+static int
+read_from_sender(
+    shoal_comm *comm, int src, struct shm_slot_header *h, shoal_request *r)
+{
+    struct shi_tp_region region;
+    int                  st;
+
+    if (h->chunk_bytes != sizeof(region)) {
+        shi_comm_abort(comm, SHOAL_EPROTO,
+            "rank %d sent a single-copy message with a %u-byte "
+            "descriptor (expected %zu)",
+            src, h->chunk_bytes, sizeof(region));
+        return SHOAL_EPROTO;
+    }
+    memcpy(&region, shm_slot_data(h), sizeof(region));
+    if (region.owner != src || region.bytes != h->msg_bytes) {
+        shi_comm_abort(comm, SHOAL_EPROTO,
+            "rank %d sent a single-copy message whose region (rank %d, "
+            "%llu bytes) is not its %llu-byte message",
+            src, (int) region.owner, (unsigned long long) region.bytes,
+            (unsigned long long) h->msg_bytes);
+        return SHOAL_EPROTO;
+    }
+    st = shi_shm_mem_read(comm, &region, 0, r->buf, r->bytes);
+    if (st != SHOAL_OK) {
+        shi_comm_abort(comm, st, "receiving %zu bytes from rank %d: %s",
+            r->bytes, src, shoal_last_error());
+        return st;
+    }
+    r->done = r->bytes;
+    return SHOAL_OK;
+}
+
 // Drains the channel from `src` as far as posted receives allow.
 static int
 recv_step(shoal_comm *comm, int src)
@@ -143,7 +191,7 @@ recv_step(shoal_comm *comm, int src)
         if (p->active_recv == NULL) {
             shoal_request *r = take_posted(comm, src, (int) h->tag);
             if (r == NULL) {
-                if (!(h->flags & SHM_LAST)
+                if (!(h->flags & SHM_LAST) || (h->flags & SHM_READ)
                     || !buffer_unexpected(comm, src, h)) {
                     note_waiting_head(comm, p);
                     return n;
@@ -159,10 +207,14 @@ recv_step(shoal_comm *comm, int src)
         }
         shoal_request *r    = p->active_recv;
         uint32_t       flag = h->flags;
-        if (h->chunk_bytes > 0) { // buf may be NULL for zero bytes
+        if (flag & SHM_READ) {
+            if (read_from_sender(comm, src, h, r) != SHOAL_OK) {
+                return n + 1;
+            }
+        } else if (h->chunk_bytes > 0) { // buf may be NULL for zero bytes
             memcpy(r->buf + r->done, shm_slot_data(h), h->chunk_bytes);
+            r->done += h->chunk_bytes;
         }
-        r->done += h->chunk_bytes;
         consume_slot(comm, src);
         n++;
         if (flag & SHM_LAST) {
@@ -170,6 +222,42 @@ recv_step(shoal_comm *comm, int src)
             shi_transport_complete(comm, r, SHOAL_OK);
         }
     }
+}
+
+// Fills slot h with the region of r's buffer when the receiver can read it
+// from there; 0 when r goes through the slots.
+static int
+offer_read(shoal_comm *comm, shoal_request *r, struct shm_slot_header *h)
+{
+    struct shi_tp_region region;
+
+    size_t channel
+        = (size_t) comm->mapped->p2p_slots * comm->mapped->p2p_slot_bytes;
+
+    if (r->bytes <= channel || comm->mapped->p2p_slot_bytes < sizeof(region)) {
+        return 0;
+    }
+    shi_shm_mem_expose(comm, r->buf, r->bytes, &region);
+    if (region.heap_off == 0 && !comm->cma_ok) {
+        return 0;
+    }
+    memcpy(shm_slot_data(h), &region, sizeof(region));
+    h->msg_bytes   = r->bytes;
+    h->tag         = (uint32_t) r->tag;
+    h->chunk_bytes = (uint32_t) sizeof(region);
+    h->flags       = SHM_FIRST | SHM_LAST | SHM_READ;
+    return 1;
+}
+
+// Whether the receiver consumed r's SHM_READ slot: it has read the message.
+static int
+read_done(shoal_comm *comm, int dst, const shoal_request *r)
+{
+    uint64_t tail = atomic_load_explicit(
+        &shm_p2p_tail(comm->mapped, comm->rank, dst)->tail,
+        memory_order_acquire);
+
+    return tail >= r->p2p_read_slot;
 }
 
 // Writes the queued sends to `dst` into free slots, in issue order.
@@ -183,6 +271,14 @@ send_step(shoal_comm *comm, int dst)
     shoal_request   *r;
 
     while ((r = p->sends.head) != NULL) {
+        if (r->p2p_read_slot != 0) {
+            if (!read_done(comm, dst, r)) {
+                return n;
+            }
+            shi_transport_complete(comm, r, SHOAL_OK);
+            n++;
+            continue;
+        }
         if (p->send_slot >= p->send_free) {
             uint64_t tail = atomic_load_explicit(
                 &shm_p2p_tail(comm->mapped, comm->rank, dst)->tail,
@@ -194,6 +290,14 @@ send_step(shoal_comm *comm, int dst)
         }
         struct shm_slot_header *h
             = shm_p2p_slot(comm->mapped, comm->rank, dst, p->send_slot);
+        if (r->done == 0 && offer_read(comm, r, h)) {
+            atomic_store_explicit(
+                &h->seq, p->send_slot + 1, memory_order_release);
+            r->p2p_read_slot = ++p->send_slot;
+            n++;
+            shi_ring(comm, dst, 0);
+            continue;
+        }
         size_t chunk = r->bytes - r->done < max ? r->bytes - r->done : max;
         if (chunk > 0) {
             memcpy(shm_slot_data(h), r->buf + r->done, chunk);

@@ -115,7 +115,7 @@ struct shm_slot_header {
     _Atomic uint64_t seq; // i + 1 once slot i holds data
     uint64_t         msg_bytes;
     uint32_t         tag;
-    uint32_t         flags; // SHM_FIRST, SHM_LAST
+    uint32_t         flags; // SHM_FIRST, SHM_LAST, SHM_READ
     uint32_t         chunk_bytes;
     uint32_t         coll_seq; // outbox: the collective this chunk belongs to
     // Outbox only: what the root called (checked by every reader).
@@ -126,6 +126,10 @@ struct shm_slot_header {
 
 #define SHM_FIRST 1u
 #define SHM_LAST  2u
+// Point-to-point: the slot carries a struct shi_tp_region of the sender's
+// buffer instead of data; the receiver reads the message from there
+// (single copy) and consumes the slot when done, which completes the send.
+#define SHM_READ 4u
 
 // A ring written by one rank. Readers' tails each have their own line.
 struct shm_ring_tail {
