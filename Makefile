@@ -196,6 +196,14 @@ bench-compile-op: python-env
 bench-python: python-env
 	$(PYENV)/bin/python -m shoal.bench $(BENCH_ARGS)
 
+# Training steps with real compute (tools/perf/bench_train.py): DDP and
+# FSDP2 of an MLP and a small transformer on 2 and 4 ranks, over gloo and
+# shoal, beside the compute-only step; the communication overhead of each.
+# BENCH_ARGS: e.g. --ranks 2 --load 1.
+.PHONY: bench-train
+bench-train: python-env
+	$(PYENV)/bin/python tools/perf/bench_train.py $(BENCH_ARGS)
+
 SOURCES = $(shell git ls-files '*.c' '*.h')
 
 format:

@@ -1,0 +1,247 @@
+"""Training steps with real compute: how much of a step the communication
+costs, on gloo and on shoal, side by side in one run per rank count.
+
+Models: an MLP (4 layers of 2048 x 2048, 16.8 M float32 parameters, batch
+64) and a small transformer (2 encoder layers, d_model 512, 8 heads,
+feed-forward 2048, 6.3 M parameters, batch 16 x 128 tokens). Per model:
+
+  compute only     DDP with no_sync(): the same forward, backward and
+                   optimizer step without any communication
+  DDP gloo         torch DDP over gloo
+  DDP shoal        torch DDP over backend "shoal"
+  DDP shoal+shared DDP over "shoal" with shoal.ddp.register_shared_buckets
+  FSDP2 gloo       torch's fully_shard over gloo
+  FSDP2 shoal      torch's fully_shard over backend "shoal"
+
+overhead = step - compute only: the communication the step waits for.
+Targets (the issue's): shoal's DDP and FSDP2 overhead <= 0.25x gloo's.
+
+Intra-op threads fill the cores (cores / ranks each, at least 1), as a
+training job would. Method: per step a barrier (shoal), then every rank
+times the step; the slowest rank's time per step; the median over steps.
+
+    python tools/perf/bench_train.py [--ranks 2,4] [--steps 10]
+        [--models mlp,transformer] [--load N]
+
+--load N runs N busy processes (a shell loop each) beside the ranks.
+"""
+
+import argparse
+import contextlib
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(args):
+    from shoal.run import tool_path
+
+    busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"])
+            for _ in range(args.load)]
+    rc = 0
+    try:
+        for n in [int(x) for x in args.ranks.split(",")]:
+            threads = max(1, (os.cpu_count() or 1) // n)
+            env = dict(os.environ, OMP_NUM_THREADS=str(threads),
+                       BENCH_TRAIN_LOAD=str(args.load))
+            cmd = [tool_path("shoalrun"), "-n", str(n), sys.executable,
+                   os.path.abspath(__file__), "--worker", "--port",
+                   str(free_port()), "--steps", str(args.steps),
+                   "--models", args.models]
+            rc = rc or subprocess.run(cmd, env=env, timeout=3600).returncode
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
+    return rc
+
+
+class Rank:
+    def __init__(self, port):
+        import torch
+        import torch.distributed as dist
+
+        import shoal
+        import shoal.ddp  # noqa: F401
+
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+        self.torch, self.dist, self.shoal = torch, dist, shoal
+        self.comm = shoal.new_comm("shoal", "cpu", name="bench")
+        self.rank, self.size = self.comm.get_rank(), self.comm.get_size()
+        store = dist.TCPStore("127.0.0.1", port, self.size, self.rank == 0)
+        dist.init_process_group("gloo", store=store, rank=self.rank,
+                                world_size=self.size)
+        self.gloo = dist.group.WORLD
+        self.shoal_group = dist.new_group(backend="shoal")
+
+    def measure(self, step, steps, warmup=3):
+        """Median over steps of the slowest rank's step time (seconds)."""
+        torch = self.torch
+        times = []
+        for i in range(warmup + steps):
+            self.comm.barrier()
+            t0 = time.perf_counter()
+            step()
+            if i >= warmup:
+                times.append(time.perf_counter() - t0)
+        mine = torch.tensor(times, dtype=torch.float64)
+        every = torch.empty(self.size * steps, dtype=torch.float64)
+        self.comm.all_gather_single(every, mine)
+        return statistics.median(
+            every.view(self.size, steps).max(dim=0).values.tolist())
+
+
+def make_model(torch, name):
+    """(model, inputs, target) with the same weights on every rank and
+    rank-dependent data."""
+    torch.manual_seed(0)
+    if name == "mlp":
+        layers = []
+        for _ in range(4):
+            layers += [torch.nn.Linear(2048, 2048), torch.nn.ReLU()]
+        model = torch.nn.Sequential(*layers[:-1])
+        shape_in, shape_out = (64, 2048), (64, 2048)
+    else:
+        layer = torch.nn.TransformerEncoderLayer(
+            512, 8, dim_feedforward=2048, batch_first=True, dropout=0.0)
+        model = torch.nn.TransformerEncoder(layer, 2,
+                                            enable_nested_tensor=False)
+        shape_in, shape_out = (16, 128, 512), (16, 128, 512)
+    return model, shape_in, shape_out
+
+
+def variants(r, name):
+    """(label, step function) pairs for model `name`."""
+    torch, dist = r.torch, r.dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    gen = torch.Generator().manual_seed(100 + r.rank)
+
+    def data(shape_in, shape_out):
+        return (torch.randn(*shape_in, generator=gen),
+                torch.randn(*shape_out, generator=gen))
+
+    def trainer(model, x, y, sync=contextlib.nullcontext):
+        opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            with sync():
+                torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        return step
+
+    def ddp(group, shared=False, no_sync=False):
+        model, si, so = make_model(torch, name)
+        wrapped = DDP(model, process_group=group)
+        if shared:
+            r.shoal.ddp.register_shared_buckets(wrapped)
+        x, y = data(si, so)
+        return trainer(wrapped, x, y, wrapped.no_sync if no_sync
+                       else contextlib.nullcontext)
+
+    def fsdp(group):
+        from torch.distributed.device_mesh import DeviceMesh
+        from torch.distributed.fsdp import fully_shard
+        model, si, so = make_model(torch, name)
+        mesh = DeviceMesh.from_group(group, "cpu")
+        for sub in list(model.children())[0] if name != "mlp" \
+                else model.children():
+            if any(p.requires_grad for p in sub.parameters()):
+                fully_shard(sub, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        x, y = data(si, so)
+        return trainer(model, x, y)
+
+    yield "compute only (no_sync)", lambda: ddp(r.gloo, no_sync=True)
+    yield "DDP gloo", lambda: ddp(r.gloo)
+    yield "DDP shoal", lambda: ddp(r.shoal_group)
+    yield "DDP shoal + shared buckets", \
+        lambda: ddp(r.shoal_group, shared=True)
+    yield "FSDP2 gloo", lambda: fsdp(r.gloo)
+    yield "FSDP2 shoal", lambda: fsdp(r.shoal_group)
+
+
+def bench_model(r, name, steps):
+    rows = []
+    for label, build in variants(r, name):
+        try:
+            step = build()
+            t = r.measure(step, steps)
+            rows.append((label, t, None))
+        except Exception as e:  # a variant that cannot run: say why
+            rows.append((label, None, f"{type(e).__name__}: {e}"[:100]))
+        r.comm.barrier()
+    if r.rank != 0:
+        return
+    params = sum(p.numel() for p in make_model(r.torch, name)[0]
+                 .parameters())
+    print(f"#\n# {name}: {params / 1e6:.1f} M parameters, {r.size} ranks, "
+          f"{r.torch.get_num_threads()} intra-op threads each, "
+          f"{os.environ.get('BENCH_TRAIN_LOAD', '0')} busy processes "
+          f"beside; median of {steps} steps (slowest rank)")
+    print(f"#{'':>30} {'step ms':>9} {'/gloo':>7} {'overhead ms':>12} "
+          f"{'/gloo':>7}")
+    t = {label: v for label, v, _ in rows}
+    c = t.get("compute only (no_sync)")
+    for label, v, why in rows:
+        if v is None:
+            print(f"  {label:<30} {'n/a':>9}  ({why})")
+            continue
+        base = t.get("FSDP2 gloo" if label.startswith("FSDP2")
+                     else "DDP gloo")
+        ratio = f"{v / base:7.3f}" if base else f"{'':>7}"
+        over = ""
+        if c is not None and label != "compute only (no_sync)":
+            o = v - c
+            ob = base - c if base is not None else None
+            over = f" {o * 1e3:12.2f}" + (f" {o / ob:7.3f}" if ob and ob > 0
+                                          else "")
+        print(f"  {label:<30} {v * 1e3:9.2f} {ratio}{over}")
+    for kind in ("DDP", "FSDP2"):
+        s, g = t.get(f"{kind} shoal"), t.get(f"{kind} gloo")
+        if None in (s, g, c) or g <= c:
+            print(f"# N/A      {kind} overhead <= 0.25x gloo's")
+            continue
+        q = (s - c) / (g - c)
+        print(f"# {'MET    ' if q <= 0.25 else 'NOT MET'}  {kind} shoal "
+              f"overhead <= 0.25x gloo's: {q:.3f}x ({(s - c) * 1e3:.2f} vs "
+              f"{(g - c) * 1e3:.2f} ms)")
+    sys.stdout.flush()
+
+
+def worker(args):
+    import warnings
+    warnings.filterwarnings("ignore")
+    r = Rank(args.port)
+    for name in args.models.split(","):
+        bench_model(r, name, args.steps)
+    r.comm.barrier()
+    r.dist.destroy_process_group()
+    r.comm.finalize()
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--ranks", default="2,4")
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--models", default="mlp,transformer")
+    p.add_argument("--load", type=int, default=0)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    return worker(args) if args.worker else launch(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
