@@ -3,7 +3,7 @@ costs, on gloo and on shoal, side by side in one run per rank count.
 
 Models: an MLP (4 layers of 2048 x 2048, 16.8 M float32 parameters, batch
 64) and a small transformer (2 encoder layers, d_model 512, 8 heads,
-feed-forward 2048, 6.3 M parameters, batch 16 x 128 tokens). Per model:
+feed-forward 2048, 6.3 M parameters, batch 8 x 64 tokens). Per model:
 
   compute only     DDP with no_sync(): the same forward, backward and
                    optimizer step without any communication
@@ -115,7 +115,7 @@ def make_model(torch, name):
             512, 8, dim_feedforward=2048, batch_first=True, dropout=0.0)
         model = torch.nn.TransformerEncoder(layer, 2,
                                             enable_nested_tensor=False)
-        shape_in, shape_out = (16, 128, 512), (16, 128, 512)
+        shape_in, shape_out = (8, 64, 512), (8, 64, 512)
     return model, shape_in, shape_out
 
 
