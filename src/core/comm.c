@@ -125,6 +125,7 @@ choose_wait_policy(shoal_comm *comm)
     if (sched_getaffinity(0, sizeof(set), &set) == 0) {
         cpus = CPU_COUNT(&set);
     }
+    comm->cpus         = cpus;
     int oversubscribed = comm->size > cpus;
     comm->spin_ns      = oversubscribed ? 2000 : 50000;
     comm->yield_ns     = oversubscribed ? 0 : 1000000;

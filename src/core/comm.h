@@ -94,6 +94,10 @@ struct shoal_comm {
     int                 spin_ns; // busy-wait budget before yielding
     int                 yield_iter; // sched_yield rounds before sleeping ...
     int64_t             yield_ns; // ... and at least this long since idle
+    int                 cpus; // CPUs this process may run on
+    // When a waiter sharing its CPU with a peer last asked to be moved
+    // (engine.c, wait_spin_ns); one asks at most every 10 ms.
+    _Atomic int64_t moved_ns;
 
     // Progress engine (engine.c), under `lock`.
     pthread_mutex_t lock;

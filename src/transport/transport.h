@@ -22,6 +22,7 @@
 #ifndef SHI_TRANSPORT_H
 #define SHI_TRANSPORT_H
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -132,9 +133,10 @@ struct shi_transport_ops {
     void (*wake_peers)(struct shoal_comm *comm);
     // Publishes the CPU the calling thread runs on and returns how many
     // peers last published the same CPU: a waiter spinning there only
-    // keeps them from running. NULL where peers are on other hosts or
+    // keeps them from running. Fills `peers` (if not NULL) with the CPUs
+    // the peers last published. NULL where peers are on other hosts or
     // their CPUs are not known.
-    int (*peers_on_my_cpu)(struct shoal_comm *comm);
+    int (*peers_on_my_cpu)(struct shoal_comm *comm, cpu_set_t *peers);
 
     // --- failure and goodbye --------------------------------------------
     // The communicator just failed with `status` and `text` (any thread,

@@ -132,7 +132,7 @@ shm_wake(shoal_comm *comm, int rank, int force)
 // call. A peer's CPU is the one it last waited on; the scheduler moves
 // threads seldom enough for that to hold for many calls.
 static int
-shm_peers_on_my_cpu(shoal_comm *comm)
+shm_peers_on_my_cpu(shoal_comm *comm, cpu_set_t *peers)
 {
     int      cpu = sched_getcpu(), n = 0;
     uint32_t mine;
@@ -145,10 +145,20 @@ shm_peers_on_my_cpu(shoal_comm *comm)
         != mine) {
         atomic_store_explicit(&comm->my_ctl->cpu, mine, memory_order_relaxed);
     }
+    if (peers != NULL) {
+        CPU_ZERO(peers);
+    }
     for (int p = 0; p < comm->size; p++) {
         struct shm_ctl *ctl = shm_ctl_of(comm->mapped, p);
-        n += p != comm->rank
-            && atomic_load_explicit(&ctl->cpu, memory_order_relaxed) == mine;
+        uint32_t        theirs
+            = atomic_load_explicit(&ctl->cpu, memory_order_relaxed);
+        if (p == comm->rank || theirs == 0) {
+            continue;
+        }
+        n += theirs == mine;
+        if (peers != NULL && theirs - 1 < CPU_SETSIZE) {
+            CPU_SET(theirs - 1, peers);
+        }
     }
     return n;
 }

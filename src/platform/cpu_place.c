@@ -1,0 +1,61 @@
+#include "platform/cpu_place.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int
+shi_runnable_tasks(void)
+{
+    // "0.52 0.58 0.59 3/412 12345": the fourth field is runnable/total.
+    char    text[128];
+    int     fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC), fields = 0;
+    ssize_t n;
+
+    if (fd < 0) {
+        return -1;
+    }
+    n = read(fd, text, sizeof(text) - 1);
+    close(fd);
+    if (n <= 0) {
+        return -1;
+    }
+    text[n] = '\0';
+    for (char *p = text; *p != '\0'; p++) {
+        if (*p == ' ' && ++fields == 3) {
+            char *end;
+            long  runnable = strtol(p + 1, &end, 10);
+            return end != p + 1 && *end == '/' && runnable >= 0
+                ? (int) runnable
+                : -1;
+        }
+    }
+    return -1;
+}
+
+int
+shi_move_off_cpu(const cpu_set_t *avoid)
+{
+    cpu_set_t mine, one;
+    int       here = sched_getcpu(), target = -1;
+
+    if (here < 0 || sched_getaffinity(0, sizeof(mine), &mine) != 0) {
+        return -1;
+    }
+    for (int c = 0; c < CPU_SETSIZE && target < 0; c++) {
+        if (c != here && CPU_ISSET(c, &mine) && !CPU_ISSET(c, avoid)) {
+            target = c;
+        }
+    }
+    if (target < 0) {
+        return -1;
+    }
+    CPU_ZERO(&one);
+    CPU_SET(target, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+        return -1;
+    }
+    // The mask as it was: the move is a hint, not a pin.
+    sched_setaffinity(0, sizeof(mine), &mine);
+    return target;
+}
