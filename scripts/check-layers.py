@@ -74,7 +74,8 @@ def allowed(src, inc):
             return inc in TRANSPORT_API
         return inc.startswith(("platform/", "core/", "rma/"))
     if layer == "plan":
-        return inc.startswith(("plan/", "algo/kernels/")) or inc in {
+        return inc.startswith(
+            ("plan/", "algo/kernels/", "platform/")) or inc in {
             "core/comm.h", "core/ops.h"}
     return False
 

@@ -202,13 +202,28 @@ p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
 
 int
 shi_p2p_start(shoal_comm *comm, int kind, const void *buf, size_t bytes,
-    int peer, int tag, shoal_request **out)
+    const shi_strided *layout, int peer, int tag, shoal_request **out)
 {
     shoal_request req;
 
+    if (layout != NULL && !shi_p2p_strided_ok(comm)) {
+        *out = NULL;
+        return shi_comm_error(comm,
+            shi_error(SHOAL_ENOTSUP,
+                "the %s transport moves dense messages only; pack strided "
+                "data first",
+                comm->tp->name));
+    }
     shi_req_fill(&req, kind, buf, bytes, SHOAL_UINT8, peer);
-    req.tag = tag;
+    req.tag    = tag;
+    req.layout = layout;
     return shi_start_async(comm, &req, out);
+}
+
+int
+shi_p2p_strided_ok(const shoal_comm *comm)
+{
+    return comm->tp->p2p_strided;
 }
 
 int

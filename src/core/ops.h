@@ -29,8 +29,13 @@ int shi_start_async(
 
 // Starts a point-to-point transfer of `bytes` bytes with any tag: negative
 // tags are shoal's own (compiled plans), apart from every user tag. The
+// bytes lie at buf in `layout` (checked by the caller, kept until the
+// request completes; NULL: dense), which needs shi_p2p_strided_ok. The
 // caller has checked buf, peer (not this rank) and bytes.
 int shi_p2p_start(shoal_comm *comm, int kind, const void *buf, size_t bytes,
-    int peer, int tag, shoal_request **out);
+    const shi_strided *layout, int peer, int tag, shoal_request **out);
+
+// Whether this communicator's transport moves strided messages itself.
+int shi_p2p_strided_ok(const shoal_comm *comm);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "platform/strided.h"
 #include "shoal.h"
 
 // Bytes of an algorithm's private state in its request.
@@ -60,11 +61,15 @@ struct shoal_request {
     int            tag;
     unsigned char *buf;
     size_t         bytes;
-    size_t         done;
-    size_t         count;
-    int            dtype;
-    int            blocked_on; // the rank it waits for, -1 if none
-    int            started; // collective entered (descriptor published)
+    // Point to point: where the `bytes` bytes lie around buf when they are
+    // not one dense block (owned by the caller until completion; NULL:
+    // dense). Only transports with p2p_strided take one.
+    const shi_strided *layout;
+    size_t             done;
+    size_t             count;
+    int                dtype;
+    int                blocked_on; // the rank it waits for, -1 if none
+    int                started; // collective entered (descriptor published)
     // Collectives with a send and a receive buffer (coll_api.c): `buf` is
     // the receive buffer, `count` the per-rank count.
     const unsigned char *sendbuf;

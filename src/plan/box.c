@@ -133,6 +133,47 @@ shi_view_is_dense(const shi_view *v, int ndim)
     return 1;
 }
 
+int
+shi_view_strided(const shi_view *v, int ndim, size_t esize, uint64_t min_run,
+    shi_strided *out)
+{
+    int64_t  ext[SHI_BOX_MAX_DIMS], step[SHI_BOX_MAX_DIMS];
+    int      n   = 0;
+    uint64_t run = esize;
+
+    for (int d = 0; d < ndim; d++) {
+        if (v->extent[d] <= 0 || v->stride[d] < 0) {
+            return 0;
+        }
+        if (v->extent[d] > 1) {
+            ext[n]    = v->extent[d];
+            step[n++] = v->stride[d] * (int64_t) esize;
+        }
+    }
+    // The innermost dimensions that continue each other make the run.
+    while (n > 0 && step[n - 1] == (int64_t) run) {
+        run *= (uint64_t) ext[--n];
+    }
+    if (run < min_run) {
+        return 0;
+    }
+    memset(out, 0, sizeof(*out));
+    out->run = run;
+    for (int d = 0; d < n; d++) {
+        uint32_t k = out->ndim;
+
+        if (k > 0 && out->stride[k - 1] == ext[d] * step[d]) {
+            out->count[k - 1] *= (uint64_t) ext[d]; // continues its outer
+            out->stride[k - 1] = step[d];
+            continue;
+        }
+        out->count[k]  = (uint64_t) ext[d];
+        out->stride[k] = step[d];
+        out->ndim++;
+    }
+    return 1;
+}
+
 // A copy reduced to its essential loops: dimensions of extent 1 dropped,
 // neighbours that are contiguous in both views merged.
 typedef struct view_loops {

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "platform/strided.h"
+
 // Most dimensions a plan may have (DLPack and torch allow more; nobody
 // redistributes tensors of more than a dozen dimensions).
 #define SHI_BOX_MAX_DIMS 12
@@ -56,6 +58,14 @@ void shi_view_packed(shi_view *v, int ndim, const shi_box *b, void *base);
 
 // 1 if the view's elements are dense and in row-major order.
 int shi_view_is_dense(const shi_view *v, int ndim);
+
+// The byte layout of a view's elements (row-major order) from its base:
+// dimensions of extent 1 dropped, contiguous neighbours merged. Returns 1,
+// or 0 when its contiguous runs would be shorter than `min_run` bytes (a
+// pack moves such data faster than a transfer piece by piece), when it
+// has a negative stride, or when it is empty.
+int shi_view_strided(const shi_view *v, int ndim, size_t esize,
+    uint64_t min_run, shi_strided *out);
 
 // Copies every element of `src` to the same index of `dst` (same extents).
 void shi_view_copy(

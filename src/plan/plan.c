@@ -56,12 +56,15 @@ plan_alloc_run_state(shoal_plan *p)
     p->rreq        = calloc((size_t) l->nrecvs + 1, sizeof(*p->rreq));
     p->send_stage  = calloc((size_t) l->nsends + 1, sizeof(*p->send_stage));
     p->recv_stage  = calloc((size_t) l->nrecvs + 1, sizeof(*p->recv_stage));
+    p->send_layout = calloc((size_t) l->nsends + 1, sizeof(*p->send_layout));
+    p->recv_layout = calloc((size_t) l->nrecvs + 1, sizeof(*p->recv_layout));
     p->in_base     = calloc((size_t) l->ninputs + 1, sizeof(*p->in_base));
     p->out_base    = calloc((size_t) l->noutputs + 1, sizeof(*p->out_base));
     p->in_strides  = calloc(((size_t) l->ninputs + 1) * nd, sizeof(int64_t));
     p->out_strides = calloc(((size_t) l->noutputs + 1) * nd, sizeof(int64_t));
     if (p->recv_cell == NULL || p->recv_direct == NULL || p->sreq == NULL
         || p->rreq == NULL || p->send_stage == NULL || p->recv_stage == NULL
+        || p->send_layout == NULL || p->recv_layout == NULL
         || p->in_base == NULL || p->out_base == NULL || p->in_strides == NULL
         || p->out_strides == NULL) {
         return plan_oom();
@@ -175,6 +178,8 @@ shoal_plan_free(shoal_plan *plan)
     free(plan->rreq);
     free(plan->send_stage);
     free(plan->recv_stage);
+    free(plan->send_layout);
+    free(plan->recv_layout);
     free(plan->in_base);
     free(plan->out_base);
     free(plan->in_strides);

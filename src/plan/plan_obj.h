@@ -24,6 +24,9 @@ struct shoal_plan {
     int             alias; // inputs and outputs share memory
     shoal_request **sreq, **rreq;
     int            *recv_direct; // per recv: landed in the output itself
+    // Per message: the layout of a transfer straight from a strided input
+    // or into a strided output, where the transport moves such data.
+    shi_strided    *send_layout, *recv_layout;
     unsigned char **in_base, **out_base;
     int64_t        *in_strides, *out_strides; // ninputs / noutputs x ndim
 };

@@ -2,13 +2,16 @@
 // shoal's own point-to-point transfers (a negative tag, so they never meet
 // user messages), then the cells written or reduced into the outputs.
 //
-// Copies avoided where the layout allows: a message of one piece that is
-// dense in the input is sent from the input itself, and one that fills a
-// single-source cell dense in the output is received into the output
-// itself; a cell fed by this rank's own input is copied straight across at
-// start. Everything else is packed into (kept) staging buffers. When
-// inputs and outputs share memory every local read is staged at start, so
-// no output write can change an input that is still to be read.
+// Copies avoided where the layout allows: a message of one piece is sent
+// from the input itself, and one that fills a single-source cell is
+// received into the output itself, when that piece or cell is dense there
+// or when the transport moves strided data (shared memory: the receiver
+// then reads the piece from the sender's input straight into its output,
+// in its progress engine, one copy in all); a cell fed by this rank's own
+// input is copied straight across at start. Everything else is packed into
+// (kept) staging buffers. When inputs and outputs share memory every local
+// read is staged at start, so no output write can change an input that is
+// still to be read.
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,25 @@
 #include "core/error.h"
 #include "core/ops.h"
 #include "plan/plan_obj.h"
+
+// Strided transfers pay where their contiguous runs are long: shorter ones
+// are packed (a copy moves them faster than a transfer piece by piece).
+#define PLAN_MIN_RUN 512
+
+// The transfer layout of view v: NULL when it is dense (or empty), else
+// *slot filled; *ok 0 when neither (the data must be packed).
+static const shi_strided *
+transfer_layout(
+    const shoal_plan *p, const shi_view *v, shi_strided *slot, int *ok)
+{
+    *ok = 1;
+    if (shi_view_is_dense(v, p->l.ndim)) {
+        return NULL;
+    }
+    *ok = shi_p2p_strided_ok(p->comm)
+        && shi_view_strided(v, p->l.ndim, p->l.esize, PLAN_MIN_RUN, slot);
+    return *ok ? slot : NULL;
+}
 
 static unsigned char *
 stage_alloc(unsigned char **slot, size_t bytes)
@@ -194,15 +216,18 @@ post_recvs(shoal_plan *p)
     const shi_plan_layout *l = &p->l;
 
     for (int i = 0; i < l->nrecvs; i++) {
-        const shi_plan_msg *m    = &l->recvs[i];
-        int                 c    = p->recv_cell[i];
-        unsigned char      *dest = NULL;
+        const shi_plan_msg *m      = &l->recvs[i];
+        int                 c      = p->recv_cell[i];
+        unsigned char      *dest   = NULL;
+        const shi_strided  *layout = NULL;
         shi_view            v;
+        int                 ok = 0;
 
         p->recv_direct[i] = 0;
         if (!p->alias && c >= 0) {
             output_view(p, &v, l->cells[c].output, &l->cells[c].box);
-            if (shi_view_is_dense(&v, l->ndim)) {
+            layout = transfer_layout(p, &v, &p->recv_layout[i], &ok);
+            if (ok) {
                 dest              = v.base;
                 p->recv_direct[i] = 1;
             }
@@ -211,8 +236,8 @@ post_recvs(shoal_plan *p)
             && (dest = stage_alloc(&p->recv_stage[i], m->bytes)) == NULL) {
             return shi_error(SHOAL_ENOMEM, "compile_op run: out of memory");
         }
-        int st = shi_p2p_start(p->comm, SHI_OP_RECV, dest, m->bytes, m->peer,
-            p->tag, &p->rreq[i]);
+        int st = shi_p2p_start(p->comm, SHI_OP_RECV, dest, m->bytes, layout,
+            m->peer, p->tag, &p->rreq[i]);
         if (st < 0) {
             return st;
         }
@@ -226,13 +251,16 @@ post_sends(shoal_plan *p)
     const shi_plan_layout *l = &p->l;
 
     for (int i = 0; i < l->nsends; i++) {
-        const shi_plan_msg *m   = &l->sends[i];
-        unsigned char      *src = NULL;
+        const shi_plan_msg *m      = &l->sends[i];
+        unsigned char      *src    = NULL;
+        const shi_strided  *layout = NULL;
         shi_view            v;
+        int                 ok = 0;
 
         if (!p->alias && m->npieces == 1) {
             input_view(p, &v, m->pieces[0].input, &m->pieces[0].box);
-            src = shi_view_is_dense(&v, l->ndim) ? v.base : NULL;
+            layout = transfer_layout(p, &v, &p->send_layout[i], &ok);
+            src    = ok ? v.base : NULL;
         }
         if (src == NULL) {
             src = stage_alloc(&p->send_stage[i], m->bytes);
@@ -245,8 +273,8 @@ post_sends(shoal_plan *p)
                     &m->pieces[k].box);
             }
         }
-        int st = shi_p2p_start(
-            p->comm, SHI_OP_SEND, src, m->bytes, m->peer, p->tag, &p->sreq[i]);
+        int st = shi_p2p_start(p->comm, SHI_OP_SEND, src, m->bytes, layout,
+            m->peer, p->tag, &p->sreq[i]);
         if (st < 0) {
             return st;
         }

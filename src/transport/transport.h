@@ -93,6 +93,9 @@ struct shi_transport_ops {
     // tag, buf, bytes filled in). It completes through
     // shi_transport_complete. Under the lock.
     void (*p2p_post)(struct shoal_comm *comm, shoal_request *req);
+    // Whether p2p_post takes requests whose bytes lie in a strided layout
+    // (req->layout); where 0 the layers above pack them first.
+    int p2p_strided;
 
     // --- progress -------------------------------------------------------
     // Moves whatever can move (messages, peers' news); returns units of

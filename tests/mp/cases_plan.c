@@ -95,6 +95,10 @@ pt_volume(const pt_job *j, const pt_box *b)
     return n;
 }
 
+// Where tensors come from: NULL, malloc; else shoal_alloc on this
+// communicator (its shared heap, read in place by peers).
+static shoal_comm *pt_heap_comm;
+
 // Layout 0: row-major; 1: rows padded (outer strides grown); 2: reversed
 // dimension order (column-major).
 static int
@@ -113,9 +117,27 @@ pt_alloc(const pt_job *j, const pt_box *b, int layout, pt_tensor *t)
             span *= (b->ext[d] > 0 ? b->ext[d] : 1) + (layout == 1 ? 3 : 0);
         }
     }
-    t->mem  = calloc((size_t) (span + 16), (size_t) esize);
+    if (pt_heap_comm != NULL) {
+        size_t bytes = (size_t) (span + 16) * (size_t) esize;
+        if (shoal_alloc(pt_heap_comm, bytes, (void **) &t->mem) != SHOAL_OK) {
+            return -1;
+        }
+        memset(t->mem, 0, bytes);
+    } else {
+        t->mem = calloc((size_t) (span + 16), (size_t) esize);
+    }
     t->base = t->mem + 8 * esize; // not 64-byte aligned on purpose
     return t->mem != NULL ? 0 : -1;
+}
+
+static void
+pt_free(pt_tensor *t)
+{
+    if (pt_heap_comm != NULL) {
+        shoal_free(pt_heap_comm, t->mem);
+    } else {
+        free(t->mem);
+    }
 }
 
 static size_t
@@ -313,10 +335,10 @@ pt_run(shoal_comm *comm, const pt_job *j, int runs, uint64_t layout_seed)
     }
     shoal_plan_free(plan);
     for (int i = 0; i < R->ninputs; i++) {
-        free(ins[i].mem);
+        pt_free(&ins[i]);
     }
     for (int o = 0; o < R->noutputs; o++) {
-        free(outs[o].mem);
+        pt_free(&outs[o]);
     }
     return bad;
 }
@@ -441,6 +463,47 @@ mp_case_plan_examples(shoal_comm *comm, int argc, char **argv)
             }
         }
     }
+    return 0;
+}
+
+// Examples 6 (ring) and 8 (Shard(0) -> Shard(1)) scaled up so that the
+// pieces moved are rows of at least 1 KiB: messages through the channel's
+// slots (128 KiB) and read from the sender's memory (2 MiB), straight
+// from strided inputs into strided outputs. Layouts: row-major and padded
+// rows (strided transfers), column-major (packed). argv[0] "heap": the
+// tensors come from shoal_alloc.
+int
+mp_case_plan_large(shoal_comm *comm, int argc, char **argv)
+{
+    int    n = shoal_comm_size(comm);
+    pt_job j;
+
+    pt_heap_comm = argc > 0 && strcmp(argv[0], "heap") == 0 ? comm : NULL;
+    for (int64_t scale = 64; scale <= 256; scale *= 4) {
+        for (int k = 6; k <= 8; k += 2) {
+            pt_example(&j, k, n);
+            j.shape[0] *= scale;
+            j.shape[1] *= scale;
+            for (int r = 0; r < n; r++) {
+                for (int d = 0; d < 2; d++) {
+                    j.ranks[r].in[0].off[d] *= scale;
+                    j.ranks[r].in[0].ext[d] *= scale;
+                    j.ranks[r].out[0].off[d] *= scale;
+                    j.ranks[r].out[0].ext[d] *= scale;
+                }
+            }
+            for (uint64_t seed = 0; seed < 3; seed++) {
+                if (pt_run(comm, &j, 2, (uint64_t) (k * 100 + scale) + seed)
+                    != 0) {
+                    fprintf(stderr, "example %d x %lld failed\n", k,
+                        (long long) scale);
+                    pt_heap_comm = NULL;
+                    return 1;
+                }
+            }
+        }
+    }
+    pt_heap_comm = NULL;
     return 0;
 }
 

@@ -72,6 +72,7 @@ static const struct {
     { "plan_examples", mp_case_plan_examples },
     { "plan_random", mp_case_plan_random },
     { "plan_alias", mp_case_plan_alias },
+    { "plan_large", mp_case_plan_large },
     { "plan_errors", mp_case_plan_errors },
 };
 

@@ -126,6 +126,15 @@ TEST_T(mp_p2p_any_mismatch_3, 60)
 MP_TEST(mp_plan_examples, "plan_examples", NULL)
 MP_TEST(mp_plan_random, "plan_random", "150")
 MP_TEST(mp_plan_alias, "plan_alias", NULL)
+// Strided single-copy transfers: malloc tensors read through
+// process_vm_readv, shoal_alloc ones in the shared heap, and (without the
+// kernel's help) through the channel's slots.
+MP_TEST_234(mp_plan_large, "plan_large", NULL)
+MP_TEST_234(mp_plan_large_heap, "plan_large", "heap")
+TEST_T(mp_plan_large_no_cma_3, 120)
+{
+    expect_pass_without_cma(3, "plan_large", NULL);
+}
 MP_TEST(mp_plan_errors, "plan_errors", NULL)
 
 TEST_T(mp_idle_cpu_2, 60)

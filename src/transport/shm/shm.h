@@ -50,6 +50,13 @@ int shi_shm_mem_read(shoal_comm *comm, const struct shi_tp_region *r,
     size_t off, void *dst, size_t bytes);
 int shi_shm_mem_write(shoal_comm *comm, const struct shi_tp_region *r,
     size_t off, const void *src, size_t bytes);
+// Reads the `bytes`-byte stream of layout `src`, whose base lies at
+// `base_off` of peer region r, into the stream of `dst` (NULL: dense) at
+// `to`: one pass, through the heap mapping or the kernel (many pieces per
+// process_vm_readv). Checks src and base_off against the region.
+int shi_shm_mem_read_strided(shoal_comm *comm, const struct shi_tp_region *r,
+    uint64_t base_off, const shi_strided *src, uint64_t bytes,
+    unsigned char *to, const shi_strided *dst);
 
 // Adopts an abort another rank published in the segment; 1 if there was
 // one (shm_transport.c).

@@ -3,6 +3,7 @@
 // place; any other region is reached by single copies through the kernel
 // (process_vm_readv/writev), where the ranks may (see coll_setup.c).
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -142,4 +143,113 @@ shi_shm_mem_write(shoal_comm *comm, const struct shi_tp_region *r, size_t off,
     const void *src, size_t bytes)
 {
     return mem_copy(comm, r, off, (unsigned char *) (uintptr_t) src, bytes, 1);
+}
+
+// ---- strided reads
+// ------------------------------------------------------------
+
+// Pieces per process_vm_readv: the kernel's limit on iovecs per side.
+#define CMA_PIECES 1024
+
+// Fills up to CMA_PIECES matching iovecs for the stream from byte `at`;
+// returns how many, with their bytes in *len.
+static int
+cma_pieces(uint64_t remote, const shi_strided *src, unsigned char *to,
+    const shi_strided *dst, uint64_t at, uint64_t bytes, struct iovec *l,
+    struct iovec *r, uint64_t *len)
+{
+    shi_strided_pos s, d;
+    int             n = 0;
+
+    shi_strided_seek(&s, src, at);
+    if (dst != NULL) {
+        shi_strided_seek(&d, dst, at);
+    }
+    *len = 0;
+    while (n < CMA_PIECES && at + *len < bytes) {
+        int64_t  soff, doff = (int64_t) (at + *len);
+        uint64_t k    = shi_strided_piece(&s, &soff);
+        uint64_t left = bytes - at - *len;
+
+        if (dst != NULL) {
+            uint64_t m = shi_strided_piece(&d, &doff);
+            k          = m < k ? m : k;
+        }
+        k = k < left ? k : left;
+        // Remote addresses are the peer's; they cross as integers.
+        r[n]
+            = (struct iovec) { (void *) (uintptr_t) (remote + (uint64_t) soff),
+                  k };
+        l[n] = (struct iovec) { to + doff, k };
+        shi_strided_advance(&s, k);
+        if (dst != NULL) {
+            shi_strided_advance(&d, k);
+        }
+        *len += k;
+        n++;
+    }
+    return n;
+}
+
+static int
+cma_read_strided(shoal_comm *comm, const struct shi_tp_region *r,
+    uint64_t base_off, const shi_strided *src, uint64_t bytes,
+    unsigned char *to, const shi_strided *dst)
+{
+    static _Thread_local struct iovec l[CMA_PIECES], rv[CMA_PIECES];
+    pid_t                             pid = (pid_t) comm->peers[r->owner].pid;
+    uint64_t                          at  = 0;
+
+    while (at < bytes) {
+        uint64_t len;
+        int      n = cma_pieces(
+                 r->addr + base_off, src, to, dst, at, bytes, l, rv, &len);
+        ssize_t got = process_vm_readv(
+            pid, l, (unsigned long) n, rv, (unsigned long) n, 0);
+
+        if (got <= 0) {
+            int err = got == 0 ? EFAULT : errno;
+            return shi_error(err == ESRCH ? SHOAL_EPEER : SHOAL_ESYS,
+                "cannot read %llu bytes of rank %d's memory (pid %d): %s%s",
+                (unsigned long long) bytes, (int) r->owner, (int) pid,
+                strerror(err),
+                err == ESRCH ? " (the rank's process is gone)" : "");
+        }
+        at += (uint64_t) got; // a short read goes on where it stopped
+    }
+    return SHOAL_OK;
+}
+
+int
+shi_shm_mem_read_strided(shoal_comm *comm, const struct shi_tp_region *r,
+    uint64_t base_off, const shi_strided *src, uint64_t bytes,
+    unsigned char *to, const shi_strided *dst)
+{
+    int64_t        lo, hi, first, end;
+    unsigned char *view;
+
+    if (shi_strided_extent(src, bytes, &lo, &hi) != 0 || base_off > INT64_MAX
+        || __builtin_add_overflow((int64_t) base_off, lo, &first)
+        || __builtin_add_overflow((int64_t) base_off, hi, &end) || first < 0
+        || !reachable(comm, r, 0, (size_t) r->bytes)
+        || (uint64_t) end > r->bytes) {
+        return shi_error(SHOAL_EPROTO,
+            "a strided read of %llu bytes does not fit rank %d's region of "
+            "%llu bytes",
+            (unsigned long long) bytes, (int) r->owner,
+            (unsigned long long) r->bytes);
+    }
+    if (bytes == 0) {
+        return SHOAL_OK;
+    }
+    if ((view = heap_view(comm, r, 0)) != NULL) {
+        shi_strided_copy(to, dst, 0, view + base_off, src, 0, bytes);
+        return SHOAL_OK;
+    }
+    if (r->owner == comm->rank) {
+        shi_strided_copy(to, dst, 0,
+            (unsigned char *) (uintptr_t) r->addr + base_off, src, 0, bytes);
+        return SHOAL_OK;
+    }
+    return cma_read_strided(comm, r, base_off, src, bytes, to, dst);
 }

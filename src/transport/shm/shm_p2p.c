@@ -18,6 +18,11 @@
 // receive either way, while a smaller one still completes without it (a rank
 // may send before it receives).
 //
+// A message may lie in a strided layout at either end (req->layout): the
+// slots are filled and emptied piece by piece, and a single-copy read goes
+// from the sender's layout straight into the receiver's, so neither side
+// packs.
+//
 // Any-source receives wait on one queue of the communicator. A message
 // goes to the earliest posted receive that matches it, named (the
 // sender's queue) or any-source (by post number, req->seq). A message
@@ -36,6 +41,33 @@
 
 // Budget for buffered unexpected messages per communicator.
 #define P2P_UNEXPECTED_MAX (64LL << 20)
+
+// What a SHM_READ slot carries: the sender's exposed region, where the
+// message's base lies in it, and the message's layout from that base.
+struct shm_read_desc {
+    struct shi_tp_region region;
+    uint64_t             base_off;
+    shi_strided          layout;
+};
+
+// Copies n bytes of r's message stream from byte `at` to dense `to`, or
+// from dense `from` into it (the other pointer NULL).
+static void
+stream_copy(const shoal_request *r, uint64_t at, unsigned char *to,
+    const unsigned char *from, size_t n)
+{
+    if (n == 0) { // buf may be NULL for zero bytes
+        return;
+    }
+    if (r->layout == NULL) {
+        memcpy(to != NULL ? to : r->buf + at,
+            from != NULL ? from : r->buf + at, n);
+    } else if (to != NULL) {
+        shi_strided_copy(to, NULL, 0, r->buf, r->layout, at, n);
+    } else {
+        shi_strided_copy(r->buf, r->layout, at, from, NULL, 0, n);
+    }
+}
 
 static void
 consume_slot(shoal_comm *comm, int src)
@@ -137,34 +169,33 @@ note_waiting_head(shoal_comm *comm, struct shi_peer *p)
     }
 }
 
-// Reads a SHM_READ message into r's buffer. The region comes from the
-// peer: it must describe exactly the message, in the sender's memory, and
-// the transport checks it against what it can reach. A failure aborts the
-// communicator (the sender waits for this read).
+// Reads a SHM_READ message into r's buffer. The descriptor comes from the
+// peer: its region must be the sender's, its layout exactly the message,
+// and the transport checks both against what it can reach. A failure
+// aborts the communicator (the sender waits for this read).
 static int
 read_from_sender(
     shoal_comm *comm, int src, struct shm_slot_header *h, shoal_request *r)
 {
-    struct shi_tp_region region;
+    struct shm_read_desc d;
     int                  st;
 
-    if (h->chunk_bytes != sizeof(region)) {
+    if (h->chunk_bytes != sizeof(d)) {
         shi_comm_abort(comm, SHOAL_EPROTO,
             "rank %d sent a single-copy message with a %u-byte "
             "descriptor (expected %zu)",
-            src, h->chunk_bytes, sizeof(region));
+            src, h->chunk_bytes, sizeof(d));
         return SHOAL_EPROTO;
     }
-    memcpy(&region, shm_slot_data(h), sizeof(region));
-    if (region.owner != src || region.bytes != h->msg_bytes) {
+    memcpy(&d, shm_slot_data(h), sizeof(d));
+    if (d.region.owner != src) {
         shi_comm_abort(comm, SHOAL_EPROTO,
-            "rank %d sent a single-copy message whose region (rank %d, "
-            "%llu bytes) is not its %llu-byte message",
-            src, (int) region.owner, (unsigned long long) region.bytes,
-            (unsigned long long) h->msg_bytes);
+            "rank %d sent a single-copy message in rank %d's memory", src,
+            (int) d.region.owner);
         return SHOAL_EPROTO;
     }
-    st = shi_shm_mem_read(comm, &region, 0, r->buf, r->bytes);
+    st = shi_shm_mem_read_strided(
+        comm, &d.region, d.base_off, &d.layout, r->bytes, r->buf, r->layout);
     if (st != SHOAL_OK) {
         shi_comm_abort(comm, st, "receiving %zu bytes from rank %d: %s",
             r->bytes, src, shoal_last_error());
@@ -211,8 +242,8 @@ recv_step(shoal_comm *comm, int src)
             if (read_from_sender(comm, src, h, r) != SHOAL_OK) {
                 return n + 1;
             }
-        } else if (h->chunk_bytes > 0) { // buf may be NULL for zero bytes
-            memcpy(r->buf + r->done, shm_slot_data(h), h->chunk_bytes);
+        } else {
+            stream_copy(r, r->done, NULL, shm_slot_data(h), h->chunk_bytes);
             r->done += h->chunk_bytes;
         }
         consume_slot(comm, src);
@@ -224,27 +255,37 @@ recv_step(shoal_comm *comm, int src)
     }
 }
 
-// Fills slot h with the region of r's buffer when the receiver can read it
-// from there; 0 when r goes through the slots.
+// Fills slot h with the region of r's message when the receiver can read
+// it from there; 0 when r goes through the slots.
 static int
 offer_read(shoal_comm *comm, shoal_request *r, struct shm_slot_header *h)
 {
-    struct shi_tp_region region;
+    struct shm_read_desc d = { 0 };
+    int64_t              lo, hi;
 
     size_t channel
         = (size_t) comm->mapped->p2p_slots * comm->mapped->p2p_slot_bytes;
 
-    if (r->bytes <= channel || comm->mapped->p2p_slot_bytes < sizeof(region)) {
+    if (r->bytes <= channel || comm->mapped->p2p_slot_bytes < sizeof(d)) {
         return 0;
     }
-    shi_shm_mem_expose(comm, r->buf, r->bytes, &region);
-    if (region.heap_off == 0 && !comm->cma_ok) {
+    if (r->layout != NULL) {
+        d.layout = *r->layout;
+    } else {
+        shi_strided_dense(&d.layout, r->bytes);
+    }
+    if (shi_strided_extent(&d.layout, r->bytes, &lo, &hi) != 0) {
+        return 0; // the caller checked it; the slots take it anyway
+    }
+    shi_shm_mem_expose(comm, r->buf + lo, (size_t) (hi - lo), &d.region);
+    if (d.region.heap_off == 0 && !comm->cma_ok) {
         return 0;
     }
-    memcpy(shm_slot_data(h), &region, sizeof(region));
+    d.base_off = (uint64_t) -lo;
+    memcpy(shm_slot_data(h), &d, sizeof(d));
     h->msg_bytes   = r->bytes;
     h->tag         = (uint32_t) r->tag;
-    h->chunk_bytes = (uint32_t) sizeof(region);
+    h->chunk_bytes = (uint32_t) sizeof(d);
     h->flags       = SHM_FIRST | SHM_LAST | SHM_READ;
     return 1;
 }
@@ -299,9 +340,7 @@ send_step(shoal_comm *comm, int dst)
             continue;
         }
         size_t chunk = r->bytes - r->done < max ? r->bytes - r->done : max;
-        if (chunk > 0) {
-            memcpy(shm_slot_data(h), r->buf + r->done, chunk);
-        }
+        stream_copy(r, r->done, shm_slot_data(h), NULL, chunk);
         h->msg_bytes   = r->bytes;
         h->tag         = (uint32_t) r->tag;
         h->chunk_bytes = (uint32_t) chunk;
@@ -372,9 +411,7 @@ deliver_unexpected(shoal_comm *comm, int src, struct shi_unexpected *u,
     if (u->bytes != req->bytes) {
         size_mismatch(comm, src, u->tag, u->bytes, req);
     } else {
-        if (u->bytes > 0) {
-            memcpy(req->buf, u->data, u->bytes);
-        }
+        stream_copy(req, 0, NULL, u->data, u->bytes);
         shi_transport_complete(comm, req, SHOAL_OK);
     }
     free(u);

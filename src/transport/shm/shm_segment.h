@@ -126,9 +126,10 @@ struct shm_slot_header {
 
 #define SHM_FIRST 1u
 #define SHM_LAST  2u
-// Point-to-point: the slot carries a struct shi_tp_region of the sender's
-// buffer instead of data; the receiver reads the message from there
-// (single copy) and consumes the slot when done, which completes the send.
+// Point-to-point: the slot carries a descriptor of the sender's message
+// (struct shm_read_desc, shm_p2p.c) instead of data; the receiver reads it
+// from there (single copy) and consumes the slot when done, which completes
+// the send.
 #define SHM_READ 4u
 
 // A ring written by one rank. Readers' tails each have their own line.

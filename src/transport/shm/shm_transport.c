@@ -239,6 +239,7 @@ const struct shi_transport_ops shi_shm_transport = {
     .reaches              = shm_reaches,
     .peer_address         = shm_peer_address,
     .p2p_post             = shi_shm_p2p_post,
+    .p2p_strided          = 1,
     .progress             = shm_progress,
     .poll_abort           = shi_shm_adopt_abort,
     .deaths_need_progress = 0,
