@@ -61,7 +61,8 @@
 #include <time.h>
 #include <unistd.h>
 
-namespace {
+namespace
+{
 
 constexpr int PATTERN_TILE = 4099;
 
@@ -73,7 +74,7 @@ enum : int {
     OP_REDUCESCATTER = 1 << 6,
     OP_ALLTOALL      = 1 << 7,
     OP_SCATTER       = 1 << 9,
-    OP_ALL = OP_BCAST | OP_ALLREDUCE | OP_REDUCE | OP_ALLGATHER
+    OP_ALL           = OP_BCAST | OP_ALLREDUCE | OP_REDUCE | OP_ALLGATHER
         | OP_REDUCESCATTER | OP_ALLTOALL | OP_SCATTER
 };
 
@@ -346,10 +347,10 @@ report(bench &b, const char *op, size_t bytes, int iters, double wrong)
         return;
     }
     std::sort(b.maxes.begin(), b.maxes.begin() + iters);
-    int    n   = iters;
-    double med = n % 2 ? b.maxes[n / 2]
-                       : 0.5 * (b.maxes[n / 2 - 1] + b.maxes[n / 2]);
-    int    k   = (9 * n + 9) / 10 - 1;
+    int    n = iters;
+    double med
+        = n % 2 ? b.maxes[n / 2] : 0.5 * (b.maxes[n / 2 - 1] + b.maxes[n / 2]);
+    int k = (9 * n + 9) / 10 - 1;
     printf("%s %zu %.4f %.4f %.4f %.4f %.0f\n", op, bytes, med * 1e6,
         b.maxes[0] * 1e6, b.maxes[k] * 1e6, b.maxes[n - 1] * 1e6, total);
     fflush(stdout);
@@ -558,8 +559,7 @@ const coll colls[] = {
         reducescatter_run, reducescatter_verify },
     { "alltoall", OP_ALLTOALL, true, alltoall_prep, alltoall_run,
         alltoall_verify },
-    { "scatter", OP_SCATTER, true, scatter_prep, scatter_run,
-        scatter_verify },
+    { "scatter", OP_SCATTER, true, scatter_prep, scatter_run, scatter_verify },
 };
 
 void
@@ -662,8 +662,7 @@ run_rank(bench &b, const std::vector<int> &wfds, int rfd)
         kvs  = ccl::create_main_kvs();
         addr = kvs->get_address();
         for (int fd : wfds) {
-            if (write(fd, addr.data(), addr.size())
-                != (ssize_t) addr.size()) {
+            if (write(fd, addr.data(), addr.size()) != (ssize_t) addr.size()) {
                 perror("oneccl_bench: write");
                 return 1;
             }
@@ -813,12 +812,13 @@ main(int argc, char **argv)
             break;
         }
         left--;
-        int r = (int) (std::find(pids.begin(), pids.end(), pid) - pids.begin());
+        int r
+            = (int) (std::find(pids.begin(), pids.end(), pid) - pids.begin());
         if (r >= nranks) {
             continue;
         }
         pids[(size_t) r] = -1;
-        bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        bool ok          = WIFEXITED(st) && WEXITSTATUS(st) == 0;
         if (!ok && rc == 0) {
             if (WIFSIGNALED(st)) {
                 fprintf(stderr, "oneccl_bench: rank %d killed by signal %d\n",
