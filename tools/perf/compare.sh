@@ -35,10 +35,32 @@
 # times and shoal's ratio to them are two more columns of every table
 # (N/A, with the reason in the header, when it is not installed).
 #
+# Intel oneCCL (CPU build) runs tools/perf/oneccl/oneccl_bench.cpp, built
+# here with g++ against ONECCL_ROOT (default BUILD_DIR/peers-env, the
+# virtual environment that tools/perf/oneccl/install.sh fills from PyPI:
+# include/oneapi/ccl.hpp, lib/libccl.so), the same method, sizes, data and
+# checks, its ranks started by the program itself over oneCCL's own
+# key-value store (ofi transport, libfabric's shm provider, no worker
+# threads): allreduce, reduce, allgather, reducescatter, alltoall, scatter
+# and broadcast; its times and shoal/oneCCL ratios are two more columns of
+# every table. oneCCL has no gather and no one-sided windows, and its
+# point-to-point calls are not measured: those tables say so. When it is
+# not installed (or ONECCL_ROOT=none), fails to build or fails a short
+# probe, every table's header line says "oneCCL N/A: <why>".
+#
+# DeepSpeed's CPU shared-memory all-reduce (deepspeed.comm.
+# inference_all_reduce, in place, float32 sum) runs
+# tools/perf/deepspeed/ds_allreduce.py with the Python of DEEPSPEED_PYTHON
+# (default BUILD_DIR/peers-env/bin/python; install.sh --deepspeed) and
+# adds a DeepSpeed column to the allreduce table; when it cannot run
+# (DEEPSPEED_PYTHON=none, or deepspeed not importable) the script prints
+# "# DeepSpeed N/A: <why>".
+#
 # Tail mode (NRANKS=8, or MODE=tail): 8-byte allreduce only, TAIL_ITERS
-# (2000) iterations, median, p90 and maximum iteration time for shoal and
-# Open MPI, and the targets at that rank count (shoal median <= 0.5x Open
-# MPI's; no iteration slower than 20x shoal's median).
+# (2000) iterations, median, p90 and maximum iteration time for shoal,
+# Open MPI, MPICH, oneCCL and DeepSpeed, and the targets at that rank
+# count (shoal median <= 0.5x Open MPI's; no iteration slower than 20x
+# shoal's median).
 #
 # Contention mode (LOAD=1): one busy process per cpu (a shell loop) runs
 # beside the ranks of both libraries for the whole run, started and
@@ -51,8 +73,9 @@
 # for the others (both series hit 64 KiB and 64 MiB), MAXBYTES (64M),
 # ITERS (100: iterations per size, at most), ITER_BYTES (1G: big sizes
 # run only as many iterations as fit ITER_BYTES), MIN_ITERS (10), WARMUP
-# (5), TAIL_ITERS (2000), TAIL_WARMUP (200), TIMEOUT (600 s per shoal-perf
-# run); SHOAL_SHM_HEAP_BYTES and the library's other
+# (5), TAIL_ITERS (2000), TAIL_WARMUP (200), TIMEOUT (600 s per shoal-perf,
+# oneccl_bench or ds_allreduce run), ONECCL_ROOT, DEEPSPEED_PYTHON;
+# SHOAL_SHM_HEAP_BYTES and the library's other
 # settings pass through. Raw outputs stay in BUILD_DIR/perf-compare/.
 # Absolute times on a shared machine are noise; the ratios within one run
 # are the figure.
@@ -104,7 +127,8 @@ bytes_of() {
     }'
 }
 
-echo "# compare.sh: shoal vs Open MPI and MPICH, $NRANKS ranks on $(hostname)," \
+echo "# compare.sh: shoal vs Open MPI, MPICH, oneCCL and DeepSpeed," \
+    "$NRANKS ranks on $(hostname)," \
     "$(nproc) cpus, $(date -u '+%Y-%m-%d %H:%M UTC'), mode $MODE"
 echo "# load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 # Warnings that make the numbers below suspect.
@@ -200,6 +224,119 @@ run_mpich() {
     grep -v '^#' "$OUT/mpich_last.txt" >>"$OUT/mpich.txt" || true
 }
 
+# --- oneCCL setup ------------------------------------------------------------
+# ONECCL_NA: why oneCCL cannot run (empty when it can).
+ONECCL_ROOT=${ONECCL_ROOT:-$BUILD/peers-env}
+ONECCL_NA=""
+ONECCL_NOTE=""
+: >"$OUT/oneccl.txt"
+if [ "$ONECCL_ROOT" = none ]; then
+    ONECCL_NA="switched off (ONECCL_ROOT=none)"
+elif [ ! -f "$ONECCL_ROOT/include/oneapi/ccl.hpp" ] \
+    || [ ! -e "$ONECCL_ROOT/lib/libccl.so" ]; then
+    ONECCL_NA="not installed (no include/oneapi/ccl.hpp and lib/libccl.so"
+    ONECCL_NA="$ONECCL_NA under ONECCL_ROOT=$ONECCL_ROOT;"
+    ONECCL_NA="$ONECCL_NA tools/perf/oneccl/install.sh installs it)"
+elif ! command -v g++ >/dev/null 2>&1; then
+    ONECCL_NA="no g++ to build tools/perf/oneccl/oneccl_bench.cpp"
+else
+    lib=$(cd "$ONECCL_ROOT/lib" && pwd)
+    # RPATH, not RUNPATH: libccl.so.1 finds its libccl.so.2 through it.
+    if ! g++ -O2 -std=c++17 -I"$ONECCL_ROOT/include" \
+        -o "$OUT/oneccl_bench" "$SRC/oneccl/oneccl_bench.cpp" -L"$lib" \
+        -Wl,--disable-new-dtags,-rpath,"$lib" -lccl \
+        >"$OUT/oneccl_build.txt" 2>&1; then
+        ONECCL_NA="oneccl_bench.cpp failed to build: $(grep -m 1 \
+            'error' "$OUT/oneccl_build.txt" | cut -c 1-120)"
+        ONECCL_NA="$ONECCL_NA (see $OUT/oneccl_build.txt)"
+    elif ! timeout 120 "$OUT/oneccl_bench" -N "$NRANKS" -o allreduce \
+        -b 8 -e 8 -n 2 -w 1 >"$OUT/oneccl_probe.txt" 2>&1; then
+        ONECCL_NA="a 2-iteration probe failed: $(grep -v '^#' \
+            "$OUT/oneccl_probe.txt" | grep -iv 'warn' | tail -n 1 \
+            | cut -c 1-120) (see $OUT/oneccl_probe.txt)"
+    else
+        ONECCL_NOTE=$(grep -m 1 '^# oneccl_bench' "$OUT/oneccl_probe.txt" \
+            | sed 's/^# oneccl_bench: [0-9]* ranks, //')
+        ONECCL_NOTE="oneCCL: ${ONECCL_NOTE:-version unknown}"
+    fi
+fi
+
+# oneccl_na OP: why oneCCL has no numbers for OP (empty when it has).
+oneccl_na() {
+    if [ -n "$ONECCL_NA" ]; then
+        echo "$ONECCL_NA"
+        return
+    fi
+    case $1 in
+        gather) echo "oneCCL has no gather" ;;
+        sendrecv | pingpong)
+            echo "point-to-point not measured (oneccl_bench times" \
+                "oneCCL's collectives only)" ;;
+        put | putpingpong) echo "oneCCL has no one-sided windows" ;;
+        *) cat "$OUT/oneccl_$1.status" 2>/dev/null || true ;;
+    esac
+}
+
+# run_oneccl OP ARGS...: oneccl_bench -o OP on NRANKS ranks, its rows
+# appended to $OUT/oneccl.txt; a failure is written to
+# $OUT/oneccl_OP.status (the table's header line says it) and the script
+# goes on.
+run_oneccl() {
+    [ -z "$ONECCL_NA" ] || return 0
+    op=$1
+    shift
+    rc=0
+    timeout "$TIMEOUT" "$OUT/oneccl_bench" -N "$NRANKS" -o "$op" "$@" \
+        >"$OUT/oneccl_last.txt" 2>&1 || rc=$?
+    grep -v '^#' "$OUT/oneccl_last.txt" | grep "^$op " >>"$OUT/oneccl.txt" \
+        || true
+    if [ $rc -ne 0 ]; then
+        [ "$op" = bcast ] && op=broadcast
+        echo "oneccl_bench -o $op failed (exit $rc: $(grep -v '^#' \
+            "$OUT/oneccl_last.txt" | grep -iv warn | tail -n 1 \
+            | cut -c 1-100))" >"$OUT/oneccl_$op.status"
+        echo "compare.sh: oneccl_bench -o $op $* failed (exit $rc):" >&2
+        tail -n 8 "$OUT/oneccl_last.txt" >&2 || true
+    fi
+}
+
+# --- DeepSpeed setup ------------------------------------------------------------
+# DS_NA: why DeepSpeed cannot run (empty when it can).
+DEEPSPEED_PYTHON=${DEEPSPEED_PYTHON:-$BUILD/peers-env/bin/python}
+DS_NA=""
+DS_NOTE=""
+: >"$OUT/deepspeed.txt"
+if [ "$DEEPSPEED_PYTHON" = none ]; then
+    DS_NA="switched off (DEEPSPEED_PYTHON=none)"
+elif [ ! -x "$DEEPSPEED_PYTHON" ]; then
+    DS_NA="no Python at DEEPSPEED_PYTHON=$DEEPSPEED_PYTHON"
+    DS_NA="$DS_NA (tools/perf/oneccl/install.sh --deepspeed installs it)"
+elif ! "$DEEPSPEED_PYTHON" -c 'import torch, deepspeed' \
+    >"$OUT/deepspeed_import.txt" 2>&1; then
+    DS_NA="torch or deepspeed not importable by $DEEPSPEED_PYTHON"
+    DS_NA="$DS_NA (tools/perf/oneccl/install.sh --deepspeed installs them)"
+fi
+
+# run_deepspeed ARGS...: ds_allreduce.py on NRANKS ranks, its rows
+# appended to $OUT/deepspeed.txt; a failure sets DS_NA.
+run_deepspeed() {
+    [ -z "$DS_NA" ] || return 0
+    rc=0
+    timeout "$TIMEOUT" "$DEEPSPEED_PYTHON" "$SRC/deepspeed/ds_allreduce.py" \
+        -N "$NRANKS" "$@" >"$OUT/deepspeed_last.txt" 2>&1 || rc=$?
+    grep '^allreduce ' "$OUT/deepspeed_last.txt" >>"$OUT/deepspeed.txt" \
+        || true
+    DS_NOTE=$(grep -m 1 '^# ds_allreduce' "$OUT/deepspeed_last.txt" \
+        | sed 's/^# ds_allreduce: [0-9]* ranks, //')
+    if [ $rc -ne 0 ]; then
+        DS_NA="ds_allreduce.py failed (exit $rc: $(grep '^ds_allreduce' \
+            "$OUT/deepspeed_last.txt" | tail -n 1 | cut -c 1-100);"
+        DS_NA="$DS_NA see $OUT/deepspeed_last.txt)"
+        echo "compare.sh: ds_allreduce.py $* failed (exit $rc):" >&2
+        tail -n 8 "$OUT/deepspeed_last.txt" >&2 || true
+    fi
+}
+
 # run_mpi ARGS...: mpi_bench on NRANKS ranks, its rows appended to
 # $OUT/mpi.txt. A failure is noted and the script goes on.
 run_mpi() {
@@ -257,6 +394,8 @@ if [ "$MODE" = tail ]; then
         -w "$TAIL_WARMUP"
     run_mpi -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" -w "$TAIL_WARMUP"
     run_mpich -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" -w "$TAIL_WARMUP"
+    run_oneccl allreduce -b 8 -e 8 -n "$TAIL_ITERS" -w "$TAIL_WARMUP"
+    run_deepspeed -b 8 -e 8 -n "$TAIL_ITERS" -w "$TAIL_WARMUP"
 else
     for op in $COLLS broadcast sendrecv put; do
         case $op in
@@ -280,6 +419,17 @@ else
         run_mpi -o $mop -b "$b" -f "$f" $M
         # shellcheck disable=SC2086
         run_mpich -o $mop -b "$b" -f "$f" $M
+        # oneCCL: no gather, no windows; point-to-point not measured.
+        # shellcheck disable=SC2086
+        case $op in
+            gather | sendrecv | put) ;;
+            broadcast) run_oneccl bcast -b "$b" -f "$f" $M ;;
+            *) run_oneccl $op -b "$b" -f "$f" $M ;;
+        esac
+        if [ "$op" = allreduce ]; then
+            # shellcheck disable=SC2086
+            run_deepspeed -b "$b" -f "$f" $M
+        fi
     done
 fi
 
@@ -322,9 +472,26 @@ for op in pingpong sendrecv bcast put putpingpong $COLLS; do
         "$OUT/mpich.txt" >"$OUT/mpich_$op.tsv"
 done
 cp "$OUT/mpich_bcast.tsv" "$OUT/mpich_broadcast.tsv"
+for op in bcast $COLLS; do
+    awk -v op="$op" '$1 == op { print $2, $3, $7, "N/A", $5, $6 }' \
+        "$OUT/oneccl.txt" >"$OUT/oneccl_$op.tsv"
+done
+cp "$OUT/oneccl_bcast.tsv" "$OUT/oneccl_broadcast.tsv"
+awk '$1 == "allreduce" { print $2, $3, $7, "N/A", $5, $6 }' \
+    "$OUT/deepspeed.txt" >"$OUT/deepspeed_allreduce.tsv"
 
 echo "# $MPI_NOTE"
 echo "# $MPICH_NOTE"
+if [ -n "$ONECCL_NA" ]; then
+    echo "# oneCCL N/A: $ONECCL_NA"
+else
+    echo "# $ONECCL_NOTE"
+fi
+if [ -n "$DS_NA" ]; then
+    echo "# DeepSpeed N/A: $DS_NA"
+else
+    echo "# DeepSpeed: ${DS_NOTE:-no output}"
+fi
 grep '^# mpi_bench' "$OUT/mpi.txt" | head -n 1 || true
 grep '^#  Rank\|^# nranks\|^# iterations' "$OUT/shoal_allreduce.txt" \
     2>/dev/null || true
@@ -333,8 +500,10 @@ echo "# load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 # --- side by side ----------------------------------------------------------
 # side_by_side TITLE OP FACTOR_KIND [VARIANT LABEL]...: one table of the
 # shoal runs shoal_OP[VARIANT].tsv (labels head their columns) against
-# mpi_OP.tsv, with memcpy_OP.tsv. FACTOR_KIND: allreduce (2(n-1)/n), block
-# ((n-1)/n), one (1).
+# the peers' times, mpi_OP.tsv (Open MPI, also its busbw), mpich_OP.tsv,
+# oneccl_OP.tsv and, for allreduce, deepspeed_allreduce.tsv, with
+# memcpy_OP.tsv. FACTOR_KIND: allreduce (2(n-1)/n), block ((n-1)/n), one
+# (1). A peer without numbers for OP is named in the header line with why.
 side_by_side() {
     title=$1 op=$2 kind=$3
     shift 3
@@ -351,11 +520,18 @@ side_by_side() {
         fi
         shift 2
     done
+    # Peers after Open MPI: name, file, short name of the ratio header.
+    peers="MPICH $OUT/mpich_$op.tsv MPICH oneCCL $OUT/oneccl_$op.tsv oneCCL"
+    why=$(oneccl_na "$op")
+    [ -z "$why" ] || title="$title; oneCCL N/A: $why"
+    if [ "$op" = allreduce ]; then
+        peers="$peers DeepSpeed $OUT/deepspeed_allreduce.tsv DeepSpd"
+        [ -z "$DS_NA" ] || title="$title; DeepSpeed N/A: $DS_NA"
+    fi
     echo "#"
     echo "# $title"
     awk -v n="$NRANKS" -v kind="$kind" -v labels="$labels" \
-        -v files="$files" -v mpifile="$OUT/mpi_$op.tsv" \
-        -v mpichfile="$OUT/mpich_$op.tsv" \
+        -v files="$files" -v mpifile="$OUT/mpi_$op.tsv" -v peers="$peers" \
         -v memfile="$OUT/memcpy_$op.tsv" '
         function bw(size, t) { return t > 0 ? size / t / 1e3 * factor : 0 }
         function num(v, w, p) {
@@ -370,9 +546,13 @@ side_by_side() {
             while ((getline line < mpifile) > 0) {
                 split(line, f, " "); mpi[f[1]] = f[2]; mpiwrong[f[1]] = f[3]
             }
-            while ((getline line < mpichfile) > 0) {
-                split(line, f, " "); mpich[f[1]] = f[2]
-                mpichwrong[f[1]] = f[3]
+            np = split(peers, pp, " ") / 3
+            for (p = 1; p <= np; p++) {
+                pname[p] = pp[3 * p - 2]; pshort[p] = pp[3 * p]
+                while ((getline line < pp[3 * p - 1]) > 0) {
+                    split(line, f, " "); pt[p, f[1]] = f[2]
+                    pwrong[p, f[1]] = f[3]
+                }
             }
             while ((getline line < memfile) > 0) {
                 split(line, f, " "); mem[f[1]] = f[2]
@@ -391,16 +571,19 @@ side_by_side() {
                 h2 = h2 sprintf(" %10s", k > 1 ? lab[j] : "(us)")
             }
             h1 = h1 sprintf(" %10s", "OpenMPI"); h2 = h2 sprintf(" %10s", "(us)")
-            h1 = h1 sprintf(" %10s", "MPICH"); h2 = h2 sprintf(" %10s", "(us)")
+            for (p = 1; p <= np; p++) {
+                h1 = h1 sprintf(" %10s", pname[p]); h2 = h2 sprintf(" %10s", "(us)")
+            }
             # Several variants: the label names the shoal column.
             for (j = 1; j <= k; j++) {
                 h1 = h1 sprintf(" %10s", k > 1 ? lab[j] : "shoal/")
                 h2 = h2 sprintf(" %10s", k > 1 ? "/OMPI" : "OpenMPI")
             }
-            for (j = 1; j <= k; j++) {
-                h1 = h1 sprintf(" %10s", k > 1 ? lab[j] : "shoal/")
-                h2 = h2 sprintf(" %10s", k > 1 ? "/MPICH" : "MPICH")
-            }
+            for (p = 1; p <= np; p++)
+                for (j = 1; j <= k; j++) {
+                    h1 = h1 sprintf(" %10s", k > 1 ? lab[j] : "shoal/")
+                    h2 = h2 sprintf(" %10s", k > 1 ? "/" pshort[p] : pname[p])
+                }
             for (j = 1; j <= k; j++) {
                 h1 = h1 sprintf(" %10s", k > 1 ? lab[j] : "shoal")
                 h2 = h2 sprintf(" %10s", k > 1 ? "busbw" : "busbw")
@@ -416,9 +599,10 @@ side_by_side() {
                 h2 = h2 sprintf(" %10s", "/memcpy")
             }
             print h1; print h2
-            print "# times in us, busbw in GB/s; ratios: time shoal/OMPI" \
-                " and shoal/MPICH (< 1: shoal faster), busbw shoal/OMPI" \
-                " and shoal/memcpy"
+            r = "shoal/OMPI"
+            for (p = 1; p <= np; p++) r = r ", shoal/" pname[p]
+            print "# times in us, busbw in GB/s; ratios: time " r \
+                " (< 1: shoal faster), busbw shoal/OMPI and shoal/memcpy"
             m = 0
             for (s in sizes) order[++m] = s + 0
             for (i = 1; i <= m; i++)
@@ -431,10 +615,15 @@ side_by_side() {
                 mc = (size in mem) ? mem[size] : ""
                 line = sprintf("%12d", size)
                 for (j = 1; j <= k; j++) line = line " " num(t[j, size], 10, 2)
-                ct = (size in mpich) ? mpich[size] : ""
-                line = line " " num(mt, 10, 2) " " num(ct, 10, 2)
+                line = line " " num(mt, 10, 2)
+                for (p = 1; p <= np; p++) {
+                    ct[p] = ((p, size) in pt) ? pt[p, size] : ""
+                    line = line " " num(ct[p], 10, 2)
+                }
                 for (j = 1; j <= k; j++) line = line " " num(ratio(t[j, size], mt), 10, 2)
-                for (j = 1; j <= k; j++) line = line " " num(ratio(t[j, size], ct), 10, 2)
+                for (p = 1; p <= np; p++)
+                    for (j = 1; j <= k; j++)
+                        line = line " " num(ratio(t[j, size], ct[p]), 10, 2)
                 for (j = 1; j <= k; j++)
                     line = line " " num(t[j, size] != "" ? bw(size, t[j, size]) : "", 10, 3)
                 line = line " " num(mb, 10, 3)
@@ -449,8 +638,9 @@ side_by_side() {
                         printf "# ^ shoal %s delivered %d wrong elements\n", lab[j], wrong[j, size]
                 if ((size in mpiwrong) && mpiwrong[size] != 0)
                     printf "# ^ Open MPI delivered %d wrong elements\n", mpiwrong[size]
-                if ((size in mpichwrong) && mpichwrong[size] != 0)
-                    printf "# ^ MPICH delivered %d wrong elements\n", mpichwrong[size]
+                for (p = 1; p <= np; p++)
+                    if (((p, size) in pwrong) && pwrong[p, size] != 0)
+                        printf "# ^ %s delivered %d wrong elements\n", pname[p], pwrong[p, size]
             }
         }'
 }
@@ -509,14 +699,23 @@ if [ "$MODE" = tail ]; then
         "$OUT/mpi_allreduce.tsv" 2>/dev/null || true)
     c_row=$(awk '$1 == 8 { print $2, $5, $6; exit }' \
         "$OUT/mpich_allreduce.tsv" 2>/dev/null || true)
+    o_row=$(awk '$1 == 8 { print $2, $5, $6; exit }' \
+        "$OUT/oneccl_allreduce.tsv" 2>/dev/null || true)
+    d_row=$(awk '$1 == 8 { print $2, $5, $6; exit }' \
+        "$OUT/deepspeed_allreduce.tsv" 2>/dev/null || true)
     printf '#%11s %10s %10s %10s %10s\n' "" "median" "p90" "max" "max/"
     printf '#%11s %10s %10s %10s %10s\n' "" "(us)" "(us)" "(us)" "median"
-    for who in shoal OpenMPI MPICH; do
-        row=$s_row
+    for who in shoal OpenMPI MPICH oneCCL DeepSpeed; do
+        row=$s_row why=""
         [ $who = OpenMPI ] && row=$m_row
         [ $who = MPICH ] && row=$c_row
-        echo "$who $row" | awk '{
-            if (NF < 4) { printf "%12s %10s\n", $1, "N/A"; next }
+        [ $who = oneCCL ] && row=$o_row why=$(oneccl_na allreduce)
+        [ $who = DeepSpeed ] && row=$d_row why=$DS_NA
+        echo "$who $row" | awk -v why="$why" '{
+            if (NF < 4) {
+                printf "%12s %10s%s\n", $1, "N/A", why == "" ? "" : "  " why
+                next
+            }
             printf "%12s %10.2f %10.2f %10.2f %10.1f\n", $1, $2, $3, $4,
                 ($2 > 0 ? $4 / $2 : 0) }'
     done
@@ -635,4 +834,24 @@ for op in allgather reducescatter; do
     verdict "$op 64 MiB: busbw >= 2 x Open MPI" "$r" ">=" 2 \
         "shoal $(fmt "$sb"), Open MPI $(fmt "$mb"): $(x "$r")"
 done
+# oneCCL: shoal's time over oneCCL's at every size both measured, the
+# worst of allreduce (malloc buffers) and allgather.
+worst=$(for op in allreduce allgather; do
+    awk -v op=$op 'NR == FNR { o[$1] = $2; next }
+        ($1 in o) && o[$1] > 0 && $2 != "" {
+            print $2 / o[$1], op, $1, $2, o[$1] }' \
+        "$OUT/oneccl_$op.tsv" "$OUT/shoal_$op.tsv" 2>/dev/null
+done | sort -g -r | head -n 1)
+r=${worst%% *}
+where=$(echo "$worst" | awk 'NF == 5 {
+    printf "%s %d B (shoal %.3g us, oneCCL %.3g us)", $2, $3, $4, $5 }')
+why=$(oneccl_na allreduce)
+[ -n "$why" ] || why=$(oneccl_na allgather)
+if [ -n "$worst" ]; then
+    detail="worst $(x "$r") at $where"
+else
+    detail="oneCCL N/A: ${why:-no common sizes}"
+fi
+verdict "allreduce and allgather at every size: time <= 1.0 x oneCCL" \
+    "$r" "<=" 1.0 "$detail"
 echo "# time: $(($(date +%s) - T_START)) s"
