@@ -20,6 +20,7 @@ MET with the numbers, for the targets of issue 4.
     python -m shoal.bench --ranks 4
     python -m shoal.bench --ddp       # and a DDP training step
     python -m shoal.bench --load 1    # beside one busy process per N
+    python -m shoal.bench --plot bench.png   # and the tables as a PNG
 
 Every run also has an "arrival skew" table: a 4-byte all_reduce whose
 iterations each start with a gloo barrier (as after compute or another
@@ -36,6 +37,8 @@ import subprocess
 import sys
 import time
 import warnings
+
+from . import _plot
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -67,6 +70,10 @@ def main(argv=None):
                         "the ranks, started and stopped by the benchmark")
     p.add_argument("--timeout", type=float, default=900,
                    help="seconds before the job is stopped")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="also draw the size tables: per collective, time "
+                        "and busbw against size (needs matplotlib; the same "
+                        "plot as tools/perf/plot_tables.py)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -98,6 +105,8 @@ def _launch(args):
         cmd.append("--quick")
     if args.ddp:
         cmd.append("--ddp")
+    if args.plot:
+        cmd += ["--plot", os.path.abspath(args.plot)]
     env = dict(os.environ)
     # One thread per rank: torch's own thread pool would fight the ranks
     # for the cores (torchrun sets the same).
@@ -624,6 +633,8 @@ def _measure_steps(r, step, steps, reps=1):
 def _worker(args):
     warnings.filterwarnings("ignore", category=FutureWarning)
     r = _Rank(args)
+    if args.plot and r.rank == 0:
+        sys.stdout = _plot.Tee(sys.stdout)  # the tables, kept to draw them
     if r.rank == 0:
         import platform
 
@@ -684,6 +695,10 @@ def _worker(args):
     r.comm.barrier()
     r.dist.destroy_process_group()
     r.comm.finalize()
+    # After the ranks have parted, so that none waits on the drawing.
+    if args.plot and r.rank == 0 and _plot.plot_text(sys.stdout.getvalue(),
+                                                     args.plot):
+        print(f"# plot: {args.plot}")
     return 1 if wrong else 0
 
 
