@@ -76,7 +76,8 @@
 # (5), TAIL_ITERS (2000), TAIL_WARMUP (200), TIMEOUT (600 s per shoal-perf,
 # oneccl_bench or ds_allreduce run), ONECCL_ROOT, DEEPSPEED_PYTHON;
 # SHOAL_SHM_HEAP_BYTES and the library's other
-# settings pass through. Raw outputs stay in BUILD_DIR/perf-compare/.
+# settings pass through. Raw outputs stay in BUILD_DIR/perf-compare/
+# (COMPARE_OUT: another folder, for two runs at once on one build).
 # Absolute times on a shared machine are noise; the ratios within one run
 # are the figure.
 set -eu
@@ -110,7 +111,7 @@ for f in "$SHOALRUN" "$PERF"; do
         exit 2
     fi
 done
-OUT=$BUILD/perf-compare
+OUT=${COMPARE_OUT:-$BUILD/perf-compare}
 mkdir -p "$OUT"
 rm -f "$OUT"/*.tsv "$OUT"/*.txt "$OUT"/*.status
 T_START=$(date +%s)
