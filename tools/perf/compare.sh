@@ -225,6 +225,14 @@ run_mpich() {
     grep -v '^#' "$OUT/mpich_last.txt" >>"$OUT/mpich.txt" || true
 }
 
+# why_failed FILE: the first error line of a failed peer's output (its
+# last line if none), 140 characters at most.
+why_failed() {
+    { grep -v '^#\|CCL_WARN' "$1" | grep -i -m 1 'error\|exception\|signal' \
+        || grep -v '^#' "$1" | tail -n 1; } | sed 's/^.*|CCL_ERROR| *//' \
+        | cut -c 1-140
+}
+
 # --- oneCCL setup ------------------------------------------------------------
 # ONECCL_NA: why oneCCL cannot run (empty when it can).
 ONECCL_ROOT=${ONECCL_ROOT:-$BUILD/peers-env}
@@ -252,9 +260,9 @@ else
         ONECCL_NA="$ONECCL_NA (see $OUT/oneccl_build.txt)"
     elif ! timeout 120 "$OUT/oneccl_bench" -N "$NRANKS" -o allreduce \
         -b 8 -e 8 -n 2 -w 1 >"$OUT/oneccl_probe.txt" 2>&1; then
-        ONECCL_NA="a 2-iteration probe failed: $(grep -v '^#' \
-            "$OUT/oneccl_probe.txt" | grep -iv 'warn' | tail -n 1 \
-            | cut -c 1-120) (see $OUT/oneccl_probe.txt)"
+        ONECCL_NA="a 2-iteration probe failed:"
+        ONECCL_NA="$ONECCL_NA $(why_failed "$OUT/oneccl_probe.txt")"
+        ONECCL_NA="$ONECCL_NA (see $OUT/oneccl_probe.txt)"
     else
         ONECCL_NOTE=$(grep -m 1 '^# oneccl_bench' "$OUT/oneccl_probe.txt" \
             | sed 's/^# oneccl_bench: [0-9]* ranks, //')
@@ -293,9 +301,8 @@ run_oneccl() {
         || true
     if [ $rc -ne 0 ]; then
         [ "$op" = bcast ] && op=broadcast
-        echo "oneccl_bench -o $op failed (exit $rc: $(grep -v '^#' \
-            "$OUT/oneccl_last.txt" | grep -iv warn | tail -n 1 \
-            | cut -c 1-100))" >"$OUT/oneccl_$op.status"
+        echo "oneccl_bench -o $op failed (exit $rc:" \
+            "$(why_failed "$OUT/oneccl_last.txt"))" >"$OUT/oneccl_$op.status"
         echo "compare.sh: oneccl_bench -o $op $* failed (exit $rc):" >&2
         tail -n 8 "$OUT/oneccl_last.txt" >&2 || true
     fi
@@ -330,8 +337,8 @@ run_deepspeed() {
     DS_NOTE=$(grep -m 1 '^# ds_allreduce' "$OUT/deepspeed_last.txt" \
         | sed 's/^# ds_allreduce: [0-9]* ranks, //')
     if [ $rc -ne 0 ]; then
-        DS_NA="ds_allreduce.py failed (exit $rc: $(grep '^ds_allreduce' \
-            "$OUT/deepspeed_last.txt" | tail -n 1 | cut -c 1-100);"
+        DS_NA="ds_allreduce.py failed (exit $rc:"
+        DS_NA="$DS_NA $(why_failed "$OUT/deepspeed_last.txt");"
         DS_NA="$DS_NA see $OUT/deepspeed_last.txt)"
         echo "compare.sh: ds_allreduce.py $* failed (exit $rc):" >&2
         tail -n 8 "$OUT/deepspeed_last.txt" >&2 || true
