@@ -41,10 +41,10 @@
 # include/oneapi/ccl.hpp, lib/libccl.so), the same method, sizes, data and
 # checks, its ranks started by the program itself over oneCCL's own
 # key-value store (ofi transport, libfabric's shm provider, no worker
-# threads): allreduce, reduce, allgather, reducescatter, alltoall, scatter
-# and broadcast; its times and shoal/oneCCL ratios are two more columns of
-# every table. oneCCL has no gather and no one-sided windows, and its
-# point-to-point calls are not measured: those tables say so. When it is
+# threads): allreduce, reduce, allgather, reducescatter, alltoall, scatter,
+# broadcast and point-to-point (ccl::send and ccl::recv); its times and
+# shoal/oneCCL ratios are two more columns of every table. oneCCL has no
+# gather and no one-sided windows: those tables say so. When it is
 # not installed (or ONECCL_ROOT=none), fails to build or fails a short
 # probe, every table's header line says "oneCCL N/A: <why>".
 #
@@ -278,10 +278,8 @@ oneccl_na() {
     fi
     case $1 in
         gather) echo "oneCCL has no gather" ;;
-        sendrecv | pingpong)
-            echo "point-to-point not measured (oneccl_bench times" \
-                "oneCCL's collectives only)" ;;
         put | putpingpong) echo "oneCCL has no one-sided windows" ;;
+        pingpong) cat "$OUT/oneccl_sendrecv.status" 2>/dev/null || true ;;
         *) cat "$OUT/oneccl_$1.status" 2>/dev/null || true ;;
     esac
 }
@@ -297,10 +295,12 @@ run_oneccl() {
     rc=0
     timeout "$TIMEOUT" "$OUT/oneccl_bench" -N "$NRANKS" -o "$op" "$@" \
         >"$OUT/oneccl_last.txt" 2>&1 || rc=$?
-    grep -v '^#' "$OUT/oneccl_last.txt" | grep "^$op " >>"$OUT/oneccl.txt" \
-        || true
+    grep '^[a-z]* [0-9]' "$OUT/oneccl_last.txt" >>"$OUT/oneccl.txt" || true
     if [ $rc -ne 0 ]; then
-        [ "$op" = bcast ] && op=broadcast
+        case $op in
+            bcast) op=broadcast ;;
+            *sendrecv) op=sendrecv ;;
+        esac
         echo "oneccl_bench -o $op failed (exit $rc:" \
             "$(why_failed "$OUT/oneccl_last.txt"))" >"$OUT/oneccl_$op.status"
         echo "compare.sh: oneccl_bench -o $op $* failed (exit $rc):" >&2
@@ -427,11 +427,12 @@ else
         run_mpi -o $mop -b "$b" -f "$f" $M
         # shellcheck disable=SC2086
         run_mpich -o $mop -b "$b" -f "$f" $M
-        # oneCCL: no gather, no windows; point-to-point not measured.
+        # oneCCL: no gather, no windows.
         # shellcheck disable=SC2086
         case $op in
-            gather | sendrecv | put) ;;
+            gather | put) ;;
             broadcast) run_oneccl bcast -b "$b" -f "$f" $M ;;
+            sendrecv) run_oneccl pingpong,sendrecv -b "$b" -f "$f" $M ;;
             *) run_oneccl $op -b "$b" -f "$f" $M ;;
         esac
         if [ "$op" = allreduce ]; then
@@ -480,7 +481,7 @@ for op in pingpong sendrecv bcast put putpingpong $COLLS; do
         "$OUT/mpich.txt" >"$OUT/mpich_$op.tsv"
 done
 cp "$OUT/mpich_bcast.tsv" "$OUT/mpich_broadcast.tsv"
-for op in bcast $COLLS; do
+for op in pingpong sendrecv bcast $COLLS; do
     awk -v op="$op" '$1 == op { print $2, $3, $7, "N/A", $5, $6 }' \
         "$OUT/oneccl.txt" >"$OUT/oneccl_$op.tsv"
 done

@@ -8,6 +8,11 @@
 // then every rank times the operation alone (the call and the wait on its
 // event); afterwards the per-iteration maximum over ranks (a oneCCL
 // allreduce, max) and the median, min, p90 and max over iterations.
+//   pingpong       ranks 0 <-> 1, PINGPONG_BATCH ccl::send/ccl::recv round
+//                  trips per sample (each call waited), time = sample /
+//                  (2 x batch); sizes <= 64 KiB
+//   sendrecv       rank r receives from r-1 and sends to r+1 at once
+//                  (ccl::recv, ccl::send, then both events waited)
 //   allreduce      ccl::allreduce, float32, sum
 //   reduce         ccl::reduce to rank 0, float32, sum
 //   allgather      ccl::allgather
@@ -15,14 +20,14 @@
 //   alltoall       ccl::alltoall
 //   scatter        ccl::scatter from rank 0
 //   bcast          ccl::broadcast from rank 0 (bytes, in place)
-// oneCCL has no gather, and no one-sided windows in its CPU API; its
-// point-to-point calls are not measured here.
+// oneCCL has no gather, and no one-sided windows in its CPU API.
 // Sizes, data, checks, iteration counts and the output follow mpi_bench:
 // for allgather, reducescatter, alltoall and scatter the size is the total
 // of every rank's block, rounded down to whole float blocks; the rest move
 // `size` bytes per rank. Float tiles of PATTERN_TILE small integers,
 // different for every (op, source, iteration), so that sums are exact;
-// receivers count wrong elements (bcast: wrong bytes). Every operation but
+// receivers count wrong elements (pingpong, sendrecv, bcast: wrong
+// bytes). Every operation but
 // bcast is out of place, between page-aligned buffers touched first.
 //
 // Ranks: the program starts them itself (no MPI needed): with -N n it
@@ -66,7 +71,12 @@ namespace
 
 constexpr int PATTERN_TILE = 4099;
 
+constexpr int PINGPONG_BATCH = 100;
+constexpr int PINGPONG_MAX   = 64 * 1024;
+
 enum : int {
+    OP_PINGPONG      = 1 << 0,
+    OP_SENDRECV      = 1 << 1,
     OP_BCAST         = 1 << 2,
     OP_ALLREDUCE     = 1 << 3,
     OP_REDUCE        = 1 << 4,
@@ -74,8 +84,8 @@ enum : int {
     OP_REDUCESCATTER = 1 << 6,
     OP_ALLTOALL      = 1 << 7,
     OP_SCATTER       = 1 << 9,
-    OP_ALL           = OP_BCAST | OP_ALLREDUCE | OP_REDUCE | OP_ALLGATHER
-        | OP_REDUCESCATTER | OP_ALLTOALL | OP_SCATTER
+    OP_ALL = OP_PINGPONG | OP_SENDRECV | OP_BCAST | OP_ALLREDUCE | OP_REDUCE
+        | OP_ALLGATHER | OP_REDUCESCATTER | OP_ALLTOALL | OP_SCATTER
 };
 
 // mpi_bench's op numbers (the bit index), so that seeds match its data.
@@ -83,7 +93,8 @@ struct op_name {
     const char *name;
     int         bit;
 };
-const op_name op_names[] = { { "bcast", OP_BCAST },
+const op_name op_names[] = { { "pingpong", OP_PINGPONG },
+    { "sendrecv", OP_SENDRECV }, { "bcast", OP_BCAST },
     { "allreduce", OP_ALLREDUCE }, { "reduce", OP_REDUCE },
     { "allgather", OP_ALLGATHER }, { "reducescatter", OP_REDUCESCATTER },
     { "alltoall", OP_ALLTOALL }, { "scatter", OP_SCATTER } };
@@ -139,8 +150,8 @@ parse_size(const char *s)
 }
 
 // A comma list of op names ("all": every op); -1 for an unknown name.
-// mpi_bench's names that oneCCL lacks here (pingpong, sendrecv, gather,
-// put, putpingpong) are refused too: compare.sh asks only for the others.
+// mpi_bench's names that oneCCL lacks (gather, put, putpingpong) are
+// refused too: compare.sh asks only for the others.
 int
 parse_ops(const char *s)
 {
@@ -562,6 +573,77 @@ const coll colls[] = {
     { "scatter", OP_SCATTER, true, scatter_prep, scatter_run, scatter_verify },
 };
 
+// --- point-to-point -------------------------------------------------------
+
+void
+bench_pingpong(bench &b, size_t bytes)
+{
+    double wrong  = 0;
+    int    iters  = iters_for(b, bytes);
+    int    warmup = warmup_for(b, bytes);
+
+    for (int it = 0; it < warmup + iters; it++) {
+        bool timed = it >= warmup;
+        if (timed && b.rank == 0) {
+            fill(b.sbuf, bytes, it);
+        }
+        ccl::barrier(*b.comm).wait();
+        double t0 = now();
+        for (int k = 0; k < PINGPONG_BATCH; k++) {
+            if (b.rank == 0) {
+                ccl::send(b.sbuf, bytes, ccl::datatype::uint8, 1, *b.comm)
+                    .wait();
+                ccl::recv(b.rbuf, bytes, ccl::datatype::uint8, 1, *b.comm)
+                    .wait();
+            } else if (b.rank == 1) {
+                ccl::recv(b.rbuf, bytes, ccl::datatype::uint8, 0, *b.comm)
+                    .wait();
+                ccl::send(b.rbuf, bytes, ccl::datatype::uint8, 0, *b.comm)
+                    .wait();
+            }
+        }
+        double t = (now() - t0) / (2.0 * PINGPONG_BATCH);
+        if (timed) {
+            b.times[it - warmup] = b.rank <= 1 ? t : 0.0;
+            if (b.rank <= 1) {
+                wrong += count_wrong(b.rbuf, bytes, it);
+            }
+        }
+    }
+    report(b, "pingpong", bytes, iters, wrong);
+}
+
+void
+bench_sendrecv(bench &b, size_t bytes)
+{
+    int    next   = (b.rank + 1) % b.nranks;
+    int    prev   = (b.rank + b.nranks - 1) % b.nranks;
+    double wrong  = 0;
+    int    iters  = iters_for(b, bytes);
+    int    warmup = warmup_for(b, bytes);
+
+    for (int it = 0; it < warmup + iters; it++) {
+        bool timed = it >= warmup;
+        if (timed) {
+            fill(b.sbuf, bytes, it * 1000 + b.rank);
+        }
+        ccl::barrier(*b.comm).wait();
+        double     t0 = now();
+        ccl::event r
+            = ccl::recv(b.rbuf, bytes, ccl::datatype::uint8, prev, *b.comm);
+        ccl::event s
+            = ccl::send(b.sbuf, bytes, ccl::datatype::uint8, next, *b.comm);
+        r.wait();
+        s.wait();
+        double t = now() - t0;
+        if (timed) {
+            b.times[it - warmup] = t;
+            wrong += count_wrong(b.rbuf, bytes, it * 1000 + prev);
+        }
+    }
+    report(b, "sendrecv", bytes, iters, wrong);
+}
+
 void
 bench_bcast(bench &b, size_t bytes)
 {
@@ -699,6 +781,16 @@ run_rank(bench &b, const std::vector<int> &wfds, int rfd)
         fflush(stdout);
     }
     for (double s = (double) b.minb; s <= (double) b.maxb; s *= b.factor) {
+        if ((b.ops & OP_PINGPONG) && (size_t) s <= PINGPONG_MAX) {
+            bench_pingpong(b, (size_t) s);
+        }
+    }
+    for (double s = (double) b.minb; s <= (double) b.maxb; s *= b.factor) {
+        if (b.ops & OP_SENDRECV) {
+            bench_sendrecv(b, (size_t) s);
+        }
+    }
+    for (double s = (double) b.minb; s <= (double) b.maxb; s *= b.factor) {
         if (b.ops & OP_BCAST) {
             bench_bcast(b, (size_t) s);
         }
@@ -729,8 +821,8 @@ main(int argc, char **argv)
             "usage: oneccl_bench [-N NRANKS (>= 2)] [-o OP[,OP...]|all] "
             "[-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] "
             "[-B ITER_BYTES] [-m MIN_ITERS]\n"
-            "  OP: allreduce reduce allgather reducescatter alltoall "
-            "scatter bcast\n");
+            "  OP: pingpong sendrecv bcast allreduce reduce allgather "
+            "reducescatter alltoall scatter\n");
         return 2;
     }
     setenv("CCL_ATL_TRANSPORT", "ofi", 0);
