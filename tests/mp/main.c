@@ -67,6 +67,7 @@ static const struct {
     { "coll_ref", mp_case_coll_ref },
     { "coll_half", mp_case_coll_half },
     { "coll_reuse", mp_case_coll_reuse },
+    { "inline_rooted", mp_case_inline_rooted },
     { "coll_destroy", mp_case_coll_destroy },
     { "net_loop", mp_case_net_loop },
     { "plan_examples", mp_case_plan_examples },

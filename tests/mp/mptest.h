@@ -117,6 +117,7 @@ int mp_case_coll_mismatch(shoal_comm *comm, int argc, char **argv);
 int mp_case_coll_ref(shoal_comm *comm, int argc, char **argv);
 int mp_case_coll_half(shoal_comm *comm, int argc, char **argv);
 int mp_case_coll_reuse(shoal_comm *comm, int argc, char **argv);
+int mp_case_inline_rooted(shoal_comm *comm, int argc, char **argv);
 int mp_case_coll_destroy(shoal_comm *comm, int argc, char **argv);
 int mp_case_net_loop(shoal_comm *comm, int argc, char **argv);
 int mp_case_plan_examples(shoal_comm *comm, int argc, char **argv);

@@ -125,6 +125,13 @@ TEST_T(mp_p2p_any_mismatch_3, 60)
 // Compiled custom collectives (compile_op's core).
 MP_TEST(mp_plan_examples, "plan_examples", NULL)
 MP_TEST(mp_plan_random, "plan_random", "150")
+// Tiny gathers and scatters ride in their flags' lines: none is
+// overwritten before its readers took it.
+MP_TEST_234(mp_inline_rooted, "inline_rooted", NULL)
+TEST_T(mp_inline_rooted_8, 180)
+{
+    expect_pass(8, "inline_rooted", "1000");
+}
 MP_TEST(mp_plan_alias, "plan_alias", NULL)
 // Strided single-copy transfers: malloc tensors read through
 // process_vm_readv, shoal_alloc ones in the shared heap, and (without the

@@ -1,19 +1,23 @@
-// Tiny all-reduce, all-gather, all-to-all and reduce-scatter: the data
-// rides in the same cache line as its flag.
+// Tiny all-reduce, all-gather, all-to-all, reduce-scatter, gather and
+// scatter: the data rides in the same cache line as its flag.
 //
 // Steps: (1) rank r writes its whole input (at most SHM_INLINE_BYTES) and
 // the hash of its call into its inline line for this use (two lines, used
 // alternately), then publishes the use number in that line; (2) it waits
-// until every peer's line shows the same use, checks that the hashes agree
+// until the lines it reads show the same use, checks that the hashes agree
 // (a mismatch falls back to the full descriptor comparison), and then
 // reduces the n lines in rank order into recvbuf (all-reduce), copies line
 // q to block q of recvbuf (all-gather), copies block r of line q to block
 // q (all-to-all), or reduces block r of the n lines (reduce-scatter).
-// Reuse: rank r rewrites a line two uses later; by then it has read every
-// peer's line of the use in between, which each peer wrote only after
-// finishing the use before, so nobody still reads the old contents. This
-// holds because every rank reads every line (so not for gather or
-// scatter, where only the root reads or writes).
+// Gather and scatter are rooted: only the non-roots' lines (gather) or the
+// root's (scatter) carry data, the others publish the use alone; the
+// root of a gather and the non-roots of a scatter wait for those lines,
+// the writers finish once theirs is published.
+// Reuse: rank r rewrites a line two uses later, once every peer has
+// entered the use in between (its line shows that use), so has finished
+// reading r's line of the use before. After a call that read every
+// peer's line this is known without looking; after a rooted call it is
+// checked (a rank that only wrote has not seen its readers move on).
 // Preconditions: each rank's input at most SHM_INLINE_BYTES; the same
 // count on every rank (not the v-collectives).
 // Cost: alpha (one line moved from each peer) + gamma n S (reductions) or
@@ -27,7 +31,7 @@
 
 // This algorithm's state in its request.
 struct inline_state {
-    int      phase; // 0: lines not published yet
+    int      phase; // 0: not begun, 1: waiting to publish, 2: published
     uint64_t use; // the inline use (comm->inline_use) of this call
 };
 
@@ -44,10 +48,30 @@ input_bytes(const shoal_request *req, int nranks)
 {
     size_t bytes = req->count * shi_req_esize(req);
 
-    if (req->kind == SHI_OP_ALLTOALL || req->kind == SHI_OP_REDUCE_SCATTER) {
+    if (req->kind == SHI_OP_ALLTOALL || req->kind == SHI_OP_REDUCE_SCATTER
+        || req->kind == SHI_OP_SCATTER) {
         bytes *= (size_t) nranks;
     }
     return bytes;
+}
+
+// Gather and scatter: one side writes, the other reads.
+static int
+rooted(const shoal_request *req)
+{
+    return req->kind == SHI_OP_GATHER || req->kind == SHI_OP_SCATTER;
+}
+
+// Bytes this rank's line carries: none where a rooted call only reads.
+static size_t
+line_bytes(const shoal_comm *comm, const shoal_request *req)
+{
+    int root = comm->rank == req->peer;
+
+    if (rooted(req) && (req->kind == SHI_OP_GATHER) == root) {
+        return 0;
+    }
+    return input_bytes(req, comm->size);
 }
 
 int
@@ -58,6 +82,8 @@ shi_inline_fits(const shoal_request *req)
         case SHI_OP_ALLGATHER:
         case SHI_OP_ALLTOALL:
         case SHI_OP_REDUCE_SCATTER:
+        case SHI_OP_GATHER:
+        case SHI_OP_SCATTER:
             return req->count <= SHM_INLINE_BYTES
                 && input_bytes(req, req->comm->size) <= SHM_INLINE_BYTES;
         default:
@@ -70,7 +96,7 @@ publish_line(shoal_comm *comm, shoal_request *req)
 {
     struct shm_inline *mine
         = &comm->my_ctl->inline_slot[inline_of(req)->use % 2];
-    size_t bytes = input_bytes(req, comm->size);
+    size_t bytes = line_bytes(comm, req);
 
     if (bytes > 0) {
         memcpy(mine->data, req->sendbuf, bytes);
@@ -82,21 +108,59 @@ publish_line(shoal_comm *comm, shoal_request *req)
     shi_ring_peers(comm);
 }
 
-// 1 when every peer's line holds this use.
+// 1 when rank p's line of `use` shows that use (at_least: or a later one).
+static int
+line_shows(
+    shoal_comm *comm, shoal_request *req, int p, uint64_t use, int at_least)
+{
+    uint64_t seen = atomic_load_explicit(
+        &shm_ctl_of(comm->mapped, p)->inline_slot[use % 2].use,
+        memory_order_acquire);
+
+    if (seen == use || (at_least && seen > use)) {
+        return 1;
+    }
+    req->blocked_on = p;
+    shi_coll_peer_differs(comm, p, (uint32_t) req->seq);
+    return 0;
+}
+
+// 1 when the lines this rank reads hold this use: every peer's, or only
+// the root's (the non-roots of a scatter).
 static int
 lines_ready(shoal_comm *comm, shoal_request *req)
 {
+    uint64_t use = inline_of(req)->use;
+
     for (int p = 0; p < comm->size; p++) {
-        struct shm_inline *line = &shm_ctl_of(comm->mapped, p)
-                                       ->inline_slot[inline_of(req)->use % 2];
-        if (atomic_load_explicit(&line->use, memory_order_acquire)
-            != inline_of(req)->use) {
-            req->blocked_on = p;
-            shi_coll_peer_differs(comm, p, (uint32_t) req->seq);
+        if (req->kind == SHI_OP_SCATTER && p != req->peer) {
+            continue;
+        }
+        if (!line_shows(comm, req, p, use, 0)) {
             return 0;
         }
     }
     req->blocked_on = -1;
+    return 1;
+}
+
+// 1 once every peer has entered the use before this one, so none still
+// reads this rank's line of two uses ago.
+static int
+readers_moved_on(shoal_comm *comm, shoal_request *req)
+{
+    uint64_t before = inline_of(req)->use - 1;
+
+    if (comm->inline_seen >= before) {
+        return 1;
+    }
+    for (int p = 0; p < comm->size; p++) {
+        if (!line_shows(comm, req, p, before, 1)) {
+            return 0;
+        }
+    }
+    req->blocked_on   = -1;
+    comm->inline_seen = before;
     return 1;
 }
 
@@ -125,11 +189,46 @@ take_lines(shoal_comm *comm, shoal_request *req)
                     = (const unsigned char *) comm->inputs[q] + mine;
             }
             break;
+        case SHI_OP_GATHER: // the root: every block, its own from sendbuf
+            for (int q = 0; q < comm->size && block > 0; q++) {
+                memmove(req->buf + (size_t) q * block,
+                    q == comm->rank ? req->sendbuf : comm->inputs[q], block);
+            }
+            return;
+        case SHI_OP_SCATTER: // a non-root: its block of the root's line
+            if (block > 0) {
+                memcpy(req->buf,
+                    (const unsigned char *) comm->inputs[req->peer] + mine,
+                    block);
+            }
+            return;
         default:
             break;
     }
     shi_reduce(
         req->dtype, req->op, req->buf, comm->inputs, comm->size, req->count);
+}
+
+// A rooted call's writers are done once their line is out; the root of a
+// scatter takes its own block from its input.
+static int
+finish_writer(shoal_comm *comm, shoal_request *req)
+{
+    size_t block = req->count * shi_req_esize(req);
+
+    if (req->kind == SHI_OP_SCATTER && block > 0) {
+        memmove(req->buf, req->sendbuf + (size_t) comm->rank * block, block);
+    }
+    shi_engine_complete(comm, req, SHOAL_OK);
+    return 1;
+}
+
+// 1 when this rank reads lines in this call (all but a rooted call's
+// writers).
+static int
+reads_lines(const shoal_comm *comm, const shoal_request *req)
+{
+    return !rooted(req) || line_bytes(comm, req) == 0;
 }
 
 int
@@ -138,9 +237,18 @@ shi_inline_step(shoal_comm *comm, shoal_request *req)
     int agree = 1;
 
     if (inline_of(req)->phase == 0) {
-        inline_of(req)->use = ++comm->inline_use;
-        publish_line(comm, req);
+        inline_of(req)->use   = ++comm->inline_use;
         inline_of(req)->phase = 1;
+    }
+    if (inline_of(req)->phase == 1) {
+        if (!readers_moved_on(comm, req)) {
+            return 0;
+        }
+        publish_line(comm, req);
+        inline_of(req)->phase = 2;
+        if (!reads_lines(comm, req)) {
+            return finish_writer(comm, req);
+        }
     }
     if (!lines_ready(comm, req)) {
         return 0;
@@ -150,8 +258,14 @@ shi_inline_step(shoal_comm *comm, shoal_request *req)
     for (int p = 0; p < comm->size; p++) {
         struct shm_inline *line = &shm_ctl_of(comm->mapped, p)
                                        ->inline_slot[inline_of(req)->use % 2];
+        if (req->kind == SHI_OP_SCATTER && p != req->peer) {
+            continue;
+        }
         comm->inputs[p] = line->data;
         agree &= line->desc_hash == want;
+    }
+    if (req->kind != SHI_OP_SCATTER) {
+        comm->inline_seen = inline_of(req)->use; // every line read
     }
     if (!agree && shi_coll_verify(comm, (uint32_t) req->seq)) {
         return 1;
