@@ -451,7 +451,7 @@ def _ddp_table(r):
             step()
         t, _ = _measure_steps(r, step, steps)
         rows.append((name, t))
-        del ddp, model, opt
+        ddp = model = opt = None  # free before the next variant
     if r.rank == 0:
         c, g = rows[0][1], rows[1][1]
         print(f"#\n# DDP training step ({r.size} ranks; a 3-layer MLP, 8.4 M "
