@@ -319,6 +319,25 @@ class Comm:
                                                _env.op_timeout_ms(timeout)),
                          async_op)
 
+    @staticmethod
+    def _direct_pair(async_op, input, output, out_times, in_times):
+        """Buffers over input and output for a blocking call's short way
+        (both contiguous CPU tensors of one dtype, output numel x in_times
+        == input numel x out_times, apart in memory), else (None, None):
+        the full way then handles the rest and gives the errors."""
+        if async_op:
+            return None, None
+        ib = _arrays.direct(input)
+        ob = _arrays.direct(output, True) if ib is not None else None
+        if (ob is None or input.dtype != output.dtype
+                or output.numel() * in_times != input.numel() * out_times):
+            return None, None
+        a, b = input.data_ptr(), output.data_ptr()
+        size = input.element_size()
+        if a < b + output.numel() * size and b < a + input.numel() * size:
+            return None, None  # in place, or overlapping: the full way
+        return ib, ob
+
     def reduce(self, tensor, root, op, async_op=False, hints=None,
                timeout=None):
         """Root's tensor becomes the reduction; others' are unchanged."""
@@ -352,6 +371,10 @@ class Comm:
     def all_gather_single(self, output, input, async_op=False, hints=None,
                           timeout=None):
         """output holds every rank's input, in rank order."""
+        ib, ob = self._direct_pair(async_op, input, output, self._size, 1)
+        if ob is not None:
+            self._c.all_gather_now(ib, ob, _env.op_timeout_ms(timeout))
+            return _DONE
         s = _Stage("all_gather_single")
         ib, ob = s.read(input, "input"), s.write(output, "output")
         self._check_dtype("all_gather_single", ob, "output", ib, "input")
@@ -382,6 +405,11 @@ class Comm:
         """output on rank r becomes the reduction of block r of every
         rank's input."""
         kind, scalar = as_reduce_op(op).kind_and_scalar()
+        ib, ob = self._direct_pair(async_op, input, output, 1, self._size)
+        if ob is not None:
+            self._c.reduce_scatter_now(ib, ob, kind, scalar,
+                                       _env.op_timeout_ms(timeout))
+            return _DONE
         s = _Stage("reduce_scatter_single")
         ib, ob = s.read(input, "input"), s.write(output, "output")
         self._check_dtype("reduce_scatter_single", ob, "output", ib, "input")

@@ -613,6 +613,20 @@ ops_barrier_now(ext_comm *self, PyObject *args)
     return ops_now(ops_barrier(self, args));
 }
 
+static PyObject *
+ops_all_gather_now(ext_comm *self, PyObject *args)
+{
+    ops_waits_next = 1;
+    return ops_now(ops_all_gather(self, args));
+}
+
+static PyObject *
+ops_reduce_scatter_now(ext_comm *self, PyObject *args)
+{
+    ops_waits_next = 1;
+    return ops_now(ops_reduce_scatter(self, args));
+}
+
 PyMethodDef ext_comm_op_methods[] = {
     { "all_reduce_now", (PyCFunction) ops_all_reduce_now, METH_VARARGS,
         "all_reduce_now(input, output, op, scalar, timeout_ms) -> True: "
@@ -622,6 +636,13 @@ PyMethodDef ext_comm_op_methods[] = {
         "for" },
     { "barrier_now", (PyCFunction) ops_barrier_now, METH_VARARGS,
         "barrier_now(timeout_ms) -> True: barrier, waited for" },
+    { "all_gather_now", (PyCFunction) ops_all_gather_now, METH_VARARGS,
+        "all_gather_now(input, output, timeout_ms) -> True: all_gather, "
+        "waited for" },
+    { "reduce_scatter_now", (PyCFunction) ops_reduce_scatter_now,
+        METH_VARARGS,
+        "reduce_scatter_now(input, output, op, scalar, timeout_ms) -> True: "
+        "reduce_scatter, waited for" },
     { "send", (PyCFunction) ops_send, METH_VARARGS,
         "send(buf, dst, tag, timeout_ms) -> Work" },
     { "recv", (PyCFunction) ops_recv, METH_VARARGS,

@@ -287,6 +287,11 @@ class ProcessGroupShoal(dist.ProcessGroup):
 
     def all_gather_single_coalesced(self, outputs, inputs, opts=None):
         t = _timeout(opts)
+        if opts is not None and not opts.asyncOp and len(outputs) == 1:
+            # torch waits at once: the blocking call's short way.
+            self._comm.all_gather_single(outputs[0], inputs[0], False,
+                                         timeout=t)
+            return Work([], outputs)
         works = [self._comm.all_gather_single(o, x, True, timeout=t)
                  for o, x in zip(outputs, inputs)]
         return self._work(opts, works, outputs)
@@ -326,6 +331,10 @@ class ProcessGroupShoal(dist.ProcessGroup):
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
         opts = opts or dist.ReduceScatterOptions()
         op, t = _reduce_op(opts.reduceOp), _timeout(opts)
+        if not opts.asyncOp and len(outputs) == 1:
+            self._comm.reduce_scatter_single(outputs[0], inputs[0], op, False,
+                                             timeout=t)
+            return Work([], outputs)
         works = [self._comm.reduce_scatter_single(o, x, op, True, timeout=t)
                  for o, x in zip(outputs, inputs)]
         return self._work(opts, works, outputs)
