@@ -21,8 +21,8 @@ check(const int32_t *got, int n, int i, int r0, const char *what)
     for (int k = 0; k < n; k++) {
         int32_t want = value(i, r0 + k / 2, k % 2);
         if (got[k] != want) {
-            fprintf(stderr, "call %d %s: element %d is %d, want %d\n", i,
-                what, k, (int) got[k], (int) want);
+            fprintf(stderr, "call %d %s: element %d is %d, want %d\n", i, what,
+                k, (int) got[k], (int) want);
             return 1;
         }
     }
@@ -51,8 +51,8 @@ one_call(shoal_comm *comm, int i, int kind, int root, int rank, int size)
                 comm, rank == root ? all : NULL, out, 2, SHOAL_INT32, root));
             return check(out, 2, i, rank, "scatter");
         default:
-            MP_OK(shoal_all_reduce(comm, mine, sum, 2, SHOAL_INT32,
-                SHOAL_REDUCE_OP(SHOAL_MAX)));
+            MP_OK(shoal_all_reduce(
+                comm, mine, sum, 2, SHOAL_INT32, SHOAL_REDUCE_OP(SHOAL_MAX)));
             return check(sum, 2, i, size - 1, "all_reduce");
     }
 }

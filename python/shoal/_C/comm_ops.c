@@ -639,8 +639,7 @@ PyMethodDef ext_comm_op_methods[] = {
     { "all_gather_now", (PyCFunction) ops_all_gather_now, METH_VARARGS,
         "all_gather_now(input, output, timeout_ms) -> True: all_gather, "
         "waited for" },
-    { "reduce_scatter_now", (PyCFunction) ops_reduce_scatter_now,
-        METH_VARARGS,
+    { "reduce_scatter_now", (PyCFunction) ops_reduce_scatter_now, METH_VARARGS,
         "reduce_scatter_now(input, output, op, scalar, timeout_ms) -> True: "
         "reduce_scatter, waited for" },
     { "send", (PyCFunction) ops_send, METH_VARARGS,
