@@ -208,7 +208,25 @@ def launch(a):
                 for q in left:
                     q.kill()
         time.sleep(0.05)
+    remove_shm_buffers(port)
     return rc
+
+
+def remove_shm_buffers(port):
+    """DeepSpeed's shm all-reduce leaves one buffer per rank in /dev/shm
+    (named with the master address and port), about 66 MB each, that it
+    never unlinks: every run would add its own."""
+    pattern = f"_127.0.0.1_{port}_"
+    try:
+        names = os.listdir("/dev/shm")
+    except OSError:
+        return
+    for name in names:
+        if name.startswith("deepspeed_allreduce_buffer_") and pattern in name:
+            try:
+                os.unlink(os.path.join("/dev/shm", name))
+            except OSError:
+                pass
 
 
 def main():
