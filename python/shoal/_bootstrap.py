@@ -9,7 +9,6 @@ address (rank 0 serves libshoal's store there) and proves the secret.
 Rank and size then come from the environment, as in torchcomms.
 """
 
-import itertools
 import secrets
 import socket
 
@@ -17,7 +16,6 @@ from . import _C, _env
 from .comm import Comm
 
 _BACKENDS = ("shoal",)
-_store_keys = {}  # (id(store), name) -> counter: one key per new_comm
 
 
 def new_comm(backend, device, name=None,
@@ -61,9 +59,20 @@ def _from_store(store, name):
     if not 0 <= rank < size:
         raise _C.InvalidArgumentError(
             f"new_comm: rank {rank} is outside 0..{size - 1}")
-    counter = _store_keys.setdefault((id(store), name), itertools.count())
-    return store_rendezvous(store, f"shoal/{name}/{next(counter)}", rank,
-                            size)
+    return store_rendezvous(store, creation_key(store, f"shoal/{name}", size),
+                            rank, size)
+
+
+def creation_key(store, base, size):
+    """The store key of this creation of a communicator of `size` ranks
+    named by `base`: the store numbers the creations of one name (each rank
+    takes a ticket; one creation's ranks hold n * size .. n * size + size -
+    1), as libshoal numbers its own, so that the key follows from what
+    every member knows and not from what this process did before."""
+    add = getattr(store, "add", None)
+    if add is None or size == 1:  # a store without counters: one per name
+        return base
+    return f"{base}/{(add(f'{base}/joins', 1) - 1) // size}"
 
 
 def store_rendezvous(store, key, rank, size):

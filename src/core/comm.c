@@ -276,14 +276,33 @@ open_store(shoal_comm *comm, const shi_launch *env, int64_t deadline)
     return SHOAL_OK;
 }
 
-// Each communicator created in this process gets its own store keys (all
-// ranks create theirs in the same order).
+// The key prefix of a new communicator: its name, its size and which
+// creation of that name and size on this store it is. The store hands out
+// the creation's number: every rank takes a ticket, and the ranks of one
+// creation hold tickets n * size .. n * size + size - 1, since no rank
+// finishes a creation (and takes its next ticket) before every rank has
+// joined it. So the prefix follows from what every member knows, never
+// from what this process did before: a restarted rank, or a thread that
+// holds one rank of several, meets its peers. Ranks that create
+// communicators of one name and size at the same time on one store would
+// mix: such communicators need distinct names.
 static int
-next_generation(void)
+name_creation(shoal_comm *comm, int64_t deadline)
 {
-    static atomic_int generation;
+    char    key[300];
+    int64_t ticket = 1;
 
-    return atomic_fetch_add(&generation, 1);
+    snprintf(key, sizeof(key), "shoal/%s/%d/joins", comm->name, comm->size);
+    if (comm->store != NULL) {
+        int st
+            = shi_store_add(shi_comm_store(comm), key, 1, &ticket, deadline);
+        if (st != SHOAL_OK) {
+            return shi_error_wrap(st, "creating '%s'", comm->name);
+        }
+    }
+    snprintf(comm->prefix, sizeof(comm->prefix), "shoal/%s/%d.%lld/",
+        comm->name, comm->size, (long long) ((ticket - 1) / comm->size));
+    return SHOAL_OK;
 }
 
 static int
@@ -311,11 +330,12 @@ comm_create(shoal_comm **out, const shoal_config *cfg)
     }
     shi_log_set_rank(env.rank);
     deadline = shi_deadline_in_ms(timeout_ms);
-    snprintf(comm->prefix, sizeof(comm->prefix), "shoal/%s/%d/", name,
-        next_generation());
-    st = shi_secret_from_string(&comm->secret, secret);
+    st       = shi_secret_from_string(&comm->secret, secret);
     if (st == SHOAL_OK && env.size > 1) {
         st = open_store(comm, &env, deadline);
+    }
+    if (st == SHOAL_OK) {
+        st = name_creation(comm, deadline);
     }
     if (st == SHOAL_OK && env.size > 1) {
         st = shi_rdv_job_will(comm, &env, deadline);

@@ -227,3 +227,34 @@ mp_case_split_left(shoal_comm *comm, int argc, char **argv)
     MP_CHECK(mp_now() - t0 < 2.0);
     return 0;
 }
+
+// Creation does not depend on a process's past: rank 0 makes one more
+// communicator of its own first, then every rank makes "again" on the
+// job's store twice (made, destroyed, made), and they meet each time.
+int
+mp_case_create_history(shoal_comm *comm, int argc, char **argv)
+{
+    int          rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    shoal_config cfg = SHOAL_CONFIG_INIT;
+    shoal_comm  *other;
+    (void) argc;
+    (void) argv;
+    cfg.timeout_ms = 10000;
+    if (rank == 0) {
+        shoal_config alone = SHOAL_CONFIG_INIT;
+        alone.rank = 0, alone.nranks = 1, alone.name = "again";
+        MP_EXPECT(shoal_comm_create(&other, &alone), SHOAL_OK);
+        MP_EXPECT(shoal_comm_destroy(other), SHOAL_OK);
+    }
+    cfg.name = "again";
+    for (int i = 0; i < 2; i++) {
+        int32_t v = rank + 1;
+        MP_EXPECT(shoal_comm_create(&other, &cfg), SHOAL_OK);
+        MP_EXPECT(shoal_all_reduce(other, &v, &v, 1, SHOAL_INT32,
+                      SHOAL_REDUCE_OP(SHOAL_SUM)),
+            SHOAL_OK);
+        MP_CHECK(v == size * (size + 1) / 2);
+        MP_EXPECT(shoal_comm_destroy(other), SHOAL_OK);
+    }
+    return 0;
+}

@@ -30,6 +30,7 @@ static const struct {
     { "create_kill", mp_case_create_kill },
     { "recreate_kill", mp_case_recreate_kill },
     { "split_keys", mp_case_split_keys },
+    { "create_history", mp_case_create_history },
     { "tp_mem", mp_case_tp_mem },
     { "window_ring", mp_case_window_ring },
     { "tuning", mp_case_tuning },

@@ -184,6 +184,126 @@ def test_new_group_splits():
     assert outs == ["timeout CommTimeoutError\nok\n"] + ["ok\n"] * 3, outs
 
 
+BACKENDS = """
+import os, torch, torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+from shoal.c10d import ProcessGroupShoal
+
+rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+port = int(os.environ["TEST_PORT"])
+cpu = torch.device("cpu")
+
+
+def real(g):
+    # The class that runs a CPU collective of group g.
+    return type(g if isinstance(g, ProcessGroupShoal)
+                else g._get_backend(cpu)).__name__
+
+
+def check(g, asked, members):
+    if rank not in members:
+        assert g is dist.GroupMember.NON_GROUP_MEMBER, g
+        return
+    want = "ProcessGroupShoal" if "shoal" in asked else "ProcessGroupGloo"
+    assert real(g) == want, (asked, real(g))
+    assert dist.get_backend(g) == asked, (dist.get_backend(g), asked)
+    t = torch.ones(2) * (rank + 1)
+    dist.all_reduce(t, group=g)
+    assert t.tolist() == [sum(m + 1 for m in members)] * 2, (asked, t)
+
+
+for i, default in enumerate(("shoal", "gloo", "cpu:shoal")):
+    store = dist.TCPStore("127.0.0.1", port + i, n, rank == 0)
+    dist.init_process_group(default, store=store, rank=rank, world_size=n)
+    check(dist.group.WORLD, default, range(n))
+    for asked in (None, "shoal", "gloo", "cpu:gloo", "cpu:shoal"):
+        check(dist.new_group([0, 2], backend=asked), asked or default, [0, 2])
+        sub, _ = dist.new_subgroups(2, backend=asked)
+        check(sub, asked or default, [0, 1] if rank < 2 else [2, 3])
+        mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("a", "b"),
+                                backend_override={"a": asked or default})
+        check(mesh.get_group("a"), asked or default, [rank % 2, rank % 2 + 2])
+        check(mesh.get_group("b"), default, [rank // 2 * 2, rank // 2 * 2 + 1])
+    try:  # torch splits only groups bound to an accelerator, gloo's too
+        dist.split_group(split_ranks=[[0, 1], [2, 3]])
+    except RuntimeError as e:
+        assert "not safe to split" in str(e), e
+    else:
+        raise AssertionError("split_group of a CPU group did not raise")
+    dist.destroy_process_group()
+print("ok")
+"""
+
+
+def test_new_groups_have_the_backend_asked_for():
+    """new_group, new_subgroups and init_device_mesh under a shoal, gloo and
+    "cpu:shoal" default group give a group of each backend asked for, and
+    dist.get_backend names what really runs it."""
+    env = {"TEST_PORT": str(free_port())}
+    assert ok(job(4, code(BACKENDS), timeout=150, extra_env=env)) == \
+        ["ok\n"] * 4
+
+
+HISTORY = """
+import os, torch, torch.distributed as dist
+
+rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+if rank == 0:  # one more communicator in this process's past
+    dist.init_process_group("shoal", store=dist.HashStore(), rank=0,
+                            world_size=1)
+    dist.destroy_process_group()
+store = dist.TCPStore("127.0.0.1", int(os.environ["TEST_PORT"]), n, rank == 0)
+for _ in range(2):  # made, destroyed and made again on one store
+    dist.init_process_group("shoal", store=store, rank=rank, world_size=n)
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    assert t.item() == n, t
+    dist.destroy_process_group()
+print("ok")
+"""
+
+
+def test_creation_does_not_depend_on_process_history():
+    env = {"TEST_PORT": str(free_port()), "TORCHCOMM_TIMEOUT_SECONDS": "10"}
+    assert ok(job(2, code(HISTORY), extra_env=env)) == ["ok\n"] * 2
+
+
+THREADS = """
+import threading, torch, torch.distributed as dist
+from shoal.c10d.process_group import connect
+
+store, n, sums, errors = dist.HashStore(), 3, [], []
+
+
+def rank(r):
+    try:
+        comm = connect(store, r, n, None, "threads")
+        t = torch.ones(4) * (r + 1)
+        for _ in range(50):
+            comm.all_reduce(t, "sum")
+            t /= 6
+        sums.append(t.tolist())
+        comm.finalize()
+    except Exception as e:  # reported below
+        errors.append(repr(e))
+
+
+threads = [threading.Thread(target=rank, args=(r,)) for r in range(n)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+assert not errors, errors
+assert len(sums) == n and all(s == sums[0] for s in sums), sums
+print("ok")
+"""
+
+
+def test_ranks_of_one_communicator_in_threads_of_one_process():
+    env = {"TORCHCOMM_TIMEOUT_SECONDS": "20"}
+    assert ok(job(1, code(THREADS), extra_env=env)) == ["ok\n"]
+
+
 KILLED = """
 import os, signal, threading, time, torch, torch.distributed as dist
 import shoal

@@ -271,6 +271,10 @@ TEST_T(mp_split_left_tcp_4, 60)
 // Splits delete their keys from the store once every rank read them.
 MP_TEST_234(mp_split_keys, "split_keys", NULL)
 
+// A communicator's store keys follow from its name and size, not from how
+// many communicators each process made before.
+MP_TEST_234(mp_create_history, "create_history", NULL)
+
 // The transport's memory operations (expose, view, read, write).
 MP_TEST(mp_tp_mem, "tp_mem", NULL)
 

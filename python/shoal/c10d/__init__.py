@@ -7,8 +7,9 @@
     dist.init_process_group("shoal")   # env://, tcp://, file:// or store=
 
 runs every torch.distributed operation on CPU tensors through shoal: DDP,
-FSDP, DTensor and the functional collectives included. Subgroups made by
-dist.new_group are splits of the world communicator. The process group's
+FSDP, DTensor and the functional collectives included. dist.new_group
+makes a group of the backend it is asked for; one of backend "shoal" is a
+communicator of its members, met through the group's store. The process group's
 ``comm`` attribute is its shoal.Comm (the torchcomms-style API).
 
 This module imports torch; ``import shoal`` alone does not.

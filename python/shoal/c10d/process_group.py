@@ -9,14 +9,15 @@ recv). Each method here maps one torch call onto the torchcomms-style
 shoal.Comm, issued without blocking (contiguous tensors are used in place)
 and wrapped in a Work that torch waits on.
 
-Subgroups: torch hands new_group() to the default group when it has that
-method, on every rank of the job, so a subgroup is a split of the world
-communicator (non-members pass []).
+Subgroups: torch makes them as it makes the default group, calling the
+creator of the backend each asks for (dist.new_group(backend="gloo") under
+a shoal default group is a gloo group). A group of backend "shoal" is a
+communicator of its members only, which meet through the group's store.
+The class has no new_group method on purpose: torch would hand every
+new_group() to it without saying which backend was asked for.
 """
 
-import collections
 import datetime
-import itertools
 import os
 
 import torch
@@ -30,11 +31,6 @@ from .profiled import profiled
 from .work import Completer, Work
 
 BACKEND = "shoal"
-
-# Communicators made here per name: with the name, a store key that the
-# ranks creating them agree on and never reuse.
-_created = collections.defaultdict(itertools.count)
-
 
 # torch's operation codes -> shoal's (PREMUL_SUM carries a factor).
 # Keyed by the enum's value: hashing and comparing torch's enum objects
@@ -81,7 +77,7 @@ def _timeout_ms(timeout):
 
 def connect(store, rank, size, timeout, name):
     """A shoal.Comm over `size` ranks, agreed through torch's store."""
-    key = f"shoal/pg/{name}/{next(_created[name])}"
+    key = _bootstrap.creation_key(store, f"shoal/pg/{name}", size)
     args = _bootstrap.store_rendezvous(store, key, rank, size)
     abort = _abort_on_error()
     c = _C.Comm(timeout_ms=_timeout_ms(timeout), name=name,
@@ -131,10 +127,24 @@ class ProcessGroupShoal(dist.ProcessGroup):
     def _get_backend(self, device):
         device = torch.device(device)
         if device.type != "cpu":
-            raise RuntimeError(
-                f"process group {self._group_name!r} (backend shoal) has no "
-                f"backend for device {device}: shoal runs on CPUs")
+            raise RuntimeError(self._no_backend_for(device))
         return self
+
+    def _no_backend_for(self, device):
+        config = dist.distributed_c10d._world.pg_backend_config.get(self, "")
+        named = dict(part.split(":", 1) for part in config.split(",")
+                     if ":" in part).get(device.type)
+        text = (f"process group {self._group_name!r} (backend shoal) has no "
+                f"backend for device {device}: shoal runs on CPUs")
+        if named is None:
+            return text
+        # torch keeps a Python process group whole: the first device's
+        # backend of a string like "cpu:shoal,cuda:nccl" is the group.
+        return (f"{text}; its backend string {config!r} names {named!r} for "
+                f"{device.type}, but torch takes a Python process group as "
+                f"the whole group, so only its CPU part was made. Use a group "
+                f"of its own for {device.type} tensors: "
+                f"dist.new_group(backend={named!r})")
 
     def _set_default_timeout(self, timeout):
         """The deadline of later operations (torch's _set_pg_timeout)."""
@@ -171,30 +181,6 @@ class ProcessGroupShoal(dist.ProcessGroup):
         return Work(works, result, self._completer)
 
     # ---- life ---------------------------------------------------------------
-
-    def new_group(self, ranks, timeout=None, pg_options=None,
-                  group_name=None, group_desc=None):
-        """torch's new_group, called on every rank of the job with the
-        world ranks of the group: a split of this communicator. Returns
-        None on ranks outside it."""
-        ranks = [int(r) for r in ranks]
-        if self.rank() not in ranks:
-            self._comm.split([])  # the split is collective; returns None
-            return None
-        name = str(group_name)
-        if not name.isdigit():
-            # new_group(use_local_synchronization=True): only members call
-            # in, so the group meets through the store instead of a split.
-            comm = connect(self._store, ranks.index(self.rank()), len(ranks),
-                           timeout, name)
-        else:
-            comm = self._comm.split(ranks, name=name)
-            if timeout is not None:
-                comm.set_timeout(timeout)
-        pg = ProcessGroupShoal(comm, self._store)
-        pg._set_group_name(name)
-        pg._set_group_desc(group_desc or name)
-        return pg
 
     def shutdown(self):
         """Waits for pending work, then releases the communicator."""
