@@ -10,7 +10,9 @@ class Work:
     raises its error; ``is_completed()`` polls. Results that had to be
     staged (strided tensors, tensor lists) are copied into the caller's
     tensors when the work is first found complete. A Work dropped without
-    wait() is waited for when it is collected, so memory stays valid.
+    wait() is waited for when it is collected, so memory stays valid; if
+    its operation failed, the error goes to sys.unraisablehook and the next
+    call on the communicator raises it (the outputs are undefined).
     """
 
     __slots__ = ("_c", "_after")
@@ -47,11 +49,13 @@ class Work:
             after()
 
     def __del__(self):
+        # Without staged results the native work waits and reports itself.
         if self._c is not None and self._after is not None:
+            c = self._c
             try:
                 self.wait()
-            except Exception:
-                pass  # nobody is left to tell; the Comm reports later calls
+            except Exception as e:  # noqa: BLE001: nobody else will see it
+                c.comm._note_dropped(e, self)
 
     def __repr__(self):
         state = "pending" if self._c is not None else "completed"

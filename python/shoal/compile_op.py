@@ -236,8 +236,12 @@ def compile_op(group, shape=None, dtype=None, inputs=None, outputs=None,
 
 class Future:
     """One run of a CustomOp. wait() blocks until the outputs are written
-    (raising the run's error); a Future dropped without wait() waits when
-    it is destroyed, so the tensors stay valid until the run is over."""
+    (raising the run's error); a Future dropped without wait() (the
+    statement form ``op(ins, outs)``) waits when it is destroyed, so the
+    tensors stay valid until the run is over. If that run failed, its
+    outputs are undefined and the error is not lost: it goes to
+    sys.unraisablehook, and the next call on the op or on its communicator
+    raises it."""
 
     __slots__ = ("_op", "_run", "_done", "_error")
 
@@ -281,8 +285,8 @@ class Future:
         if not self._done:
             try:
                 self.wait()
-            except Exception:
-                pass  # nobody is left to tell; later calls report it
+            except Exception as e:  # noqa: BLE001: nobody else will see it
+                self._op._report_dropped(e, self)
 
     def __repr__(self):
         return f"<shoal.Future {'done' if self._done else 'pending'}>"
@@ -303,6 +307,11 @@ class CustomOp:
         self._outs = outs
         self._current = None  # number of the run in flight
         self._runs = 0
+
+    def _report_dropped(self, error, future):
+        """A run whose Future was dropped failed: to sys.unraisablehook,
+        and raised by the next call on this op or its communicator."""
+        self._plan.comm._note_dropped(error, future)
 
     @property
     def bytes(self):

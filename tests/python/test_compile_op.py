@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from test_c10d_jobs import EXAMPLES, job, ok
+from test_c10d_jobs import EXAMPLES, code, job, ok
 
 pytest.importorskip("torch")
 
@@ -55,3 +55,58 @@ def test_reshard_example(size):
     text = "".join(outs)
     assert text.count("resharded rows -> columns") == size, text
     assert "overlap counts" in text, text
+
+
+DROPPED = """
+import os, signal, subprocess, sys, torch, shoal
+
+seen = []
+sys.unraisablehook = lambda u: seen.append(str(u.exc_value))
+a = shoal.new_comm("shoal", "cpu", name="a")
+b = shoal.new_comm("shoal", "cpu", name="b")
+r, n = a.get_rank(), 1 << 23
+g = [{"offset": [0], "shape": [n]}]
+op = shoal.compile_op(a, shape=[n], dtype=torch.float32, inputs=g,
+                      outputs=g, reduction="sum")
+x, y = torch.ones(n), torch.zeros(n)
+op([x], [y])  # the statement form, a run that works
+assert y[0].item() == 3 and not seen, (y[0], seen)
+a.barrier()
+b.barrier()
+if r == 2:  # stops in the middle of the next run, then dies
+    subprocess.Popen(["sh", "-c", f"sleep 5; kill -9 {os.getpid()}"])
+    f = op([x], [y])
+    os.kill(os.getpid(), signal.SIGSTOP)
+w = b.all_reduce(x, shoal.ReduceOp.SUM, async_op=True)  # no rank 2
+op([x], [y])  # fails: the dropped Future's failure is reported
+assert len(seen) == 1 and "dropped without wait()" in seen[0], seen
+del w  # a dropped Work: the same
+assert len(seen) == 2 and "dropped without wait()" in seen[1], seen
+for call, text in ((lambda: op([x], [y]), seen[0]),
+                   (lambda: b.barrier(), seen[1])):
+    try:
+        call()
+    except shoal.ShoalError as e:
+        assert str(e) == text, (str(e), text)
+    else:
+        raise AssertionError("the next call did not raise")
+try:
+    a.barrier()  # later calls: the communicator is aborted
+except shoal.ShoalError as e:
+    assert "aborted" in str(e), e
+else:
+    raise AssertionError("an aborted communicator ran")
+print("ok")
+"""
+
+
+def test_failure_of_a_dropped_future_or_work_is_not_silent():
+    """A peer stops under op(ins, outs) (the Future dropped at once; over
+    TCP, so that its data cannot be read without it) and misses a dropped
+    Work: each failure goes to sys.unraisablehook, and the next call on
+    the op or the communicator raises it."""
+    results = job(3, code(DROPPED), timeout=60,
+                  extra_env={"TORCHCOMM_TIMEOUT_SECONDS": "2",
+                             "SHOAL_TRANSPORT": "tcp"})
+    assert results[2][0] == -9, results[2]
+    assert [o for _, o, _ in results[:2]] == ["ok\n"] * 2, results[:2]

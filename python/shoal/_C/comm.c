@@ -16,7 +16,7 @@ ext_comm_check_open(ext_comm *self)
         PyErr_SetString(ext_exc_base, "communicator was finalized");
         return -1;
     }
-    return 0;
+    return ext_comm_raise_dropped(self);
 }
 
 // The library's own default when the caller gives none, so that a
@@ -47,6 +47,8 @@ comm_wrap(PyTypeObject *type, shoal_comm *comm, int64_t timeout_ms,
     self->blocks         = 0;
     self->retired        = NULL;
     self->plans          = NULL;
+    self->dropped_status = 0;
+    self->dropped_text   = NULL;
     return self;
 }
 
@@ -115,6 +117,7 @@ comm_dealloc(ext_comm *self)
     if (comm_close(self) < 0) {
         PyErr_WriteUnraisable((PyObject *) self);
     }
+    Py_CLEAR(self->dropped_text);
     Py_TYPE(self)->tp_free((PyObject *) self);
 }
 
@@ -270,6 +273,10 @@ static PyMethodDef comm_methods[] = {
         "every rank, naming this rank and reason (None: a default)" },
     { "set_timeout", (PyCFunction) comm_set_timeout, METH_O,
         "set_timeout(ms): default deadline of later operations." },
+    { "_note_dropped", (PyCFunction) ext_comm_note_dropped_py, METH_VARARGS,
+        "_note_dropped(exc, where): an operation whose handle `where` was "
+        "dropped without wait() failed with exc: report it to "
+        "sys.unraisablehook and raise it from the next call." },
     { NULL, NULL, 0, NULL },
 };
 

@@ -64,6 +64,8 @@ typedef struct {
     Py_ssize_t                blocks; // live Blocks in its heap (alloc.c)
     shoal_comm      *retired; // finalized while blocks lived (alloc.c)
     struct ext_plan *plans; // live compiled plans (plan.c)
+    int              dropped_status; // < 0: a dropped work failed (dropped.c)
+    PyObject        *dropped_text; // its message, raised by the next call
 } ext_comm;
 
 extern PyTypeObject ext_comm_type;
@@ -73,8 +75,21 @@ extern PyMethodDef  ext_comm_algo_methods[]; // comm_algos.c, likewise
 // Readies the type (with both method tables). Returns 0 or -1.
 int ext_comm_init(void);
 
-// Returns 0, or -1 with an exception when the communicator was finalized.
+// Returns 0, or -1 with an exception when the communicator was finalized
+// or an operation whose Work was dropped has failed (raised once).
 int ext_comm_check_open(ext_comm *self);
+
+// An operation whose Work (or Future) was dropped without wait() ended
+// with `status`: when it failed, reports it to sys.unraisablehook (as a
+// failure in `where`) and keeps it for the next call on the communicator
+// to raise. Keeps any exception already set. (dropped.c)
+void ext_comm_note_dropped(
+    ext_comm *comm, int status, const char *text, PyObject *where);
+// Raises the kept failure (and forgets it): -1, or 0 when there is none.
+int ext_comm_raise_dropped(ext_comm *comm);
+// Comm._note_dropped(exc, where): ext_comm_note_dropped for a failure
+// raised in Python (exc: the exception its wait raised).
+PyObject *ext_comm_note_dropped_py(ext_comm *self, PyObject *args);
 
 // Gives a per-call deadline (ms; <= 0: none) to the operation this thread
 // issues next, right before it (it travels with that operation; nothing
@@ -93,6 +108,7 @@ typedef struct ext_work {
     int                          waiting; // a thread is in shoal_wait
     int                          recv; // a receive: source() applies
     int                          source; // its sender, once it succeeded
+    int                          told; // its failure was raised to someone
 } ext_work;
 
 extern PyTypeObject ext_work_type;

@@ -390,6 +390,9 @@ plan_start(ext_plan *p, PyObject *args, PyObject *kwargs)
         || plan_enter(p) < 0) {
         return NULL;
     }
+    if (ext_comm_raise_dropped(p->comm) < 0) { // an earlier run's failure
+        return NULL;
+    }
     if (error != NULL) {
         snprintf(err, sizeof(err), "%s", error);
     }
@@ -564,9 +567,18 @@ static PyMethodDef plan_methods[] = {
     { NULL, NULL, 0, NULL },
 };
 
+static PyObject *
+plan_get_comm(ext_plan *p, void *closure)
+{
+    (void) closure;
+    return Py_NewRef(p->comm);
+}
+
 static PyGetSetDef plan_getset[] = {
     { "bytes", (getter) plan_get_bytes, NULL,
         "(sent, received): bytes this rank moves per run", NULL },
+    { "comm", (getter) plan_get_comm, NULL, "the communicator it runs on",
+        NULL },
     { NULL, NULL, NULL, NULL, NULL },
 };
 

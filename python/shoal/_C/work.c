@@ -186,6 +186,7 @@ work_result(ext_work *w)
     if (w->status >= 0) {
         Py_RETURN_TRUE;
     }
+    w->told = 1;
     return ext_raise(
         w->status, w->error != NULL ? PyUnicode_AsUTF8(w->error) : NULL);
 }
@@ -206,6 +207,7 @@ ext_work_new(ext_comm *comm, shoal_request *req, PyObject *keep)
     w->keep    = Py_XNewRef(keep);
     w->waiting = 0;
     w->recv    = 0;
+    w->told    = 0;
     w->source  = SHOAL_ANY_SOURCE;
     work_link(w);
     return (PyObject *) w;
@@ -341,6 +343,11 @@ work_dealloc(ext_work *w)
     if (w->req != NULL) {
         work_block(w, -1);
     }
+    if (w->status < 0 && !w->told) { // dropped before its error was raised
+        ext_comm_note_dropped(w->comm, w->status,
+            w->error != NULL ? PyUnicode_AsUTF8(w->error) : NULL,
+            (PyObject *) w->comm); // w itself is past repr()
+    }
     Py_XDECREF(w->error);
     Py_XDECREF(w->keep);
     Py_DECREF(w->comm);
@@ -364,9 +371,18 @@ static PyMethodDef work_methods[] = {
     { NULL, NULL, 0, NULL },
 };
 
+static PyObject *
+work_get_comm(ext_work *w, void *closure)
+{
+    (void) closure;
+    return Py_NewRef(w->comm);
+}
+
 static PyGetSetDef work_getset[] = {
     { "status", (getter) work_get_status, NULL,
         "shoal status: 1 in progress, 0 done, negative failed", NULL },
+    { "comm", (getter) work_get_comm, NULL, "the communicator it runs on",
+        NULL },
     { NULL, NULL, NULL, NULL, NULL },
 };
 
