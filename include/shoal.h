@@ -199,6 +199,12 @@ SHOAL_API const char *shoal_comm_name(const shoal_comm *comm);
 // now on. Local. Errors: SHOAL_EINVAL (timeout_ms <= 0).
 SHOAL_API int shoal_comm_set_timeout(shoal_comm *comm, int64_t timeout_ms);
 
+// The default deadline, in milliseconds, of operations issued now: the
+// config's timeout_ms, else SHOAL_TIMEOUT_SECONDS (a positive decimal
+// number of seconds, e.g. 30 or 2.5), else 600 s, until set_timeout.
+// SHOAL_EINVAL for a NULL comm.
+SHOAL_API int64_t shoal_comm_timeout(const shoal_comm *comm);
+
 // Options of one operation; they travel with that operation alone.
 typedef struct shoal_call_opts {
     int64_t timeout_ms; // its deadline; <= 0: the communicator's default

@@ -62,16 +62,17 @@ def op_timeout_ms(timeout):
 
 
 def _env_seconds(name):
-    text = os.environ.get(name, "").strip()
+    """A *_SECONDS setting, by libshoal's rule (shi_env_seconds): a
+    positive decimal number such as 30 or 2.5."""
+    text = os.environ.get(name, "")
     if not text:
         return None
-    try:
-        value = float(text)
-    except ValueError:
+    value = (float(text) if text.count(".") <= 1 and text.replace(".", "")
+             .isdigit() and text.isascii() else 0.0)
+    if not 0 < value <= 1e9:
         raise _C.InvalidArgumentError(
-            f"{name}={text!r} is not a number of seconds") from None
-    if value <= 0:
-        raise _C.InvalidArgumentError(f"{name} must be > 0")
+            f"{name}={text!r} is not a number of seconds: give a positive "
+            f"decimal number, e.g. 30 or 2.5")
     return value
 
 

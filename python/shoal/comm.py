@@ -10,6 +10,13 @@ rank.
 
 Contiguous CPU arrays are used in place. Strided arrays and tensor lists
 go through contiguous temporaries, copied in before and out after.
+
+Threads: a Comm may be used from several threads, but operations are
+matched across ranks in the order each rank issues them, so threads that
+share a Comm must agree on that order themselves (one issuing thread, or a
+lock that orders calls the same way on every rank); otherwise two
+all_reduces of one shape may pair up crosswise and silently mix results.
+Independent threads should use communicators of their own.
 """
 
 import datetime

@@ -218,14 +218,7 @@ timeout_from(const shoal_config *cfg, int64_t *out)
         *out = cfg->timeout_ms;
         return SHOAL_OK;
     }
-    if ((st = shi_env_int("SHOAL_TIMEOUT_SECONDS", -1, &secs)) < 0) {
-        return st;
-    }
-    if (secs == 0 || secs < -1) {
-        return shi_error(SHOAL_EENV, "SHOAL_TIMEOUT_SECONDS must be > 0");
-    }
-    *out = secs > 0 ? secs * 1000 : DEFAULT_TIMEOUT_MS;
-    return SHOAL_OK;
+    return shi_env_seconds("SHOAL_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_MS, out);
 }
 
 // Rank 0 serves a TCP store itself unless a launcher does, or something
@@ -407,6 +400,14 @@ const char *
 shoal_comm_name(const shoal_comm *comm)
 {
     return comm != NULL ? comm->name : "";
+}
+
+int64_t
+shoal_comm_timeout(const shoal_comm *comm)
+{
+    return comm != NULL
+        ? comm->timeout_ms
+        : shi_error(SHOAL_EINVAL, "comm_timeout: comm is NULL");
 }
 
 int

@@ -49,6 +49,31 @@ shi_env_int(const char *name, long long fallback, long long *out)
 }
 
 int
+shi_env_seconds(const char *name, int64_t fallback_ms, int64_t *out_ms)
+{
+    const char *text = getenv(name);
+    char       *end;
+
+    *out_ms = fallback_ms;
+    if (text == NULL || *text == '\0') {
+        return SHOAL_OK;
+    }
+    errno    = 0;
+    double s = strtod(text, &end);
+    // strtod also takes hex, inf and nan: only plain decimals are seconds.
+    if (errno != 0 || *end != '\0' || !(s > 0) || s > 1e9
+        || strspn(text, "0123456789.") != strlen(text)) {
+        return shi_error(SHOAL_EENV,
+            "%s=\"%s\" is not a number of seconds: give a positive "
+            "decimal number, e.g. 30 or 2.5",
+            name, text);
+    }
+    int64_t ms = (int64_t) (s * 1000.0 + 0.5);
+    *out_ms    = ms > 0 ? ms : 1;
+    return SHOAL_OK;
+}
+
+int
 shi_parse_bytes(const char *text, size_t n, unsigned long long *out)
 {
     unsigned long long v     = 0;

@@ -6,6 +6,8 @@
 #ifndef SHI_ENV_H
 #define SHI_ENV_H
 
+#include <stdint.h>
+
 #include "shoal.h"
 
 #define SHI_ADDR_MAX 512
@@ -26,6 +28,12 @@ int shi_launch_detect(shi_launch *out, const shoal_config *cfg);
 // Reads an integer environment variable; returns `fallback` when unset and
 // SHOAL_EENV (with a message) when set but not an integer.
 int shi_env_int(const char *name, long long fallback, long long *out);
+
+// A duration in seconds, as every *_SECONDS setting takes it: a positive
+// decimal number ("30", "3.5", "0.25"). Returns `fallback_ms` when unset,
+// else the milliseconds (rounded, at least 1); SHOAL_EENV (with a message)
+// when set but not such a number.
+int shi_env_seconds(const char *name, int64_t fallback_ms, int64_t *out_ms);
 
 // A byte count: digits with an optional K, M or G (KiB, MiB, GiB; powers of
 // 1024, either case), the same in every size setting and in SHOAL_ALGO.

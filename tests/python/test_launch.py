@@ -308,3 +308,35 @@ def test_forked_children_cannot_hurt_the_parent():
     results = spawn(2, FORKED, timeout=120)
     for rc, out, err in results:
         assert rc == 0 and out.strip() == "ok 1240.0", (rc, out, err)
+
+
+SECONDS_RULE = """
+import os, shoal
+from shoal import _C
+os.environ["TORCHCOMM_TIMEOUT_SECONDS"] = ""
+for text, ms in (("3.5", 3500), ("30", 30000), (".25", 250)):
+    os.environ["SHOAL_TIMEOUT_SECONDS"] = text
+    c = shoal.new_comm("shoal", "cpu", name=f"t{ms}")
+    native = _C.Comm(name=f"n{ms}")  # libshoal reads it itself
+    assert c.get_timeout() == ms / 1000 and native.timeout_ms == ms, (
+        text, c.get_timeout(), native.timeout_ms)
+    c.finalize()
+    native.finalize()
+for text in ("0", "-2", "1e3", "nan", "inf", "3s", " 3"):
+    os.environ["SHOAL_TIMEOUT_SECONDS"] = text
+    for make in (lambda: shoal.new_comm("shoal", "cpu"), lambda: _C.Comm()):
+        try:
+            make()
+        except shoal.ShoalError as e:
+            assert "positive decimal number" in str(e), e
+        else:
+            raise AssertionError(f"SHOAL_TIMEOUT_SECONDS={text!r} accepted")
+print("ok")
+"""
+
+
+def test_timeout_seconds_one_rule_in_python_and_c():
+    """SHOAL_TIMEOUT_SECONDS takes decimals (3.5) and refuses the same
+    texts through the Python layer and libshoal's own parser."""
+    (rc, out, err), = spawn(1, SECONDS_RULE)
+    assert rc == 0 and out == "ok\n", out + err

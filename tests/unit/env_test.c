@@ -160,3 +160,32 @@ TEST(env_bytes_suffixes)
     CHECK_OK(shi_env_bytes("SHOAL_TEST_BYTES", 7, &v));
     CHECK(v == 7);
 }
+
+// Every *_SECONDS setting takes a positive decimal number of seconds, the
+// same rule the Python layer applies.
+TEST(env_seconds_decimals)
+{
+    static const char *bad[] = { "0", "-1", "abc", "1e3", "nan", "inf", "0x10",
+        " 3", "3s", "1.2.3", "." };
+    int64_t            ms;
+
+    unsetenv("SHOAL_TEST_SECONDS");
+    CHECK_OK(shi_env_seconds("SHOAL_TEST_SECONDS", 42, &ms));
+    CHECK(ms == 42);
+    setenv("SHOAL_TEST_SECONDS", "3.5", 1);
+    CHECK_OK(shi_env_seconds("SHOAL_TEST_SECONDS", 42, &ms));
+    CHECK(ms == 3500);
+    setenv("SHOAL_TEST_SECONDS", "30", 1);
+    CHECK_OK(shi_env_seconds("SHOAL_TEST_SECONDS", 42, &ms));
+    CHECK(ms == 30000);
+    setenv("SHOAL_TEST_SECONDS", "0.0001", 1);
+    CHECK_OK(shi_env_seconds("SHOAL_TEST_SECONDS", 42, &ms));
+    CHECK(ms == 1);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("SHOAL_TEST_SECONDS", bad[i], 1);
+        CHECK_MSG(shi_env_seconds("SHOAL_TEST_SECONDS", 42, &ms) == SHOAL_EENV,
+            "%s accepted", bad[i]);
+        CHECK(strstr(shi_error_text(), "SHOAL_TEST_SECONDS") != NULL);
+    }
+    unsetenv("SHOAL_TEST_SECONDS");
+}

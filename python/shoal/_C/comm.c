@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COMM_DEFAULT_TIMEOUT_MS 600000
-
 int
 ext_comm_check_open(ext_comm *self)
 {
@@ -17,17 +15,6 @@ ext_comm_check_open(ext_comm *self)
         return -1;
     }
     return ext_comm_raise_dropped(self);
-}
-
-// The library's own default when the caller gives none, so that a
-// per-operation deadline can be undone afterwards.
-static int64_t
-comm_env_timeout_ms(void)
-{
-    const char *text = getenv("SHOAL_TIMEOUT_SECONDS");
-    long long   secs = text != NULL ? atoll(text) : 0;
-
-    return secs > 0 ? secs * 1000 : COMM_DEFAULT_TIMEOUT_MS;
 }
 
 static ext_comm *
@@ -67,14 +54,17 @@ comm_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
             &cfg.name, &abort_on_error)) {
         return NULL;
     }
-    cfg.timeout_ms = timeout > 0 ? timeout : comm_env_timeout_ms();
+    if (timeout > 0) { // else libshoal's own rule (SHOAL_TIMEOUT_SECONDS)
+        cfg.timeout_ms = timeout;
+    }
     // Creation is a rendezvous: other threads run while this one waits.
     Py_BEGIN_ALLOW_THREADS st = shoal_comm_create(&comm, &cfg);
     Py_END_ALLOW_THREADS if (st != SHOAL_OK)
     {
         return ext_raise_status(st, NULL);
     }
-    return (PyObject *) comm_wrap(type, comm, cfg.timeout_ms, abort_on_error);
+    return (PyObject *) comm_wrap(
+        type, comm, shoal_comm_timeout(comm), abort_on_error);
 }
 
 // Waits for this rank's pending works, then destroys the communicator.
