@@ -46,7 +46,7 @@ shi_store_ref_put(struct shi_store_ref *ref)
         return;
     }
     shi_store_close(ref->store);
-    shi_store_server_stop(ref->server);
+    shi_store_server_release(ref->server); // others may still be using it
     free(ref);
 }
 
@@ -168,6 +168,7 @@ shi_comm_alloc(
     pthread_cond_init(&comm->cv, NULL);
     choose_wait_policy(comm);
     shi_fork_mark(comm);
+    shi_leave_list(comm);
     *out = comm;
     return SHOAL_OK;
 }
@@ -175,6 +176,7 @@ shi_comm_alloc(
 void
 shi_comm_free(shoal_comm *comm)
 {
+    shi_leave_unlist(comm); // before anything is torn down
     // The per-host and between-host communicators first: they may still
     // drive an operation of ours.
     shoal_comm_destroy(comm->local);
@@ -205,9 +207,6 @@ shi_comm_free(shoal_comm *comm)
 static int
 timeout_from(const shoal_config *cfg, int64_t *out)
 {
-    long long secs;
-    int       st;
-
     if (cfg != NULL && cfg->timeout_ms != SHOAL_UNDEF) {
         if (cfg->timeout_ms <= 0) {
             return shi_error(SHOAL_EINVAL,

@@ -194,6 +194,11 @@ int shi_comm_alloc(shoal_comm **out, const char *name, int rank, int size,
 // Frees a communicator after its threads have stopped.
 void shi_comm_free(shoal_comm *comm);
 
+// Every communicator is listed while it lives (leave.c), so that a process
+// exiting without destroying it still says goodbye on it at exit.
+void shi_leave_list(shoal_comm *comm);
+void shi_leave_unlist(shoal_comm *comm);
+
 // Shared heap of shoal_alloc (heap.c).
 int  shi_heap_init(shoal_comm *comm);
 void shi_heap_destroy(shoal_comm *comm);

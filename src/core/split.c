@@ -1,10 +1,13 @@
 // Splitting a communicator, by color and key or by an explicit rank list.
 //
 // Collective over the parent: every rank publishes its choice under the
-// parent's next split number in the store, reads the choices of the ranks
+// parent's next split number in the store and waits until every rank has
+// published one, even a rank that joins no group: one that returned early
+// could go on to leave, and take with it the store its process serves,
+// while a peer is still choosing. Then each reads the choices of the ranks
 // it may share a group with, and the members bootstrap a new communicator
 // under their own key prefix (so groups of one split never mix). The
-// choices are deleted by the last rank to have read them.
+// split's keys are deleted by the last rank to be done with them.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,35 +47,92 @@ read_choice(shoal_comm *parent, int split, int r, char **out, int64_t deadline)
     return SHOAL_OK;
 }
 
-// Counts this rank done with the split's keys under `counter`; the last of
-// `n` deletes them: the choices of `members` (NULL: the whole split).
+// Counts this rank done with the split's keys; the last one deletes them.
 static void
-forget_choices(shoal_comm *parent, int split, const char *counter, int n,
-    const int *members, int64_t deadline)
+forget_choices(shoal_comm *parent, int split, int64_t deadline)
 {
     char    key[512];
     int64_t done = 0;
 
-    snprintf(key, sizeof(key), "%ssplit%d/%s", parent->prefix, split, counter);
+    snprintf(key, sizeof(key), "%ssplit%d/done", parent->prefix, split);
     if (shi_store_add(shi_comm_store(parent), key, 1, &done, deadline)
             != SHOAL_OK
-        || done < n) {
+        || done < parent->size) {
         return; // a failed count only leaves keys behind
     }
-    for (int i = 0; i < (members != NULL ? n : 1); i++) {
-        if (members != NULL) {
-            snprintf(key, sizeof(key), "%ssplit%d/%d/", parent->prefix, split,
-                members[i]);
-        } else {
-            snprintf(key, sizeof(key), "%ssplit%d/", parent->prefix, split);
+    snprintf(key, sizeof(key), "%ssplit%d/", parent->prefix, split);
+    shi_store_delete_prefix(shi_comm_store(parent), key, NULL, deadline);
+}
+
+// A wait for every rank's choice.
+struct all_wait {
+    shoal_comm *parent;
+    int         split;
+};
+
+// The parent failed, or a peer destroyed its communicator without
+// publishing a choice (it may have just before its goodbye: look).
+static int
+all_wait_check(void *arg)
+{
+    struct all_wait *w  = arg;
+    int              st = shi_rdv_check(w->parent);
+
+    for (int r = 0; st == SHOAL_OK && r < w->parent->size; r++) {
+        char   key[512];
+        void  *choice;
+        size_t len;
+        if (atomic_load(&w->parent->peers[r].state) != SHI_PEER_LEFT) {
+            continue;
         }
-        shi_store_delete_prefix(shi_comm_store(parent), key, NULL, deadline);
+        snprintf(key, sizeof(key), "%ssplit%d/%d/choice", w->parent->prefix,
+            w->split, r);
+        if (shi_store_get(shi_comm_store(w->parent), key, &choice, &len,
+                shi_deadline_in_ms(0))
+            == SHOAL_OK) {
+            free(choice);
+            continue;
+        }
+        st = shi_error(SHOAL_EPEER,
+            "rank %d destroyed its communicator '%s' without taking part in "
+            "the split",
+            r, w->parent->name);
     }
-    if (members != NULL) {
-        snprintf(
-            key, sizeof(key), "%ssplit%d/%s", parent->prefix, split, counter);
-        shi_store_delete_prefix(shi_comm_store(parent), key, NULL, deadline);
+    return st;
+}
+
+// Publishes this rank's choice and returns once every rank has published
+// one: the last to arrive sets "all".
+static int
+publish_and_meet(
+    shoal_comm *parent, int split, const char *choice, int64_t deadline)
+{
+    char            key[512], *value;
+    size_t          len;
+    int64_t         arrived = 0;
+    struct all_wait w       = { parent, split };
+    shi_store_watch watch   = { .check = all_wait_check, .arg = &w };
+    int             st      = publish_choice(parent, split, choice, deadline);
+
+    snprintf(key, sizeof(key), "%ssplit%d/arrived", parent->prefix, split);
+    if (st == SHOAL_OK) {
+        st = shi_store_add(shi_comm_store(parent), key, 1, &arrived, deadline);
     }
+    snprintf(key, sizeof(key), "%ssplit%d/all", parent->prefix, split);
+    if (st == SHOAL_OK && arrived == parent->size) {
+        st = shi_store_set(shi_comm_store(parent), key, "1", 1, deadline);
+    }
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    st = shi_store_get_watched(
+        shi_comm_store(parent), key, (void **) &value, &len, deadline, &watch);
+    if (st != SHOAL_OK) {
+        return shi_error_wrap(st,
+            "split of '%s': waiting for every rank to choose", parent->name);
+    }
+    free(value);
+    return SHOAL_OK;
 }
 
 // Creates the member communicator: `rank` of `size`, keys under `tag`.
@@ -168,12 +228,13 @@ shoal_comm_split(shoal_comm *comm, int color, int key, shoal_comm **out)
     int64_t deadline = shi_deadline_in_ms(comm->timeout_ms);
     snprintf(choice, sizeof(choice), "color %d %d", color, key);
     if (comm->size > 1
-        && (st = publish_choice(comm, split, choice, deadline)) != SHOAL_OK) {
+        && (st = publish_and_meet(comm, split, choice, deadline))
+            != SHOAL_OK) {
         return shi_comm_error(comm, st);
     }
     if (color == SHOAL_SPLIT_NONE) {
         if (comm->size > 1) {
-            forget_choices(comm, split, "done", comm->size, NULL, deadline);
+            forget_choices(comm, split, deadline);
         }
         return SHOAL_OK;
     }
@@ -187,7 +248,7 @@ shoal_comm_split(shoal_comm *comm, int color, int key, shoal_comm **out)
     } else {
         st = collect_color(comm, split, color, m, &n, deadline);
         if (st == SHOAL_OK) {
-            forget_choices(comm, split, "done", comm->size, NULL, deadline);
+            forget_choices(comm, split, deadline);
         }
     }
     if (st == SHOAL_OK) {
@@ -280,7 +341,7 @@ shoal_comm_split_ranks(
 {
     char *mine;
     char  tag[32];
-    int   me, st;
+    int   me = -1, st;
 
     if (out == NULL || comm == NULL || nranks < 0
         || (nranks > 0 && ranks == NULL)) {
@@ -294,29 +355,30 @@ shoal_comm_split_ranks(
     }
     int     split    = ++comm->nsplits;
     int64_t deadline = shi_deadline_in_ms(comm->timeout_ms);
-    if (nranks == 0) {
-        return SHOAL_OK;
-    }
-    if ((st = check_list(comm, ranks, nranks, &me)) != SHOAL_OK) {
-        return shi_comm_error(comm, st);
-    }
     if ((mine = malloc(CHOICE_MAX)) == NULL) {
         return shi_comm_error(comm, shi_error(SHOAL_ENOMEM, "out of memory"));
     }
-    st = format_list(mine, CHOICE_MAX, ranks, nranks);
-    if (st == SHOAL_OK && comm->size > 1) {
-        st = publish_choice(comm, split, mine, deadline);
-        if (st == SHOAL_OK) {
+    // A bad list still takes part, so that no peer waits for this rank;
+    // members comparing their list with it see the difference.
+    st = nranks > 0 ? check_list(comm, ranks, nranks, &me) : SHOAL_OK;
+    if (st == SHOAL_OK) {
+        st = format_list(mine, CHOICE_MAX, ranks, nranks);
+    }
+    if (st != SHOAL_OK) {
+        snprintf(mine, CHOICE_MAX, "an invalid list");
+    }
+    if (comm->size > 1) {
+        int met = publish_and_meet(comm, split, mine, deadline);
+        st      = st == SHOAL_OK ? met : st;
+        if (st == SHOAL_OK && nranks > 0) {
             st = verify_members(comm, split, ranks, nranks, mine, deadline);
         }
+        if (met == SHOAL_OK) {
+            forget_choices(comm, split, deadline);
+        }
     }
-    snprintf(tag, sizeof(tag), "r%d", ranks[0]);
-    if (st == SHOAL_OK && comm->size > 1) {
-        char counter[48];
-        snprintf(counter, sizeof(counter), "done.%s/", tag);
-        forget_choices(comm, split, counter, nranks, ranks, deadline);
-    }
-    if (st == SHOAL_OK) {
+    if (st == SHOAL_OK && nranks > 0) {
+        snprintf(tag, sizeof(tag), "r%d", ranks[0]);
         st = make_child(comm, split, tag, me, nranks, deadline, out);
     }
     free(mine);

@@ -110,6 +110,16 @@ int shi_store_server_port(const shi_store_server *srv);
 // NULL accepted.
 void shi_store_server_stop(shi_store_server *srv);
 
+// The owner is done with the server, but other processes may still use it
+// (a rank still reading a creation's or a split's keys, or bootstrapping a
+// child there). It serves on until its last connection closes, then stops
+// and frees itself. Never stop a released server. NULL accepted.
+void shi_store_server_release(shi_store_server *srv);
+
+// Connections of other processes to the servers this process runs: what
+// it waits for at exit (store_keep.c).
+int shi_store_servers_foreign_peers(void);
+
 // Makes sure this process serves a TCP store on host:port until it exits:
 // starts a server the first time an address is asked for, and answers
 // SHOAL_OK at once for an address it already serves with the same secret

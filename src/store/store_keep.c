@@ -1,4 +1,4 @@
-// Store servers kept for the life of the process.
+// Store servers that outlive their communicator.
 //
 // Under torchrun, mpirun or srun every communicator of a job meets at the
 // same address (MASTER_ADDR:MASTER_PORT + 1, say), which rank 0 serves. If
@@ -8,14 +8,32 @@
 // with it) or find nobody. So a server for an address from the launch
 // environment is started once per process and kept until the process
 // exits; communicators only connect to it.
+//
+// A communicator's own server (an address in its config) is released when
+// the communicator is destroyed (store_server.c): it serves on until the
+// other ranks' connections close, then stops by itself.
+//
+// A process that exits while it serves a store other ranks are still
+// connected to would pull it from under them: a rank that finished its part
+// of a split and returned could break a peer still splitting. So at exit it
+// waits until no other process is connected to any server it runs (kept,
+// released, or of a communicator nobody destroyed), within
+// SHOAL_STORE_LINGER_SECONDS (10 s by default), saying so when it waits.
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+#include "core/env.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "shoal.h"
 #include "store/store.h"
+
+#define LINGER_DEFAULT_MS 10000
+#define LINGER_POLL_US    20000
+#define LINGER_QUIET_MS   1000 // waits shorter than this are not announced
 
 struct kept_server {
     struct kept_server *next;
@@ -86,13 +104,53 @@ shi_store_server_keep(const char *host, int port, const shi_secret *secret)
     return rc;
 }
 
-// At exit, this process's servers stop (a child's inherited entries are
-// only forgotten: their threads are its parent's).
+// Waits, within the bound, until no other process uses our servers.
+static void
+linger(void)
+{
+    int64_t bound_ms, waited_ms = 0;
+    int     told = 0, n;
+
+    if (shi_env_seconds(
+            "SHOAL_STORE_LINGER_SECONDS", LINGER_DEFAULT_MS, &bound_ms)
+        != SHOAL_OK) {
+        SHI_WARN("%s; waiting at most %d s", shi_error_text(),
+            LINGER_DEFAULT_MS / 1000);
+        bound_ms = LINGER_DEFAULT_MS;
+    }
+    int64_t start = shi_now_ns();
+    while (
+        (n = shi_store_servers_foreign_peers()) > 0 && waited_ms < bound_ms) {
+        if (!told && waited_ms >= LINGER_QUIET_MS) {
+            SHI_WARN("this process serves the rendezvous store of ranks that "
+                     "are still connected to it (%d connections); it waits "
+                     "up to %.1f s for them before exiting "
+                     "(SHOAL_STORE_LINGER_SECONDS)",
+                n, (double) bound_ms / 1000.0);
+            told = 1;
+        }
+        usleep(LINGER_POLL_US);
+        waited_ms = (shi_now_ns() - start) / 1000000;
+    }
+    if (n > 0) {
+        SHI_WARN("exiting after %.1f s although %d connections to this "
+                 "process's store remain: those ranks lose the store",
+            (double) waited_ms / 1000.0, n);
+    } else if (told) {
+        SHI_WARN("the other ranks left the store after %.1f s; exiting",
+            (double) waited_ms / 1000.0);
+    }
+}
+
+// At exit, this process's kept servers stop once the other ranks are done
+// with them (a child's inherited entries are only forgotten: their threads
+// are its parent's).
 __attribute__((destructor)) static void
 keep_stop_all(void)
 {
     struct kept_server *k, *next;
 
+    linger();
     pthread_mutex_lock(&keep_lock);
     for (k = kept, kept = NULL; k != NULL; k = next) {
         next = k->next;

@@ -42,6 +42,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "platform/net.h"
+#include "platform/tcp_peers.h"
 #include "shoal.h"
 #include "store/store_impl.h"
 #include "store/table.h"
@@ -104,7 +105,15 @@ struct shi_store_server {
     int64_t    accept_paused_until; // 0: accepting
     int        wake_pending; // a will set keys: retry parked requests
     int        stopping; // closing every connection: wills do not fire
+    atomic_int stop_asked; // shi_store_server_stop
+    atomic_int released; // shi_store_server_release: stop once unused
+    pid_t      pid; // the process whose thread serves
+    struct shi_store_server *next_running; // running_servers
 };
+
+// Every server this process runs, for the wait at exit (store_keep.c).
+static pthread_mutex_t          running_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shi_store_server *running_servers;
 
 // epoll tags for the two fds that are not connections.
 static char server_listen_tag, server_wake_tag;
@@ -760,6 +769,31 @@ server_reap(shi_store_server *srv)
     }
 }
 
+static void
+server_free(shi_store_server *srv)
+{
+    pthread_mutex_lock(&running_lock);
+    for (shi_store_server **p = &running_servers; *p != NULL;
+         p                    = &(*p)->next_running) {
+        if (*p == srv) {
+            *p = srv->next_running;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&running_lock);
+    if (srv->listen_fd >= 0) {
+        close(srv->listen_fd);
+    }
+    if (srv->epfd >= 0) {
+        close(srv->epfd);
+    }
+    if (srv->wake_fd >= 0) {
+        close(srv->wake_fd);
+    }
+    shi_table_free(&srv->table);
+    free(srv);
+}
+
 static void *
 server_main(void *arg)
 {
@@ -784,7 +818,10 @@ server_main(void *arg)
         for (int i = 0; i < n; i++) {
             void *tag = events[i].data.ptr;
             if (tag == &server_wake_tag) {
-                stop = 1;
+                uint64_t count;
+                while (read(srv->wake_fd, &count, sizeof(count)) < 0
+                    && errno == EINTR) { }
+                stop = atomic_load(&srv->stop_asked);
             } else if (tag == &server_listen_tag) {
                 server_accept(srv);
             } else {
@@ -796,29 +833,19 @@ server_main(void *arg)
             server_wake(srv);
         }
         server_reap(srv);
+        stop |= atomic_load(&srv->released) && srv->conns == NULL;
     }
     srv->stopping = 1;
     while (srv->conns != NULL) {
         conn_drop(srv, srv->conns, 0, "");
     }
     server_reap(srv);
+    if (atomic_load(&srv->released) && !atomic_load(&srv->stop_asked)) {
+        SHI_INFO("store server on port %d: its last client left; stopped",
+            srv->port);
+        server_free(srv); // nobody joins a released server's thread
+    }
     return NULL;
-}
-
-static void
-server_free(shi_store_server *srv)
-{
-    if (srv->listen_fd >= 0) {
-        close(srv->listen_fd);
-    }
-    if (srv->epfd >= 0) {
-        close(srv->epfd);
-    }
-    if (srv->wake_fd >= 0) {
-        close(srv->wake_fd);
-    }
-    shi_table_free(&srv->table);
-    free(srv);
 }
 
 // Creates the epoll set with the listening socket and the wake-up eventfd.
@@ -896,6 +923,11 @@ shi_store_server_start(shi_store_server **out, const char *host, int port,
             SHOAL_ESYS, "store server: pthread_create: %s", strerror(rc));
     }
     SHI_INFO("store server listening on %s:%d", host ? host : "*", srv->port);
+    srv->pid = getpid();
+    pthread_mutex_lock(&running_lock);
+    srv->next_running = running_servers;
+    running_servers   = srv;
+    pthread_mutex_unlock(&running_lock);
     *out = srv;
     return SHOAL_OK;
 }
@@ -926,7 +958,41 @@ shi_store_server_stop(shi_store_server *srv)
     if (srv == NULL) {
         return;
     }
+    atomic_store(&srv->stop_asked, 1);
     while (write(srv->wake_fd, &one, sizeof(one)) < 0 && errno == EINTR) { }
     pthread_join(srv->thread, NULL);
     server_free(srv);
+}
+
+void
+shi_store_server_release(shi_store_server *srv)
+{
+    uint64_t one = 1;
+
+    if (srv == NULL) {
+        return;
+    }
+    pthread_detach(srv->thread);
+    atomic_store(&srv->released, 1);
+    while (write(srv->wake_fd, &one, sizeof(one)) < 0 && errno == EINTR) { }
+}
+
+int
+shi_store_servers_foreign_peers(void)
+{
+    int ports[64], n = 0, foreign = 0;
+
+    pthread_mutex_lock(&running_lock);
+    for (shi_store_server *s = running_servers; s != NULL && n < 64;
+         s                   = s->next_running) {
+        if (s->pid == getpid()) {
+            ports[n++] = s->port;
+        }
+    }
+    pthread_mutex_unlock(&running_lock);
+    for (int i = 0; i < n; i++) {
+        int k = shi_tcp_foreign_peers(ports[i]);
+        foreign += k > 0 ? k : 0;
+    }
+    return foreign;
 }

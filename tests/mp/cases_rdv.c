@@ -196,8 +196,9 @@ mp_case_store_owner_kill(shoal_comm *comm, int argc, char **argv)
 }
 
 // The last rank destroys its communicator instead of splitting it: the
-// others' split fails at once naming it (and a rank that published its
-// choice before leaving, as SHOAL_SPLIT_NONE does, is no failure).
+// others' split fails at once naming it, a rank asking for no group
+// (SHOAL_SPLIT_NONE) too, since a split returns only once every rank has
+// chosen.
 int
 mp_case_split_left(shoal_comm *comm, int argc, char **argv)
 {
@@ -207,18 +208,15 @@ mp_case_split_left(shoal_comm *comm, int argc, char **argv)
     (void) argc;
     (void) argv;
     MP_CHECK(size > 2);
-    if (rank == size - 2) { // leaves right after its choice
-        MP_EXPECT(
-            shoal_comm_split(comm, SHOAL_SPLIT_NONE, 0, &child), SHOAL_OK);
-    }
-    if (rank >= size - 2) {
+    if (rank == size - 1) {
         MP_EXPECT(shoal_comm_destroy(comm), SHOAL_OK);
         printf("rank %d: case split_left OK\n", rank);
         fflush(stdout);
         _exit(0);
     }
     double t0 = mp_now();
-    int    st = shoal_comm_split(comm, 0, rank, &child);
+    int    st = shoal_comm_split(
+           comm, rank == size - 2 ? SHOAL_SPLIT_NONE : 0, rank, &child);
     printf("split failed after %.3f s: %s: %s\n", mp_now() - t0,
         shoal_status_name(st), shoal_last_error());
     snprintf(name, sizeof(name), "rank %d", size - 1);
@@ -256,5 +254,36 @@ mp_case_create_history(shoal_comm *comm, int argc, char **argv)
         MP_CHECK(v == size * (size + 1) / 2);
         MP_EXPECT(shoal_comm_destroy(other), SHOAL_OK);
     }
+    return 0;
+}
+
+// A split is collective: rank 0, alone in its group, returns only once
+// every rank has chosen (the others choose 300 ms later), so it cannot
+// leave while they still need the store.
+int
+mp_case_split_waits(shoal_comm *comm, int argc, char **argv)
+{
+    int         rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    int         zero = 0, *rest = calloc((size_t) size, sizeof(int));
+    shoal_comm *child = NULL;
+    (void) argc;
+    (void) argv;
+    MP_CHECK(rest != NULL);
+    for (int r = 1; r < size; r++) {
+        rest[r - 1] = r;
+    }
+    double t0 = mp_now();
+    if (rank == 0) {
+        MP_EXPECT(shoal_comm_split_ranks(comm, &zero, 1, &child), SHOAL_OK);
+        printf("split returned after %.3f s\n", mp_now() - t0);
+        MP_CHECK(mp_now() - t0 > 0.25);
+    } else {
+        usleep(300000);
+        MP_EXPECT(
+            shoal_comm_split_ranks(comm, rest, size - 1, &child), SHOAL_OK);
+        MP_EXPECT(shoal_barrier(child), SHOAL_OK);
+    }
+    MP_EXPECT(shoal_comm_destroy(child), SHOAL_OK);
+    free(rest);
     return 0;
 }

@@ -31,6 +31,7 @@ static const struct {
     { "recreate_kill", mp_case_recreate_kill },
     { "split_keys", mp_case_split_keys },
     { "create_history", mp_case_create_history },
+    { "split_waits", mp_case_split_waits },
     { "tp_mem", mp_case_tp_mem },
     { "window_ring", mp_case_window_ring },
     { "tuning", mp_case_tuning },

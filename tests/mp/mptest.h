@@ -92,6 +92,7 @@ int mp_case_caller_waits(shoal_comm *comm, int argc, char **argv);
 int mp_case_recreate_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_split_keys(shoal_comm *comm, int argc, char **argv);
 int mp_case_create_history(shoal_comm *comm, int argc, char **argv);
+int mp_case_split_waits(shoal_comm *comm, int argc, char **argv);
 int mp_case_split_left(shoal_comm *comm, int argc, char **argv);
 int mp_case_freeze(shoal_comm *comm, int argc, char **argv);
 int mp_case_fault(shoal_comm *comm, int argc, char **argv);

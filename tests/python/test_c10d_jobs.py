@@ -304,6 +304,64 @@ def test_ranks_of_one_communicator_in_threads_of_one_process():
     assert ok(job(1, code(THREADS), extra_env=env)) == ["ok\n"]
 
 
+LEAVE = """
+import os, sys, threading, time, torch, torch.distributed as dist
+
+dist.init_process_group("shoal")
+r = dist.get_rank()
+t = torch.ones(1)
+dist.all_reduce(t)
+# As in a trainer with threads of its own: a daemon thread keeps the group
+# alive, so the interpreter's teardown never destroys it.
+threading.Thread(target=lambda g=dist.group.WORLD: time.sleep(60),
+                 daemon=True).start()
+if r == 0:
+    time.sleep(1.5)  # outlives the others, watching them go
+elif r == 1 and os.environ["HOW"] == "crash":
+    os._exit(0)  # no exit handlers: a crash as far as peers can tell
+elif r == 2:
+    sys.exit(0)
+print("ok")  # rank 1 (exit) leaves at the end of the interpreter
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "crash"])
+def test_exit_without_destroy_says_goodbye(how):
+    """Ranks that leave through the end of the interpreter or sys.exit()
+    without destroy_process_group are not reported as dead; a rank that
+    ends with os._exit still is."""
+    results = job(3, code(LEAVE), extra_env={"HOW": how})
+    assert all(rc == 0 for rc, _, _ in results), results
+    err0 = results[0][2]
+    if how == "exit":
+        assert "WARN" not in err0 and "died" not in err0, err0
+    else:
+        assert "rank 1" in err0 and "died" in err0, err0
+
+
+SPLIT_THEN_LEAVE = """
+import os, time, torch, shoal
+
+comm = shoal.new_comm("shoal", "cpu", name="w")
+r = comm.get_rank()
+if r == 0:  # splits off alone and leaves at once
+    assert comm.split([0]).get_size() == 1
+else:  # the others choose a second later, then meet in the child
+    time.sleep(1.0)
+    child = comm.split([1, 2])
+    t = torch.ones(1)
+    child.all_reduce(t, shoal.ReduceOp.SUM)
+    assert t.item() == 2, t
+print("ok")
+"""
+
+
+def test_split_waits_for_every_rank_and_the_store_outlives_it():
+    """Rank 0 (which serves the store) splits alone and exits; the others
+    split a second later and still meet, through its store."""
+    assert ok(job(3, code(SPLIT_THEN_LEAVE))) == ["ok\n"] * 3
+
+
 KILLED = """
 import os, signal, threading, time, torch, torch.distributed as dist
 import shoal

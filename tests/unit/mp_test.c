@@ -275,6 +275,9 @@ MP_TEST_234(mp_split_keys, "split_keys", NULL)
 // many communicators each process made before.
 MP_TEST_234(mp_create_history, "create_history", NULL)
 
+// A rank alone in its group still waits for every rank's choice.
+MP_TEST_234(mp_split_waits, "split_waits", NULL)
+
 // The transport's memory operations (expose, view, read, write).
 MP_TEST(mp_tp_mem, "tp_mem", NULL)
 
