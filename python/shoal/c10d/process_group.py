@@ -26,7 +26,7 @@ import torch.distributed as dist
 from .. import _C, _bootstrap, _env, _groups
 from ..comm import Comm
 from .._reduce_op import ReduceOp
-from . import monitored, sparse
+from . import forms, monitored, sparse
 from .profiled import profiled
 from .work import Completer, Work
 
@@ -189,8 +189,12 @@ class ProcessGroupShoal(dist.ProcessGroup):
 
     # ---- collectives in place -----------------------------------------------
 
-    def allreduce(self, tensors, opts=None):
-        opts = opts or dist.AllreduceOptions()
+    def allreduce(self, tensors, opts=None, timeout=None, op=None):
+        # Short forms: allreduce([t] or t, op=SUM, timeout=None).
+        tensors = forms.tensor_list(tensors)
+        if not forms.is_options(opts):
+            opts = forms.options(dist.AllreduceOptions, None, timeout,
+                                 reduceOp=opts if op is None else op)
         op, t = _reduce_op(opts.reduceOp), _timeout(opts)
         if len(tensors) == 1 and tensors[0].layout == torch.strided:
             if not opts.asyncOp:  # the common call, the short way
@@ -215,22 +219,35 @@ class ProcessGroupShoal(dist.ProcessGroup):
         return self.allreduce(tensors,
                               opts or dist.AllreduceCoalescedOptions())
 
-    def broadcast(self, tensors, opts=None):
-        opts = opts or dist.BroadcastOptions()
+    def broadcast(self, tensors, opts=None, timeout=None, root=None):
+        # Short form: broadcast(t, root, timeout=None).
+        tensors = forms.tensor_list(tensors)
+        if not forms.is_options(opts):
+            opts = forms.options(dist.BroadcastOptions, None, timeout,
+                                 rootRank=opts if root is None else root)
         root, t = opts.rootRank, _timeout(opts)
         works = [self._comm.broadcast(x, root, opts.asyncOp, timeout=t)
                  for x in tensors]
         return self._work(opts, works, tensors)
 
-    def reduce(self, tensors, opts=None):
-        opts = opts or dist.ReduceOptions()
+    def reduce(self, tensors, opts=None, op=None, timeout=None, root=None):
+        # Short form: reduce(t, root, op=SUM, timeout=None).
+        tensors = forms.tensor_list(tensors)
+        if not forms.is_options(opts):
+            opts = forms.options(dist.ReduceOptions, None, timeout,
+                                 rootRank=opts if root is None else root,
+                                 reduceOp=op)
         op, root, t = _reduce_op(opts.reduceOp), opts.rootRank, _timeout(opts)
         works = [self._comm.reduce(x, root, op, True, timeout=t)
                  for x in tensors]
         return self._work(opts, works, tensors)
 
-    def barrier(self, opts=None):
-        sync = opts is not None and not opts.asyncOp
+    def barrier(self, opts=None, timeout=None):
+        # Short form: barrier(timeout=None).
+        if not forms.is_options(opts):
+            opts = forms.options(dist.BarrierOptions, None,
+                                 forms.timeout_in(opts) or timeout)
+        sync = not opts.asyncOp
         works = [self._comm.barrier(not sync, timeout=_timeout(opts))]
         return self._work(opts, works, [])
 
@@ -242,7 +259,13 @@ class ProcessGroupShoal(dist.ProcessGroup):
 
     # ---- gathers ------------------------------------------------------------
 
-    def allgather(self, output_tensors, input_tensors, opts=None):
+    def allgather(self, output_tensors, input_tensors, opts=None,
+                  timeout=None):
+        if isinstance(input_tensors, torch.Tensor):
+            # Short form: allgather([outputs], t, timeout=None).
+            output_tensors, input_tensors = [output_tensors], [input_tensors]
+            opts = forms.options(forms.AllgatherOptions, None,
+                                 forms.timeout_in(opts) or timeout)
         t = _timeout(opts)
         works = [self._comm.all_gather(outs, x, True, timeout=t)
                  for outs, x in zip(output_tensors, input_tensors)]
@@ -284,8 +307,14 @@ class ProcessGroupShoal(dist.ProcessGroup):
 
     allgather_into_tensor_coalesced = all_gather_single_coalesced
 
-    def gather(self, output_tensors, input_tensors, opts=None):
-        opts = opts or dist.GatherOptions()
+    def gather(self, output_tensors, input_tensors, opts=None, timeout=None,
+               root=None):
+        if isinstance(input_tensors, torch.Tensor):
+            # Short form: gather([outputs], t, root, timeout=None).
+            output_tensors, input_tensors = [output_tensors], [input_tensors]
+        if not forms.is_options(opts):
+            opts = forms.options(dist.GatherOptions, None, timeout,
+                                 rootRank=opts if root is None else root)
         root, t = opts.rootRank, _timeout(opts)
         outs = output_tensors[0] if self.rank() == root else None
         works = [self._comm.gather(outs, input_tensors[0], root, True,
@@ -294,16 +323,28 @@ class ProcessGroupShoal(dist.ProcessGroup):
 
     # ---- scatters -----------------------------------------------------------
 
-    def scatter(self, output_tensors, input_tensors, opts=None):
-        opts = opts or dist.ScatterOptions()
+    def scatter(self, output_tensors, input_tensors, opts=None, timeout=None,
+                root=None):
+        if isinstance(output_tensors, torch.Tensor):
+            # Short form: scatter(t, [inputs], root, timeout=None).
+            output_tensors, input_tensors = [output_tensors], [input_tensors]
+        if not forms.is_options(opts):
+            opts = forms.options(dist.ScatterOptions, None, timeout,
+                                 rootRank=opts if root is None else root)
         root, t = opts.rootRank, _timeout(opts)
         ins = input_tensors[0] if self.rank() == root else None
         works = [self._comm.scatter(output_tensors[0], ins, root, True,
                                     timeout=t)]
         return self._work(opts, works, output_tensors)
 
-    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
-        opts = opts or dist.ReduceScatterOptions()
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None,
+                       timeout=None, op=None):
+        if isinstance(output_tensors, torch.Tensor):
+            # Short form: reduce_scatter(t, [inputs], op=SUM, timeout=None).
+            output_tensors, input_tensors = [output_tensors], [input_tensors]
+        if not forms.is_options(opts):
+            opts = forms.options(dist.ReduceScatterOptions, None, timeout,
+                                 reduceOp=opts if op is None else op)
         op, t = _reduce_op(opts.reduceOp), _timeout(opts)
         works = [self._comm.reduce_scatter(o, ins, op, True, timeout=t)
                  for o, ins in zip(output_tensors, input_tensors)]
