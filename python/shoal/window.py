@@ -32,10 +32,14 @@ shoal keeps the registered memory alive while it is registered, also with
 ``owning=False`` (which only means ``get_tensor()`` returns None): peers
 may write into it at any time until ``tensor_deregister``. Tensors from
 ``map_remote_tensor`` must not be used after ``tensor_deregister``; shoal
-empties the ones it made (their size becomes 0).
+empties the ones it made (their size becomes 0), and slices or views of
+them kept elsewhere are cut off from the peer: each view has a mapping of
+its own, replaced by private zeroed pages at deregistration (or when the
+window is closed or the communicator finalized), with a RuntimeWarning.
 """
 
 import enum
+import warnings
 import weakref
 
 from . import _C, _arrays, _dtypes, _env
@@ -94,12 +98,25 @@ class Window:
     def tensor_deregister(self, timeout=None):
         """Collective: returns once every rank's puts and signals to this
         rank have landed and every rank deregistered. Tensors from
-        map_remote_tensor are emptied."""
+        map_remote_tensor are emptied, and any slice or view of them kept
+        elsewhere no longer reaches the peer: it sees private zeroed
+        memory (a RuntimeWarning says so)."""
         try:
             self._c.deregister(_env.op_timeout_ms(timeout))
         finally:
             if self._c.nbytes == 0:
                 self._forget()
+                self._warn_left_views()
+
+    def _warn_left_views(self):
+        left = self._c.views_left()
+        if left:
+            warnings.warn(
+                f"tensor_deregister: {left} view(s) of peers' window memory "
+                f"(slices or .view()s of map_remote_tensor's tensors) are "
+                f"still alive; they now see private zeroed memory, not the "
+                f"peer's, and writes through them go nowhere",
+                RuntimeWarning, stacklevel=3)
 
     def _forget(self):
         for t in list(self._remote):

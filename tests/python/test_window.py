@@ -51,6 +51,10 @@ def test_mapped_peer_tensors():
     run(3, "map")
 
 
+def test_views_kept_past_deregistration_cannot_reach_the_peer():
+    run(2, "stale_views")
+
+
 def test_bad_input():
     run(3, "errors")
 

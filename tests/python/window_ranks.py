@@ -109,6 +109,47 @@ def case_map():
     c.finalize()
 
 
+def case_stale_views():
+    """Slices and views of a mapped peer tensor kept past deregistration
+    (or past the window's close, or the communicator's finalize) no longer
+    reach the peer: the peer's next buffer, at the same place in its heap,
+    stays untouched, and a RuntimeWarning names the views left behind."""
+    import warnings
+
+    c = new_comm()
+    rank, n = c.get_rank(), c.get_size()
+    right = (rank + 1) % n
+    for how in ("deregister", "close", "finalize"):
+        buf = shoal.zeros(64, dtype=torch.float32, comm=c)
+        win = c.new_window(buf)
+        kept = win.map_remote_tensor(right)[8:56].view(6, 8)  # a view
+        kept.fill_(1.0)  # still registered: reaches the peer
+        c.barrier()
+        assert buf[8:56].eq(1.0).all() and buf[:8].eq(0).all(), buf
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            if how == "deregister":
+                win.tensor_deregister()
+            elif how == "close":
+                win._c.close()
+            else:
+                c.finalize()
+        if how == "deregister":
+            assert any("still alive" in str(w.message) for w in seen), seen
+        if how == "finalize":
+            c = new_comm(name="win2")
+        del buf, win
+        fresh = shoal.zeros(64, dtype=torch.float32, comm=c)
+        c.barrier()
+        kept.fill_(7.0)  # misuse: must not reach the peer any more
+        c.barrier()
+        assert fresh.eq(0).all(), (how, fresh)
+        assert kept.eq(7.0).all()  # private memory, still valid
+        del fresh, kept
+        c.barrier()
+    c.finalize()
+
+
 # ---- bad input --------------------------------------------------------------
 
 

@@ -82,6 +82,7 @@ comm_close(ext_comm *self)
     if (ext_work_drain(self) < 0 || ext_plan_drain(self) < 0) {
         return -1;
     }
+    ext_peer_views_retire(NULL, self); // the peers' memory is no more ours
     self->comm = NULL;
     if (ext_block_defer_destroy(self, comm)) {
         return 0; // arrays still use its shared heap (alloc.c)

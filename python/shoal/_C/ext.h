@@ -181,6 +181,21 @@ PyObject *ext_dlpack_export(unsigned char *base, size_t nbytes, size_t offset,
 
 extern PyTypeObject ext_window_type;
 
+// ---- Peer views (peer_view.c) ---------------------------------------------
+
+// Readies the type. Returns 0 or -1.
+int ext_peer_view_init(void);
+// A DLPack capsule of `shape` (DLPack type code, bits) over `bytes` of a
+// peer's memory at `ptr`, through a mapping of the view's own that keeps
+// `window` alive. A new reference, or NULL with an exception.
+PyObject *ext_peer_view_export(PyObject *window, ext_comm *comm, void *ptr,
+    size_t bytes, PyObject *shape, int code, int bits);
+// Replaces the mappings of the live views of `window` (or of any window of
+// `comm`) by private zeroed pages; returns how many it replaced.
+Py_ssize_t ext_peer_views_retire(PyObject *window, ext_comm *comm);
+// Views of `window` still alive.
+Py_ssize_t ext_peer_views_alive(PyObject *window);
+
 // ---- Errors (errors.c) ----------------------------------------------------
 
 extern PyObject *ext_exc_base; // ShoalError

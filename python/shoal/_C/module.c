@@ -100,7 +100,7 @@ PyInit__C(void)
         || PyType_Ready(&ext_work_type) < 0
         || PyType_Ready(&ext_block_type) < 0
         || PyType_Ready(&ext_plan_type) < 0
-        || PyType_Ready(&ext_window_type) < 0) {
+        || PyType_Ready(&ext_window_type) < 0 || ext_peer_view_init() < 0) {
         return NULL;
     }
     m = PyModule_Create(&module_def);

@@ -62,6 +62,7 @@ window_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 static void
 window_close_native(ext_window *self)
 {
+    ext_peer_views_retire((PyObject *) self, NULL);
     if (self->win != NULL) {
         shoal_window_free(self->win);
         self->win = NULL;
@@ -130,6 +131,7 @@ window_deregister(ext_window *self, PyObject *args)
     res = window_collective(self, 0, NULL, timeout);
     // Deregistered whether or not the fence succeeded (see shoal.h).
     if (shoal_window_bytes(self->win) == 0) {
+        ext_peer_views_retire((PyObject *) self, NULL);
         Py_CLEAR(self->registered);
     }
     return res;
@@ -266,8 +268,15 @@ window_peer_dlpack(ext_window *self, PyObject *args)
     if (st != SHOAL_OK) {
         return ext_raise_status(st, NULL);
     }
-    return ext_dlpack_export(ptr, shoal_window_bytes(self->win), 0, shape,
-        code, bits, (PyObject *) self, "peer_dlpack");
+    return ext_peer_view_export((PyObject *) self, self->comm, ptr,
+        shoal_window_bytes(self->win), shape, code, bits);
+}
+
+static PyObject *
+window_views_left(ext_window *self, PyObject *unused)
+{
+    (void) unused;
+    return PyLong_FromSsize_t(ext_peer_views_alive((PyObject *) self));
 }
 
 static PyObject *
@@ -304,6 +313,9 @@ static PyMethodDef window_methods[] = {
         "registered memory" },
     { "close", (PyCFunction) window_close, METH_NOARGS,
         "frees the native window (local)" },
+    { "views_left", (PyCFunction) window_views_left, METH_NOARGS,
+        "views of peers' memory still alive (after deregister: left "
+        "behind, over private pages)" },
     { NULL, NULL, 0, NULL },
 };
 
