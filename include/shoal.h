@@ -695,10 +695,29 @@ SHOAL_API int shoal_window_peer_ptr(shoal_window *win, int peer, void **out);
 // covering input is combined, in that same order (so results are bitwise
 // the same on every rank); AVG divides by the number of inputs covering
 // each element.
+//
+// Several tensors: a plan may move boxes of several named global tensors
+// at once (all of a layer's parameters, say), each with its own number of
+// dimensions and shape, all of the plan's one dtype. Boxes of different
+// tensors never meet. Each rank then passes one local tensor per tensor
+// it names, holding that whole tensor, and the boxes are parts of it.
 
-#define SHOAL_PLAN_COPY (-1)
+#define SHOAL_PLAN_COPY     (-1)
+#define SHOAL_PLAN_MAX_DIMS 12
+// Longest tensor name, in bytes (the NUL not counted).
+#define SHOAL_PLAN_MAX_NAME 1024
 
 typedef struct shoal_plan shoal_plan;
+
+// A named global tensor of a plan over several tensors. Ranks that name
+// the same tensor must agree on ndim, and on the shape where they give
+// one; without a shape on any rank, the tensor's extent in each dimension
+// is the end of the furthest box of it, over all ranks.
+typedef struct shoal_plan_tensor {
+    const char    *name; // 1 .. SHOAL_PLAN_MAX_NAME bytes, matched by value
+    int            ndim; // 0 .. SHOAL_PLAN_MAX_DIMS
+    const int64_t *shape; // ndim entries, or NULL: the boxes define it
+} shoal_plan_tensor;
 
 // A rank's part of a custom collective. Boxes are 2 * ndim int64 values
 // each: the offset, then the shape.
@@ -715,29 +734,45 @@ typedef struct shoal_plan_spec {
     // Non-NULL: this rank found its own arguments bad (a front end's
     // parsing); every rank fails with "rank R: <error>" instead of hanging.
     const char *error;
+    // Several tensors (ntensors > 0; ndim and shape above are then unused):
+    // input box i belongs to tensors[input_tensor[i]] and is 2 * that
+    // tensor's ndim values, output box o to tensors[output_tensor[o]]. A
+    // spec of an older size (without these fields) has one tensor.
+    int                      ntensors;
+    const shoal_plan_tensor *tensors;
+    const int               *input_tensor; // ninputs indexes into tensors
+    const int               *output_tensor; // noutputs indexes
 } shoal_plan_spec;
 
 #define SHOAL_PLAN_SPEC_INIT                                                  \
     {                                                                         \
         .size = sizeof(shoal_plan_spec), .ndim = 0, .shape = NULL,            \
         .dtype = SHOAL_FLOAT32, .reduction = SHOAL_PLAN_COPY, .ninputs = 0,   \
-        .inputs = NULL, .noutputs = 0, .outputs = NULL, .error = NULL         \
+        .inputs = NULL, .noutputs = 0, .outputs = NULL, .error = NULL,        \
+        .ntensors = 0, .tensors = NULL, .input_tensor = NULL,                 \
+        .output_tensor = NULL                                                 \
     }
 
 // Compiles a custom collective. Collective over `comm`: every rank calls
 // it, in the same order as its other collectives. All ranks must agree on
-// ndim, shape, dtype and reduction; every box must lie inside the shape;
-// every output element must be covered by some rank's input. A violation
+// ndim, shape (of each tensor they name), dtype and reduction; every box
+// must lie inside its tensor's shape; every output element must be covered
+// by some rank's input of the same tensor. A violation
 // fails on every rank with the same SHOAL_EINVAL message (naming the rank,
 // the box and the uncovered elements), and the communicator stays usable.
 // Errors: SHOAL_EINVAL, SHOAL_ENOMEM, plus the failures of collectives.
 SHOAL_API int shoal_plan_create(
     shoal_comm *comm, const shoal_plan_spec *spec, shoal_plan **out);
 
-// Starts one run of the plan. inputs[i] / outputs[i] point at the first
-// element of this rank's local tensor for box i (NULL allowed for empty
-// boxes); strides (in elements, one array of ndim per tensor, or NULL for
-// row-major) give its layout. Input and output memory may overlap (the
+// Starts one run of the plan over this rank's local tensors. With one
+// tensor (ntensors 0), inputs[i] / outputs[i] hold box i exactly. With
+// several, the local input tensors are the tensors of this rank's input
+// boxes, in the order they first appear among them, each holding its whole
+// tensor (its global shape), and likewise the local output tensors
+// (shoal_plan_local_tensors lists them). Each pointer is the first element
+// of its local tensor (NULL allowed for empty ones); strides (in elements,
+// one array per tensor of its tensor's ndim, or NULL for row-major) give
+// its layout. Input and output memory may overlap (the
 // inputs are then read in full before any output is written). Collective
 // over the plan's ranks: every rank starts its runs in the same order,
 // and the call agrees with them first, so a rank passing bad arguments
@@ -771,6 +806,19 @@ SHOAL_API size_t shoal_plan_format(
 // Bytes this rank sends and receives per run (counting each message once).
 SHOAL_API int shoal_plan_bytes(
     const shoal_plan *plan, size_t *sent, size_t *received);
+
+// This rank's local tensors, as shoal_plan_start takes them: how many
+// inputs (*ninputs) and outputs (*noutputs) it passes (either may be NULL).
+// Returns SHOAL_OK, or SHOAL_EINVAL for a NULL plan.
+SHOAL_API int shoal_plan_local_tensors(
+    const shoal_plan *plan, int *ninputs, int *noutputs);
+
+// The shape of local input (output 0) or output (output 1) tensor `index`:
+// *ndim values into shape[SHOAL_PLAN_MAX_DIMS]; *name (may be NULL) gets
+// its tensor's name ("" with one tensor), valid while the plan lives.
+// Returns SHOAL_OK, or SHOAL_EINVAL for an index out of range.
+SHOAL_API int shoal_plan_local_tensor(const shoal_plan *plan, int output,
+    int index, int *ndim, int64_t *shape, const char **name);
 
 // Waits for a run in flight, then releases the plan. NULL is accepted.
 SHOAL_API void shoal_plan_free(shoal_plan *plan);

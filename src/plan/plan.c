@@ -7,6 +7,9 @@
 #include "core/log.h"
 #include "plan/plan_obj.h"
 
+_Static_assert(SHI_BOX_MAX_DIMS == SHOAL_PLAN_MAX_DIMS,
+    "plans and their boxes must agree on the most dimensions");
+
 static int
 plan_oom(void)
 {
@@ -58,10 +61,11 @@ plan_alloc_run_state(shoal_plan *p)
     p->recv_stage  = calloc((size_t) l->nrecvs + 1, sizeof(*p->recv_stage));
     p->send_layout = calloc((size_t) l->nsends + 1, sizeof(*p->send_layout));
     p->recv_layout = calloc((size_t) l->nrecvs + 1, sizeof(*p->recv_layout));
-    p->in_base     = calloc((size_t) l->ninputs + 1, sizeof(*p->in_base));
-    p->out_base    = calloc((size_t) l->noutputs + 1, sizeof(*p->out_base));
-    p->in_strides  = calloc(((size_t) l->ninputs + 1) * nd, sizeof(int64_t));
-    p->out_strides = calloc(((size_t) l->noutputs + 1) * nd, sizeof(int64_t));
+    p->in_base     = calloc((size_t) l->nlocal_in + 1, sizeof(*p->in_base));
+    p->out_base    = calloc((size_t) l->nlocal_out + 1, sizeof(*p->out_base));
+    p->in_strides  = calloc(((size_t) l->nlocal_in + 1) * nd, sizeof(int64_t));
+    p->out_strides
+        = calloc(((size_t) l->nlocal_out + 1) * nd, sizeof(int64_t));
     if (p->recv_cell == NULL || p->recv_direct == NULL || p->sreq == NULL
         || p->rreq == NULL || p->send_stage == NULL || p->recv_stage == NULL
         || p->send_layout == NULL || p->recv_layout == NULL
@@ -158,6 +162,52 @@ shoal_plan_bytes(const shoal_plan *plan, size_t *sent, size_t *received)
     }
     if (received != NULL) {
         *received = plan->l.recv_bytes;
+    }
+    return SHOAL_OK;
+}
+
+int
+shoal_plan_local_tensors(const shoal_plan *plan, int *ninputs, int *noutputs)
+{
+    if (plan == NULL) {
+        return shi_error(SHOAL_EINVAL, "plan_local_tensors: the plan is NULL");
+    }
+    if (ninputs != NULL) {
+        *ninputs = plan->l.nlocal_in;
+    }
+    if (noutputs != NULL) {
+        *noutputs = plan->l.nlocal_out;
+    }
+    return SHOAL_OK;
+}
+
+int
+shoal_plan_local_tensor(const shoal_plan *plan, int output, int index,
+    int *ndim, int64_t *shape, const char **name)
+{
+    const shi_plan_local   *k;
+    const shi_plan_gtensor *t;
+    int                     n, pad;
+
+    if (plan == NULL || ndim == NULL || shape == NULL) {
+        return shi_error(SHOAL_EINVAL,
+            "plan_local_tensor: the plan, ndim or shape is NULL");
+    }
+    n = output ? plan->l.nlocal_out : plan->l.nlocal_in;
+    if (index < 0 || index >= n) {
+        return shi_error(SHOAL_EINVAL,
+            "plan_local_tensor: this rank has %d local %s tensors, not %d", n,
+            output ? "output" : "input", index + 1);
+    }
+    k     = output ? &plan->l.local_out[index] : &plan->l.local_in[index];
+    t     = &plan->l.tensors[k->tensor];
+    pad   = plan->l.ndim - t->ndim;
+    *ndim = t->ndim;
+    for (int d = 0; d < t->ndim; d++) {
+        shape[d] = k->owner.hi[pad + d] - k->owner.lo[pad + d];
+    }
+    if (name != NULL) {
+        *name = t->name;
     }
     return SHOAL_OK;
 }

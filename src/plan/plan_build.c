@@ -10,6 +10,8 @@
 // (2k + 1)^ndim cells, few in real redistributions, where an output meets a
 // handful of inputs). Every rank plans every output, so that the coverage
 // errors are the same everywhere; only its own messages and cells are kept.
+// Only inputs of an output's own tensor meet it; boxes arrive padded to
+// the plan's ndim (plan_tensors.c), so tensors of any ndim share the code.
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -30,13 +32,14 @@ typedef struct build_cand {
 } build_cand;
 
 typedef struct build_ctx {
-    const shi_plan_spec *specs;
-    int                  size, rank, ndim, reduction;
-    size_t               esize;
-    shi_plan_msg        *send_by_peer, *recv_by_peer;
-    shi_plan_layout     *out;
-    int                  cell_cap;
-    int64_t              moved; // bytes of every cell's contributors so far
+    const shi_plan_world *w;
+    int                   size, rank, ndim, reduction;
+    int                   tensor; // the tensor of the output being planned
+    size_t                esize;
+    shi_plan_msg         *send_by_peer, *recv_by_peer;
+    shi_plan_layout      *out;
+    int                   cell_cap;
+    int64_t               moved; // bytes of every cell's contributors so far
     // Scratch for one output.
     build_cand *cands;
     int         ncands, cand_cap;
@@ -83,10 +86,11 @@ collect_candidates(build_ctx *c, const shi_box *o)
 
     c->ncands = 0;
     for (int s = 0; s < c->size; s++) {
-        const shi_plan_spec *sp = &c->specs[s];
+        const shi_plan_rank_boxes *rb = &c->w->ranks[s];
 
-        for (int i = 0; i < sp->ninputs; i++) {
-            if (!shi_box_intersect(&sp->inputs[i], o, c->ndim, &x)) {
+        for (int i = 0; i < rb->ninputs; i++) {
+            if (rb->input_tensor[i] != c->tensor
+                || !shi_box_intersect(&rb->inputs[i], o, c->ndim, &x)) {
                 continue;
             }
             if (shi_plan_grow((void **) &c->cands, &c->cand_cap, c->ncands + 1,
@@ -277,6 +281,7 @@ add_piece(build_ctx *c, shi_plan_msg *m, int peer, int input, const shi_box *b,
     }
     m->peer                      = peer;
     m->pieces[m->npieces].input  = input;
+    m->pieces[m->npieces].tensor = c->tensor;
     m->pieces[m->npieces].box    = *b;
     m->pieces[m->npieces].offset = m->bytes;
     *offset                      = m->bytes;
@@ -364,14 +369,16 @@ static int
 uncovered(build_ctx *c, int d, int o, const shi_box *o_box,
     const shi_box *first, int64_t missing)
 {
-    char a[256], b[256];
+    const shi_plan_gtensor *t = &c->w->tensors[c->tensor];
+    char                    a[256], b[256], label[SHOAL_PLAN_MAX_NAME + 16];
 
-    shi_box_format(first, c->ndim, a, sizeof(a));
-    shi_box_format(o_box, c->ndim, b, sizeof(b));
+    shi_plan_box_format(t, first, c->ndim, a, sizeof(a));
+    shi_plan_box_format(t, o_box, c->ndim, b, sizeof(b));
     return shi_error(SHOAL_EINVAL,
-        "compile_op: elements %s of rank %d's outputs[%d] (global box %s) "
-        "are in no rank's inputs (%lld of its elements are uncovered)",
-        a, d, o, b, (long long) missing);
+        "compile_op: elements %s of rank %d's outputs[%d] (%sglobal box %s) "
+        "are in no rank's inputs%s (%lld of its elements are uncovered)",
+        a, d, o, shi_plan_tensor_label(t, label, sizeof(label)), b,
+        t->name[0] != '\0' ? " of that tensor" : "", (long long) missing);
 }
 
 // The contributors a cell keeps: all of them with a reduction, the last
@@ -456,14 +463,15 @@ emit_grid(build_ctx *c, int d, int o, const shi_box *o_box, int64_t ncells)
 static int
 plan_output(build_ctx *c, int d, int o)
 {
-    const shi_box *ob = &c->specs[d].outputs[o];
+    const shi_box *ob = &c->w->ranks[d].outputs[o];
     int64_t        ncells;
     int            st;
 
     if (shi_box_volume(ob, c->ndim) == 0) {
         return SHOAL_OK;
     }
-    st = collect_candidates(c, ob);
+    c->tensor = c->w->ranks[d].output_tensor[o];
+    st        = collect_candidates(c, ob);
     if (st == SHOAL_OK) {
         st = make_grid(c, ob, &ncells);
     }
@@ -477,14 +485,82 @@ plan_output(build_ctx *c, int d, int o)
 // --------------------------------------------------------------
 
 static int
-copy_boxes(shi_box **dst, const shi_box *src, int n)
+copy_array(void **dst, const void *src, int n, size_t elem)
 {
-    *dst = calloc(n > 0 ? (size_t) n : 1, sizeof(shi_box));
+    *dst = calloc(n > 0 ? (size_t) n : 1, elem);
     if (*dst == NULL) {
         return oom();
     }
-    memcpy(*dst, src, sizeof(shi_box) * (size_t) n);
+    memcpy(*dst, src, elem * (size_t) n);
     return SHOAL_OK;
+}
+
+// This rank's local tensors for boxes[0..n): one per box (the spec's
+// one-tensor form), or one per tensor in the order the boxes first name
+// them, each holding its whole tensor.
+static int
+make_locals(const shi_plan_world *w, int per_box, const shi_box *boxes,
+    const int *tensor, int n, int *nlocal, shi_plan_local **locals,
+    int **box_local)
+{
+    *nlocal    = 0;
+    *locals    = calloc((size_t) n + 1, sizeof(shi_plan_local));
+    *box_local = calloc((size_t) n + 1, sizeof(int));
+    if (*locals == NULL || *box_local == NULL) {
+        return oom();
+    }
+    for (int i = 0; i < n; i++) {
+        const shi_plan_gtensor *t = &w->tensors[tensor[i]];
+        int                     k = 0, pad = w->ndim - t->ndim;
+
+        while (!per_box && k < *nlocal && (*locals)[k].tensor != tensor[i]) {
+            k++;
+        }
+        (*box_local)[i] = per_box ? i : k;
+        if (!per_box && k < *nlocal) {
+            continue;
+        }
+        (*locals)[*nlocal].tensor = tensor[i];
+        for (int d = 0; d < w->ndim; d++) {
+            (*locals)[*nlocal].owner.lo[d] = per_box ? boxes[i].lo[d] : 0;
+            (*locals)[*nlocal].owner.hi[d] = per_box ? boxes[i].hi[d]
+                : d < pad                            ? 1
+                                                     : t->shape[d - pad];
+        }
+        (*nlocal)++;
+    }
+    return SHOAL_OK;
+}
+
+// This rank's boxes, their tensors and its local tensors into the layout.
+static int
+layout_own(shi_plan_layout *l, const shi_plan_world *w, int per_box)
+{
+    const shi_plan_rank_boxes *me = &w->ranks[l->rank];
+    int                        st = copy_array(
+                               (void **) &l->inputs, me->inputs, me->ninputs, sizeof(shi_box));
+
+    if (st == SHOAL_OK) {
+        st = copy_array(
+            (void **) &l->outputs, me->outputs, me->noutputs, sizeof(shi_box));
+    }
+    if (st == SHOAL_OK) {
+        st = copy_array((void **) &l->input_tensor, me->input_tensor,
+            me->ninputs, sizeof(int));
+    }
+    if (st == SHOAL_OK) {
+        st = copy_array((void **) &l->output_tensor, me->output_tensor,
+            me->noutputs, sizeof(int));
+    }
+    if (st == SHOAL_OK) {
+        st = make_locals(w, per_box, me->inputs, me->input_tensor, me->ninputs,
+            &l->nlocal_in, &l->local_in, &l->input_local);
+    }
+    if (st == SHOAL_OK) {
+        st = make_locals(w, per_box, me->outputs, me->output_tensor,
+            me->noutputs, &l->nlocal_out, &l->local_out, &l->output_local);
+    }
+    return st;
 }
 
 // Moves the non-empty per-peer messages into compact arrays; points cell
@@ -551,7 +627,7 @@ static int
 plan_all_outputs(build_ctx *c)
 {
     for (int d = 0; d < c->size; d++) {
-        for (int o = 0; o < c->specs[d].noutputs; o++) {
+        for (int o = 0; o < c->w->ranks[d].noutputs; o++) {
             int st = plan_output(c, d, o);
 
             if (st < 0) {
@@ -566,29 +642,31 @@ int
 shi_plan_build(
     shi_plan_layout *l, const shi_plan_spec *specs, int size, int rank)
 {
-    const shi_plan_spec *me = &specs[rank];
-    build_ctx            c  = { 0 };
-    int                  st;
+    shi_plan_world w = { 0 };
+    build_ctx      c = { 0 };
+    int            st;
 
     memset(l, 0, sizeof(*l));
     st = shi_plan_check_specs(specs, size);
+    if (st == SHOAL_OK) {
+        st = shi_plan_world_make(&w, specs, size);
+    }
     if (st < 0) {
         return st;
     }
-    l->rank      = rank;
-    l->size      = size;
-    l->ndim      = me->ndim;
-    l->dtype     = me->dtype;
-    l->esize     = shoal_dtype_size(me->dtype);
-    l->reduction = me->reduction;
-    memcpy(l->shape, me->shape, sizeof(l->shape));
-    l->ninputs     = me->ninputs;
-    l->noutputs    = me->noutputs;
-    c.specs        = specs;
+    l->rank        = rank;
+    l->size        = size;
+    l->ndim        = w.ndim;
+    l->dtype       = specs[rank].dtype;
+    l->esize       = shoal_dtype_size(specs[rank].dtype);
+    l->reduction   = specs[rank].reduction;
+    l->ninputs     = w.ranks[rank].ninputs;
+    l->noutputs    = w.ranks[rank].noutputs;
+    c.w            = &w;
     c.size         = size;
     c.rank         = rank;
-    c.ndim         = me->ndim;
-    c.reduction    = me->reduction;
+    c.ndim         = w.ndim;
+    c.reduction    = l->reduction;
     c.esize        = l->esize;
     c.out          = l;
     c.send_by_peer = calloc((size_t) size, sizeof(shi_plan_msg));
@@ -597,10 +675,7 @@ shi_plan_build(
         st = oom();
     }
     if (st == SHOAL_OK) {
-        st = copy_boxes(&l->inputs, me->inputs, me->ninputs);
-    }
-    if (st == SHOAL_OK) {
-        st = copy_boxes(&l->outputs, me->outputs, me->noutputs);
+        st = layout_own(l, &w, specs[rank].ntensors == 0);
     }
     if (st == SHOAL_OK) {
         st = plan_all_outputs(&c);
@@ -609,6 +684,13 @@ shi_plan_build(
         st = compact_messages(&c);
     }
     build_ctx_free(&c);
+    if (st == SHOAL_OK) { // the layout keeps the tensors
+        l->tensors  = w.tensors;
+        l->ntensors = w.ntensors;
+        w.tensors   = NULL;
+        w.ntensors  = 0;
+    }
+    shi_plan_world_free(&w);
     if (st < 0) {
         shi_plan_layout_free(l);
     }
@@ -627,10 +709,20 @@ shi_plan_layout_free(shi_plan_layout *l)
     for (int i = 0; l->cells != NULL && i < l->ncells; i++) {
         free(l->cells[i].sources);
     }
+    for (int k = 0; l->tensors != NULL && k < l->ntensors; k++) {
+        free(l->tensors[k].name);
+    }
     free(l->sends);
     free(l->recvs);
     free(l->cells);
     free(l->inputs);
     free(l->outputs);
+    free(l->tensors);
+    free(l->input_tensor);
+    free(l->output_tensor);
+    free(l->local_in);
+    free(l->local_out);
+    free(l->input_local);
+    free(l->output_local);
     memset(l, 0, sizeof(*l));
 }

@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "plan/plan.h"
+#include "plan/plan_impl.h"
 
 typedef struct fmt_out {
     char  *buf;
@@ -25,24 +25,31 @@ put(fmt_out *o, const char *fmt, ...)
     }
 }
 
+// A box of tensor `tensor`, in that tensor's own dimensions, after its
+// name when the plan has several.
 static void
-put_box(fmt_out *o, const shi_box *b, int ndim)
+put_box(fmt_out *o, const shi_plan_layout *l, int tensor, const shi_box *b)
 {
-    char s[512];
+    const shi_plan_gtensor *t = &l->tensors[tensor];
+    char                    s[512];
 
-    shi_box_format(b, ndim, s, sizeof(s));
+    shi_plan_box_format(t, b, l->ndim, s, sizeof(s));
+    if (t->name[0] != '\0') {
+        put(o, "'%s' ", t->name);
+    }
     put(o, "%s", s);
 }
 
 static void
-put_msg(fmt_out *o, const shi_plan_msg *m, int ndim, const char *dir)
+put_msg(fmt_out *o, const shi_plan_layout *l, const shi_plan_msg *m,
+    const char *dir)
 {
     put(o, "  %s rank %d: %zu bytes in %d piece%s\n", dir, m->peer, m->bytes,
         m->npieces, m->npieces == 1 ? "" : "s");
     for (int i = 0; i < m->npieces; i++) {
         put(o, "    @%zu inputs[%d] ", m->pieces[i].offset,
             m->pieces[i].input);
-        put_box(o, &m->pieces[i].box, ndim);
+        put_box(o, l, m->pieces[i].tensor, &m->pieces[i].box);
         put(o, "\n");
     }
 }
@@ -51,7 +58,7 @@ static void
 put_cell(fmt_out *o, const shi_plan_layout *l, const shi_plan_cell *c)
 {
     put(o, "  outputs[%d] ", c->output);
-    put_box(o, &c->box, l->ndim);
+    put_box(o, l, l->output_tensor[c->output], &c->box);
     put(o, " <-");
     for (int j = 0; j < c->nsources; j++) {
         const shi_plan_source *s = &c->sources[j];
@@ -76,26 +83,35 @@ shi_plan_format(
     if (buf != NULL && len > 0) {
         buf[0] = '\0';
     }
-    shi_dims_format(l->shape, l->ndim, shape, sizeof(shape));
-    put(&o, "%s, rank %d of %d: shape %s %s, reduction %s\n", title, l->rank,
-        l->size, shape, shoal_dtype_name(l->dtype),
+    put(&o, "%s, rank %d of %d:", title, l->rank, l->size);
+    for (int k = 0; k < l->ntensors; k++) {
+        const shi_plan_gtensor *t = &l->tensors[k];
+
+        shi_dims_format(t->shape, t->ndim, shape, sizeof(shape));
+        if (t->name[0] != '\0') {
+            put(&o, "%s tensor '%s' %s", k > 0 ? "," : "", t->name, shape);
+        } else {
+            put(&o, "%s shape %s", k > 0 ? "," : "", shape);
+        }
+    }
+    put(&o, " %s, reduction %s\n", shoal_dtype_name(l->dtype),
         l->reduction == SHI_PLAN_COPY ? "none (last wins)"
                                       : shoal_op_name(l->reduction));
     for (int i = 0; i < l->ninputs; i++) {
         put(&o, "  inputs[%d] ", i);
-        put_box(&o, &l->inputs[i], l->ndim);
+        put_box(&o, l, l->input_tensor[i], &l->inputs[i]);
         put(&o, "\n");
     }
     for (int i = 0; i < l->noutputs; i++) {
         put(&o, "  outputs[%d] ", i);
-        put_box(&o, &l->outputs[i], l->ndim);
+        put_box(&o, l, l->output_tensor[i], &l->outputs[i]);
         put(&o, "\n");
     }
     for (int i = 0; i < l->nsends; i++) {
-        put_msg(&o, &l->sends[i], l->ndim, "send to");
+        put_msg(&o, l, &l->sends[i], "send to");
     }
     for (int i = 0; i < l->nrecvs; i++) {
-        put_msg(&o, &l->recvs[i], l->ndim, "receive from");
+        put_msg(&o, l, &l->recvs[i], "receive from");
     }
     put(&o, "  %d cell%s:\n", l->ncells, l->ncells == 1 ? "" : "s");
     for (int i = 0; i < l->ncells; i++) {

@@ -26,9 +26,11 @@ struct shoal_plan {
     int            *recv_direct; // per recv: landed in the output itself
     // Per message: the layout of a transfer straight from a strided input
     // or into a strided output, where the transport moves such data.
-    shi_strided    *send_layout, *recv_layout;
+    shi_strided *send_layout, *recv_layout;
+    // Per local tensor (l.local_in / l.local_out): its memory and its
+    // element strides, padded to l.ndim.
     unsigned char **in_base, **out_base;
-    int64_t        *in_strides, *out_strides; // ninputs / noutputs x ndim
+    int64_t        *in_strides, *out_strides; // nlocal_in / _out x ndim
 };
 
 // Runs (plan_run.c): release what a run keeps.
@@ -40,15 +42,22 @@ int shi_plan_exchange(
     shoal_comm *comm, const shoal_plan_spec *mine, shi_plan_spec **specs);
 void shi_plan_specs_free(shi_plan_spec *specs, int size);
 
-// A spec blob: SHI_PLAN_SPEC_MAGIC ndim dtype reduction ninputs noutputs
-// errlen, the shape, each input's then each output's offsets and sizes,
-// then the error text (errlen bytes in int64s).
+// A spec blob of one tensor (and of every rank's complaint):
+// SHI_PLAN_SPEC_MAGIC ndim dtype reduction ninputs noutputs errlen, the
+// shape, each input's then each output's offsets and sizes, then the error
+// text (errlen bytes in int64s).
 #define SHI_PLAN_SPEC_MAGIC 0x53504c414e000001LL // "SPLAN", version 1
+// A spec blob of several tensors: SHI_PLAN_SPEC_MAGIC_TENSORS dtype
+// reduction ntensors ninputs noutputs; per tensor its ndim, whether it has
+// a shape, its name's length, the shape (when it has one) and the name (in
+// int64s); per input then per output box its tensor, offsets and sizes.
+#define SHI_PLAN_SPEC_MAGIC_TENSORS 0x53504c414e000102LL
 
-// Decodes one rank's n values into *s (free its inputs, outputs and error).
+// Decodes one rank's n values into *s (free it with shi_plan_spec_free).
 // A blob that does not parse, or whose values are out of range, becomes
 // that rank's error text, never a large allocation: SHOAL_OK either way,
 // SHOAL_ENOMEM only when memory runs out. Untrusted input.
-int shi_plan_spec_decode(shi_plan_spec *s, const int64_t *v, size_t n);
+int  shi_plan_spec_decode(shi_plan_spec *s, const int64_t *v, size_t n);
+void shi_plan_spec_free(shi_plan_spec *s);
 
 #endif

@@ -49,22 +49,25 @@ stage_alloc(unsigned char **slot, size_t bytes)
     return *slot;
 }
 
+// Box b of input box `input`, in the local tensor holding that box.
 static void
 input_view(const shoal_plan *p, shi_view *v, int input, const shi_box *b)
 {
     const shi_plan_layout *l = &p->l;
+    int                    k = l->input_local[input];
 
-    shi_view_of(v, l->ndim, b, &l->inputs[input], p->in_base[input],
-        p->in_strides + (size_t) input * (size_t) l->ndim, l->esize);
+    shi_view_of(v, l->ndim, b, &l->local_in[k].owner, p->in_base[k],
+        p->in_strides + (size_t) k * (size_t) l->ndim, l->esize);
 }
 
 static void
 output_view(const shoal_plan *p, shi_view *v, int output, const shi_box *b)
 {
     const shi_plan_layout *l = &p->l;
+    int                    k = l->output_local[output];
 
-    shi_view_of(v, l->ndim, b, &l->outputs[output], p->out_base[output],
-        p->out_strides + (size_t) output * (size_t) l->ndim, l->esize);
+    shi_view_of(v, l->ndim, b, &l->local_out[k].owner, p->out_base[k],
+        p->out_strides + (size_t) k * (size_t) l->ndim, l->esize);
 }
 
 // Packs input box `b` of input `input` densely at dst.
@@ -81,20 +84,32 @@ pack_input(const shoal_plan *p, void *dst, int input, const shi_box *b)
 // ---- checking the arguments
 // -------------------------------------------------
 
+// A local tensor's strides padded to the plan's ndim: the caller's (its
+// tensor's own ndim of them) or row-major over the box it holds, and 0
+// for the leading dimensions of extent 1 that padding added.
 static void
-copy_strides(int64_t *dst, const int64_t *src, const shi_box *b, int ndim)
+copy_strides(int64_t *dst, const int64_t *src, const shi_box *owner, int ndim,
+    int own_ndim)
 {
+    int     pad   = ndim - own_ndim;
     int64_t dense = 1;
 
     for (int d = ndim - 1; d >= 0; d--) {
-        dst[d] = src != NULL ? src[d] : dense;
-        dense *= b->hi[d] - b->lo[d];
+        dst[d] = d < pad ? 0 : src != NULL ? src[d - pad] : dense;
+        dense *= owner->hi[d] - owner->lo[d];
     }
 }
 
 static int
-check_tensors(const char *what, int n, int want, const void *const *bases,
-    const shi_box *boxes, int ndim, char *err, size_t len)
+own_ndim(const shi_plan_layout *l, const shi_plan_local *k)
+{
+    return l->tensors[k->tensor].ndim;
+}
+
+static int
+check_tensors(const shi_plan_layout *l, const char *what, int n, int want,
+    const void *const *bases, const shi_plan_local *locals, char *err,
+    size_t len)
 {
     if (n != want) {
         snprintf(err, len,
@@ -103,7 +118,7 @@ check_tensors(const char *what, int n, int want, const void *const *bases,
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        if (shi_box_volume(&boxes[i], ndim) == 0) {
+        if (shi_box_volume(&locals[i].owner, l->ndim) == 0) {
             continue;
         }
         if (bases == NULL || bases[i] == NULL) {
@@ -117,12 +132,16 @@ check_tensors(const char *what, int n, int want, const void *const *bases,
 // An output whose elements share memory (stride 0 over more than one
 // element) would be written twice.
 static int
-check_outputs_distinct(int n, const shi_box *boxes, int ndim,
-    const int64_t *const *strides, char *err, size_t len)
+check_outputs_distinct(const shi_plan_layout *l, const int64_t *const *strides,
+    char *err, size_t len)
 {
-    for (int i = 0; i < n && strides != NULL; i++) {
-        for (int d = 0; d < ndim && strides[i] != NULL; d++) {
-            if (strides[i][d] == 0 && boxes[i].hi[d] - boxes[i].lo[d] > 1) {
+    for (int i = 0; i < l->nlocal_out && strides != NULL; i++) {
+        const shi_box *b   = &l->local_out[i].owner;
+        int            own = own_ndim(l, &l->local_out[i]);
+        int            pad = l->ndim - own;
+
+        for (int d = 0; d < own && strides[i] != NULL; d++) {
+            if (strides[i][d] == 0 && b->hi[pad + d] - b->lo[pad + d] > 1) {
                 snprintf(err, len,
                     "outputs[%d] has stride 0 in dimension %d, so its "
                     "elements overlap",
@@ -191,14 +210,15 @@ inputs_meet_outputs(const shoal_plan *p)
     size_t                 nd = (size_t) l->ndim;
     span                   a, b;
 
-    for (int i = 0; i < l->ninputs; i++) {
+    for (int i = 0; i < l->nlocal_in; i++) {
         if (!tensor_span(p, p->in_base[i], p->in_strides + (size_t) i * nd,
-                &l->inputs[i], &a)) {
+                &l->local_in[i].owner, &a)) {
             continue;
         }
-        for (int o = 0; o < l->noutputs; o++) {
+        for (int o = 0; o < l->nlocal_out; o++) {
             if (tensor_span(p, p->out_base[o],
-                    p->out_strides + (size_t) o * nd, &l->outputs[o], &b)
+                    p->out_strides + (size_t) o * nd, &l->local_out[o].owner,
+                    &b)
                 && a.lo < b.hi && b.lo < a.hi) {
                 return 1;
             }
@@ -324,17 +344,17 @@ take_args(shoal_plan *p, const void *const *inputs,
     const shi_plan_layout *l  = &p->l;
     size_t                 nd = (size_t) l->ndim;
 
-    for (int i = 0; i < l->ninputs; i++) {
+    for (int i = 0; i < l->nlocal_in; i++) {
         p->in_base[i] = inputs != NULL ? (unsigned char *) inputs[i] : NULL;
         copy_strides(p->in_strides + (size_t) i * nd,
-            input_strides != NULL ? input_strides[i] : NULL, &l->inputs[i],
-            l->ndim);
+            input_strides != NULL ? input_strides[i] : NULL,
+            &l->local_in[i].owner, l->ndim, own_ndim(l, &l->local_in[i]));
     }
-    for (int o = 0; o < l->noutputs; o++) {
+    for (int o = 0; o < l->nlocal_out; o++) {
         p->out_base[o] = outputs != NULL ? (unsigned char *) outputs[o] : NULL;
         copy_strides(p->out_strides + (size_t) o * nd,
-            output_strides != NULL ? output_strides[o] : NULL, &l->outputs[o],
-            l->ndim);
+            output_strides != NULL ? output_strides[o] : NULL,
+            &l->local_out[o].owner, l->ndim, own_ndim(l, &l->local_out[o]));
     }
     p->alias = inputs_meet_outputs(p);
 }
@@ -379,15 +399,13 @@ shoal_plan_start(shoal_plan *p, int ninputs, const void *const *inputs,
             shoal_last_error());
     } else if (error != NULL) {
         snprintf(err, sizeof(err), "%s", error);
-    } else if (check_tensors("inputs", ninputs, p->l.ninputs, inputs,
-                   p->l.inputs, p->l.ndim, err, sizeof(err))
+    } else if (check_tensors(&p->l, "inputs", ninputs, p->l.nlocal_in, inputs,
+                   p->l.local_in, err, sizeof(err))
             == 0
-        && check_tensors("outputs", noutputs, p->l.noutputs,
-               (const void *const *) outputs, p->l.outputs, p->l.ndim, err,
-               sizeof(err))
+        && check_tensors(&p->l, "outputs", noutputs, p->l.nlocal_out,
+               (const void *const *) outputs, p->l.local_out, err, sizeof(err))
             == 0) {
-        check_outputs_distinct(noutputs, p->l.outputs, p->l.ndim,
-            output_strides, err, sizeof(err));
+        check_outputs_distinct(&p->l, output_strides, err, sizeof(err));
     }
     st = agree(p, err);
     if (st < 0) {

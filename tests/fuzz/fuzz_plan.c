@@ -47,12 +47,18 @@ static int
 plan_too_big(const shi_plan_spec *specs, int size)
 {
     int64_t k = 0, outputs = 0, cells = 1;
+    int     ndim = 0;
 
     for (int r = 0; r < size; r++) {
         k += specs[r].ninputs;
         outputs += specs[r].noutputs;
+        ndim = specs[r].ndim > ndim ? specs[r].ndim : ndim;
+        for (int t = 0; t < specs[r].ntensors; t++) {
+            ndim = specs[r].tensors[t].ndim > ndim ? specs[r].tensors[t].ndim
+                                                   : ndim;
+        }
     }
-    for (int d = 0; d < specs[0].ndim; d++) {
+    for (int d = 0; d < ndim; d++) {
         cells *= 2 * k + 1;
         if (cells > FUZZ_MAX_CELLS) {
             return 1;
@@ -91,6 +97,8 @@ check_layout(const shi_plan_layout *l)
         const shi_plan_cell *c = &l->cells[i];
 
         FUZZ_CHECK(c->output >= 0 && c->output < l->noutputs);
+        FUZZ_CHECK(l->output_local[c->output] >= 0
+            && l->output_local[c->output] < l->nlocal_out);
         FUZZ_CHECK(shi_box_contains(&l->outputs[c->output], &c->box, l->ndim));
         FUZZ_CHECK(c->nsources > 0);
         for (int j = 0; j < c->nsources; j++) {
@@ -98,6 +106,8 @@ check_layout(const shi_plan_layout *l)
             FUZZ_CHECK(s->msg < l->nrecvs);
             FUZZ_CHECK(
                 s->msg >= 0 || (s->rank == l->rank && s->input < l->ninputs));
+            FUZZ_CHECK(s->msg >= 0
+                || l->input_tensor[s->input] == l->output_tensor[c->output]);
             FUZZ_CHECK(s->msg < 0 || s->offset < l->recvs[s->msg].bytes);
         }
     }

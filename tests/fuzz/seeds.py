@@ -117,6 +117,26 @@ def blob(shape, inputs, outputs, dtype=FLOAT32, red=COPY, error=b""):
     return struct.pack("<H", len(raw) // 8) + raw
 
 
+SPEC_MAGIC_TENSORS = 0x53504C414E000102
+
+
+def blob_tensors(tensors, inputs, outputs, dtype=FLOAT32, red=COPY):
+    """tensors: (name, ndim, shape or None); inputs/outputs: lists of
+    (tensor index, offsets, sizes)."""
+    v = [SPEC_MAGIC_TENSORS, dtype, red, len(tensors), len(inputs),
+         len(outputs)]
+    raw = b""
+    for name, ndim, shape in tensors:
+        head = [ndim, shape is not None, len(name)] + list(shape or ())
+        raw += struct.pack("<%dq" % len(head), *head)
+        raw += name + b"\0" * (-len(name) % 8)
+    for k, off, size in inputs + outputs:
+        box = [k] + list(off) + list(size)
+        raw += struct.pack("<%dq" % len(box), *box)
+    raw = struct.pack("<%dq" % len(v), *v) + raw
+    return struct.pack("<H", len(raw) // 8) + raw
+
+
 def plan_input(rank, blobs):
     n = len(blobs)
     return bytes([(n - 1) | (rank << 2)]) + b"".join(blobs)
@@ -145,6 +165,21 @@ def plan_seeds():
                                      blob((), [], [], error=b"bad spec")]),
         "shape-mismatch": plan_input(0, [blob(s, [], []),
                                          blob((4, 7), [], [])]),
+        # Several tensors: a weight and a bias gathered from two ranks
+        # that name them in other orders, the bias's extent from its boxes.
+        "tensors-gather": plan_input(0, [
+            blob_tensors([(b"weight", 2, (4, 6)), (b"bias", 1, None)],
+                         [(0, (0, 0), (2, 6)), (1, (0,), (3,))],
+                         [(0, (0, 0), (4, 6)), (1, (0,), (6,))]),
+            blob_tensors([(b"bias", 1, None), (b"weight", 2, None)],
+                         [(0, (3,), (3,)), (1, (2, 0), (2, 6))], [])]),
+        "tensors-sum-0d": plan_input(1, [
+            blob_tensors([(b"s", 0, ()), (b"v", 1, (5,))],
+                         [(0, (), ()), (1, (0,), (5,))],
+                         [(0, (), ())], red=SUM)] * 2),
+        "tensors-beside-one": plan_input(0, [
+            blob((4,), [((0,), (4,))], []),
+            blob_tensors([(b"x", 1, (4,))], [], [(0, (0,), (4,))])]),
     }
 
 

@@ -77,6 +77,7 @@ static const struct {
     { "plan_alias", mp_case_plan_alias },
     { "plan_large", mp_case_plan_large },
     { "plan_errors", mp_case_plan_errors },
+    { "plan_tensors", mp_case_plan_tensors },
 };
 
 void

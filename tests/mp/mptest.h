@@ -127,5 +127,6 @@ int mp_case_plan_random(shoal_comm *comm, int argc, char **argv);
 int mp_case_plan_alias(shoal_comm *comm, int argc, char **argv);
 int mp_case_plan_large(shoal_comm *comm, int argc, char **argv);
 int mp_case_plan_errors(shoal_comm *comm, int argc, char **argv);
+int mp_case_plan_tensors(shoal_comm *comm, int argc, char **argv);
 
 #endif

@@ -143,6 +143,8 @@ TEST_T(mp_plan_large_no_cma_3, 120)
     expect_pass_without_cma(3, "plan_large", NULL);
 }
 MP_TEST(mp_plan_errors, "plan_errors", NULL)
+// Several named tensors in one plan, one local tensor per tensor.
+MP_TEST(mp_plan_tensors, "plan_tensors", NULL)
 
 TEST_T(mp_idle_cpu_2, 60)
 {
