@@ -734,10 +734,11 @@ typedef struct shoal_plan_spec {
     // Non-NULL: this rank found its own arguments bad (a front end's
     // parsing); every rank fails with "rank R: <error>" instead of hanging.
     const char *error;
-    // Several tensors (ntensors > 0; ndim and shape above are then unused):
-    // input box i belongs to tensors[input_tensor[i]] and is 2 * that
-    // tensor's ndim values, output box o to tensors[output_tensor[o]]. A
-    // spec of an older size (without these fields) has one tensor.
+    // Several tensors (tensors non-NULL; ndim and shape above are then
+    // unused): input box i belongs to tensors[input_tensor[i]] and is 2 *
+    // that tensor's ndim values, output box o to tensors[output_tensor[o]].
+    // A rank taking no part may name no tensor (ntensors 0). A spec of an
+    // older size (without these fields) has one tensor.
     int                      ntensors;
     const shoal_plan_tensor *tensors;
     const int               *input_tensor; // ninputs indexes into tensors
@@ -765,7 +766,7 @@ SHOAL_API int shoal_plan_create(
     shoal_comm *comm, const shoal_plan_spec *spec, shoal_plan **out);
 
 // Starts one run of the plan over this rank's local tensors. With one
-// tensor (ntensors 0), inputs[i] / outputs[i] hold box i exactly. With
+// tensor (tensors NULL), inputs[i] / outputs[i] hold box i exactly. With
 // several, the local input tensors are the tensors of this rank's input
 // boxes, in the order they first appear among them, each holding its whole
 // tensor (its global shape), and likewise the local output tensors

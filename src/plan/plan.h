@@ -45,11 +45,12 @@ typedef struct shi_plan_tensor {
     int64_t shape[SHI_BOX_MAX_DIMS];
 } shi_plan_tensor;
 
-// One rank's spec, as exchanged. One tensor (ntensors 0): ndim and shape
+// One rank's spec, as exchanged. One tensor (several 0): ndim and shape
 // are the global tensor's. Several: ndim and shape are unused, and box i
 // belongs to tensors[input_tensor[i]] (output_tensor for outputs), its
 // bounds in that tensor's own dimensions.
 typedef struct shi_plan_spec {
+    int              several; // the several-tensors form (may name none)
     int              ndim;
     int64_t          shape[SHI_BOX_MAX_DIMS];
     int              dtype;

@@ -675,7 +675,7 @@ shi_plan_build(
         st = oom();
     }
     if (st == SHOAL_OK) {
-        st = layout_own(l, &w, specs[rank].ntensors == 0);
+        st = layout_own(l, &w, !specs[rank].several);
     }
     if (st == SHOAL_OK) {
         st = plan_all_outputs(&c);

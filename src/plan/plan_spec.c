@@ -47,9 +47,9 @@ tensors_local_error(const shoal_plan_spec *s, char *err, size_t len)
     int            count[2] = { s->ninputs, s->noutputs };
     const char    *what[2]  = { "input", "output" };
 
-    if (s->tensors == NULL || (s->ninputs > 0 && s->input_tensor == NULL)
+    if ((s->ninputs > 0 && s->input_tensor == NULL)
         || (s->noutputs > 0 && s->output_tensor == NULL)) {
-        snprintf(err, len, "tensors, input_tensor or output_tensor is NULL");
+        snprintf(err, len, "input_tensor or output_tensor is NULL");
         return;
     }
     for (int k = 0; k < s->ntensors; k++) {
@@ -125,7 +125,11 @@ spec_local_error(
         snprintf(err, len, "a negative count or a NULL array");
         return;
     }
-    if (s->ntensors > 0) {
+    if (s->ntensors > 0 && s->tensors == NULL) {
+        snprintf(err, len, "ntensors is %d and tensors is NULL", s->ntensors);
+        return;
+    }
+    if (s->tensors != NULL) {
         tensors_local_error(s, err, len);
         return;
     }
@@ -260,7 +264,7 @@ spec_encode(const shoal_plan_spec *in, spec_blob *b)
     shoal_plan_spec s;
 
     spec_local_error(in, &s, b->error, sizeof(b->error));
-    if (b->error[0] == '\0' && s.ntensors > 0) {
+    if (b->error[0] == '\0' && s.tensors != NULL) {
         return spec_encode_tensors(&s, b);
     }
     return spec_encode_one(&s, b);
@@ -460,13 +464,14 @@ spec_decode_tensors(shi_plan_spec *s, const int64_t *v, size_t n)
     }
     // Each tensor takes 4 values at least, each box 1: the counts are
     // bounded by the values received.
-    if (h[3] < 1 || h[3] > (int64_t) (n / 4) || h[4] < 0 || h[5] < 0
+    if (h[3] < 0 || h[3] > (int64_t) (n / 4) || h[4] < 0 || h[5] < 0
         || (uint64_t) h[4] + (uint64_t) h[5] > n) {
         return spec_unreadable(s, "header values out of range");
     }
+    s->several   = 1;
     s->dtype     = (int) h[1];
     s->reduction = (int) h[2];
-    s->tensors   = calloc((size_t) h[3], sizeof(shi_plan_tensor));
+    s->tensors   = calloc((size_t) h[3] + 1, sizeof(shi_plan_tensor));
     if (s->tensors == NULL) {
         return shi_error(SHOAL_ENOMEM, "compile_op: out of memory");
     }

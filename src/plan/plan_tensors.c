@@ -190,14 +190,14 @@ tensors_declare(
 static int
 tensors_of_rank(tensors_ctx *c, const shi_plan_spec *s, int r)
 {
-    int n = s->ntensors > 0 ? s->ntensors : 1;
+    int n = s->several ? s->ntensors : 1;
 
     free(c->map);
-    c->map = calloc((size_t) n, sizeof(int));
+    c->map = calloc((size_t) n + 1, sizeof(int));
     if (c->map == NULL) {
         return tensors_oom();
     }
-    if (s->ntensors == 0) {
+    if (!s->several) {
         c->map[0] = tensors_declare(c, r, "", s->ndim, s->shape);
         return c->map[0] < 0 ? c->map[0] : SHOAL_OK;
     }
@@ -369,9 +369,9 @@ world_fill(tensors_ctx *c, const shi_plan_spec *specs, int size, int **maps)
         const shi_plan_spec *s = &specs[r];
 
         grow_extents(w, c->shape_rank, s->inputs,
-            s->ntensors > 0 ? s->input_tensor : NULL, maps[r], s->ninputs);
+            s->several ? s->input_tensor : NULL, maps[r], s->ninputs);
         grow_extents(w, c->shape_rank, s->outputs,
-            s->ntensors > 0 ? s->output_tensor : NULL, maps[r], s->noutputs);
+            s->several ? s->output_tensor : NULL, maps[r], s->noutputs);
     }
     for (int k = 0; k < w->ntensors && st == SHOAL_OK; k++) {
         st      = check_shape(&w->tensors[k]);
@@ -384,13 +384,13 @@ world_fill(tensors_ctx *c, const shi_plan_spec *specs, int size, int **maps)
         st = world_alloc_rank(rb, s);
         if (st == SHOAL_OK) {
             st = pad_boxes(w, esize, s->inputs,
-                s->ntensors > 0 ? s->input_tensor : NULL, maps[r], s->ninputs,
-                r, "inputs", rb->inputs, rb->input_tensor);
+                s->several ? s->input_tensor : NULL, maps[r], s->ninputs, r,
+                "inputs", rb->inputs, rb->input_tensor);
         }
         if (st == SHOAL_OK) {
             st = pad_boxes(w, esize, s->outputs,
-                s->ntensors > 0 ? s->output_tensor : NULL, maps[r],
-                s->noutputs, r, "outputs", rb->outputs, rb->output_tensor);
+                s->several ? s->output_tensor : NULL, maps[r], s->noutputs, r,
+                "outputs", rb->outputs, rb->output_tensor);
         }
     }
     return st;

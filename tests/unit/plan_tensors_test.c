@@ -17,6 +17,7 @@ static void
 ts_init(shi_plan_spec *s, int reduction)
 {
     memset(s, 0, sizeof(*s));
+    s->several       = 1;
     s->dtype         = SHOAL_FLOAT32;
     s->reduction     = reduction;
     s->tensors       = calloc(TS_CAP, sizeof(shi_plan_tensor));
@@ -148,10 +149,11 @@ TEST(plan_tensors_meet_only_their_own)
 }
 
 // Without a shape anywhere, a tensor reaches as far as its furthest box.
+// A rank taking no part names no tensor.
 TEST(plan_tensors_extents_from_boxes)
 {
     int64_t         off[1] = { 2 }, ext[1] = { 5 }, small[1] = { 3 };
-    shi_plan_spec   s[2];
+    shi_plan_spec   s[3];
     shi_plan_layout l;
 
     ts_init(&s[0], SHOAL_SUM);
@@ -160,13 +162,18 @@ TEST(plan_tensors_extents_from_boxes)
     int k = ts_tensor(&s[1], "x", 1, NULL);
     ts_box(&s[1], 0, k, off, ext);
     ts_box(&s[1], 1, k, off, small); // 2:5
-    CHECK_OK(shi_plan_build(&l, s, 2, 1));
-    CHECK(l.tensors[0].shape[0] == 7);
+    ts_init(&s[2], SHOAL_SUM);
+    CHECK_OK(shi_plan_build(&l, s, 3, 1));
+    CHECK(l.ntensors == 1 && l.tensors[0].shape[0] == 7);
     CHECK(l.nlocal_out == 1 && l.local_out[0].owner.lo[0] == 0);
     CHECK(l.local_out[0].owner.hi[0] == 7);
     CHECK(l.ncells == 1 && l.cells[0].nsources == 2);
     shi_plan_layout_free(&l);
-    ts_free(s, 2);
+    CHECK_OK(shi_plan_build(&l, s, 3, 2));
+    CHECK(l.nlocal_in == 0 && l.nlocal_out == 0 && l.ncells == 0);
+    CHECK(l.nsends == 0 && l.nrecvs == 0);
+    shi_plan_layout_free(&l);
+    ts_free(s, 3);
 }
 
 TEST(plan_tensors_errors_name_the_tensor)
