@@ -1,10 +1,14 @@
 """Live shoal groups by name, for shoal.find_process_group.
 
-Every shoal.Comm is registered under its name, and every torch process
-group of backend "shoal" under its communicator's name and torch's group
-name (unique per group). Only weak references are kept.
+Two registries answer: shoal's own, where every shoal.Comm is registered
+under its name and every torch process group of backend "shoal" under its
+communicator's name and the group names torch gives it (weak references
+only); and torch.distributed's, which lists every live group with its
+group name, and whose groups carry their description (``group_desc``), so
+that a group is found however torch made it.
 """
 
+import sys
 import weakref
 
 from . import _C
@@ -20,35 +24,81 @@ def register(group, name):
     refs.append(weakref.ref(group))
 
 
+def _cpu_backend(group):
+    """The backend a torch ProcessGroup runs CPU tensors on, or None."""
+    torch = sys.modules.get("torch")
+    get = getattr(group, "_get_backend", None)
+    if torch is None or get is None:
+        return None
+    try:
+        return get(torch.device("cpu"))
+    except Exception:  # noqa: BLE001: no CPU backend, or not a real group
+        return None
+
+
 def native_comm(group):
-    """The _C.Comm under a shoal.Comm or a shoal process group, or None."""
+    """The _C.Comm under a shoal.Comm or a shoal process group (itself, or
+    the CPU backend of a torch ProcessGroup), or None."""
     from .comm import Comm
 
-    comm = getattr(group, "comm", None)
-    if isinstance(comm, Comm):
-        return comm._c
-    if isinstance(group, Comm):
-        return group._c
+    for g in (group, _cpu_backend(group)):
+        if isinstance(g, Comm):
+            return g._c
+        comm = getattr(g, "comm", None)
+        if isinstance(comm, Comm):
+            return comm._c
     return None
+
+
+def _torch_groups():
+    """(group, group name, group description) of every live group in
+    torch.distributed's registry (none while torch.distributed is not
+    loaded)."""
+    c10d = sys.modules.get("torch.distributed.distributed_c10d")
+    world = getattr(c10d, "_world", None)
+    try:
+        names = dict(world.pg_names) if world is not None else {}
+    except Exception:  # noqa: BLE001: not initialized, or torch changed
+        return []
+    out = []
+    for pg, name in names.items():
+        try:
+            desc = pg.group_desc
+        except Exception:  # noqa: BLE001: a group without a description
+            desc = None
+        out.append((pg, name, desc))
+    return out
 
 
 def find_process_group(name):
     """The live shoal group (shoal.Comm, or torch ProcessGroup of backend
-    "shoal") named `name`, or None. A process group is found by its torch
-    group name or its communicator's name, a Comm by its name. A name that
-    several live groups share raises InvalidArgumentError instead of
-    guessing (give groups distinct names)."""
+    "shoal") named `name`, or None. A torch process group is found by its
+    group name, its description (new_group's group_desc) or its
+    communicator's name, a Comm by its name. A name that several live
+    groups share raises InvalidArgumentError instead of guessing (give
+    groups distinct names or descriptions)."""
     from .comm import Comm
 
+    name = str(name)
     live = {}
-    for ref in _groups.get(str(name), []):
-        g = ref()
-        if g is None:
-            continue
-        key = id(native_comm(g))
+
+    def add(g):
+        comm = native_comm(g)
+        if comm is None:
+            return  # not a shoal group
         # A process group and its own Comm are one group: keep the group.
-        if key not in live or isinstance(live[key], Comm):
-            live[key] = g
+        if id(comm) not in live or isinstance(live[id(comm)], Comm):
+            live[id(comm)] = g
+
+    # torch's groups first: where torch wraps a shoal backend, its own
+    # group is the one to hand out.
+    for pg, group_name, desc in _torch_groups():
+        if name in (group_name, desc):
+            add(pg)
+    for ref in _groups.get(name, []):
+        g = ref()
+        if g is not None:
+            add(g)
     if len(live) > 1:
         raise _C.InvalidArgumentError(
             f"find_process_group: {len(live)} live groups are named "

@@ -434,6 +434,35 @@ def scenario_semantics(group):
         raise AssertionError("op on a finalized communicator ran")
 
 
+def scenario_groups(group):
+    """find_process_group finds torch's groups by group_desc and by group
+    name, from torch's own registry (dist.new_group creates them through
+    torch's _new_process_group_helper and shoal's creator)."""
+    world = dist.group.WORLD
+    sub = dist.new_group(list(range(SIZE)), group_desc="layers")
+    own = dist.new_group(list(range(SIZE)), group_desc="torch-made")
+    pair = dist.new_group([0, 1], group_desc="pair")
+    twin = dist.new_group(list(range(SIZE)), group_desc="layers")
+    expect_error(lambda: shoal.find_process_group("layers"),
+                 "2 live groups are named 'layers'")
+    assert shoal.find_process_group(twin.group_name) is twin
+    assert shoal.find_process_group(sub.group_name) is sub
+    assert shoal.find_process_group("torch-made") is own
+    assert shoal.find_process_group(own.group_name) is own
+    assert shoal.find_process_group("default_pg") is world
+    if RANK in (0, 1):
+        assert shoal.find_process_group("pair") is pair
+    else:
+        assert shoal.find_process_group("pair") is None
+    # compile_op takes the description.
+    g = [{"offset": [0], "shape": [4]}]
+    op = shoal.compile_op("torch-made", shape=[4], dtype=torch.int64,
+                          inputs=g, outputs=g, reduction="sum")
+    y = torch.zeros(4, dtype=torch.int64)
+    op([torch.arange(4) + RANK], [y]).wait()
+    check_equal(y, torch.arange(4) * SIZE + sum(range(SIZE)), "by desc")
+
+
 def main():
     group = init()
     name, args = sys.argv[1], sys.argv[2:]

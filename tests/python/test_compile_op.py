@@ -1,7 +1,8 @@
 """shoal.compile_op across ranks: the spec's examples, a randomized
 property test against a reference gathered on rank 0, DTensor
 redistributions against DTensor.redistribute, bad specs and tensors, and
-the Future's semantics. The rank side is compile_op_ranks.py."""
+the Future's semantics, and finding torch's groups by description. The
+rank side is compile_op_ranks.py."""
 
 import os
 
@@ -47,6 +48,10 @@ def test_bad_specs_and_tensors_raise_everywhere():
 
 def test_future_group_names_and_reuse():
     run(3, "semantics")
+
+
+def test_find_process_group_by_desc_and_name():
+    run(3, "groups")
 
 
 @pytest.mark.parametrize("size", [2, 4])
