@@ -1,14 +1,32 @@
-"""compile_op: custom collectives from boxes of one global tensor.
+"""compile_op: custom collectives from boxes of global tensors.
 
 Every rank lists the boxes of the global tensor it holds (inputs) and the
-boxes it wants (outputs), as ``{'offset': [...], 'shape': [...]}`` dicts or
-as DTensors; shoal plans the transfers once (in C, on every rank, from
-everyone's specs) and the returned CustomOp runs them as often as needed::
+boxes it wants (outputs), as ``{'offset': [...], 'shape': [...]}`` dicts,
+TensorRegions or DTensors; shoal plans the transfers once (in C, on every
+rank, from everyone's specs) and the returned CustomOp runs them as often
+as needed::
 
     op = shoal.compile_op(group, shape=[8, 16], dtype=torch.float32,
                           inputs=[{'offset': [r * 2, 0], 'shape': [2, 16]}],
                           outputs=[{'offset': [0, 0], 'shape': [8, 16]}])
     op([local_in], [local_out]).wait()
+
+Several tensors in one op (all of a layer's parameters, say): regions that
+carry a ``tensor_id`` are boxes of that tensor, each tensor with its own
+dimensions, all of the op's one dtype. The op then takes one local tensor
+per tensor_id, in the order the ids first appear among the rank's inputs
+(likewise for its outputs), each holding that whole tensor::
+
+    op = shoal.compile_op(group, dtype=torch.float32, inputs=[
+            {'offset': [r * 2, 0], 'shape': [2, 16], 'tensor_id': 'weight'},
+            {'offset': [r * 4], 'shape': [4], 'tensor_id': 'bias'}],
+        outputs=[{'offset': [0, 0], 'shape': [8, 16], 'tensor_id': 'weight'},
+                 {'offset': [0], 'shape': [16], 'tensor_id': 'bias'}])
+    op([weight, bias], [weight, bias]).wait()   # gathered in place
+
+``shape`` is then left out (each tensor reaches as far as its furthest
+region on any rank) or a dict {tensor_id: shape}. A rank's regions either
+all carry a tensor_id or none do.
 
 Overlapping inputs: with ``reduction=None`` an element takes the value of
 the last input covering it, where inputs are ordered by rank, then by their
@@ -24,9 +42,10 @@ raise the same InvalidArgumentError on every rank, and the group stays
 usable; so do tensors that do not match the compiled specs.
 """
 
-from . import _C, _arrays
+from . import _C, _arrays, _regions
 from ._groups import find_process_group, native_comm
 from ._dtypes import name_of as _dtype_name
+from ._regions import TensorRegion
 
 InvalidArgumentError = _C.InvalidArgumentError
 
@@ -53,8 +72,7 @@ def _shoal_comm(group):
 
 # ---- specs ---------------------------------------------------------------------
 
-class _SpecError(Exception):
-    """This rank's own complaint about its arguments: sent to every rank."""
+_SpecError = _regions.SpecError
 
 
 def _complaint(e):
@@ -76,22 +94,11 @@ def _is_dtensor(x):
     return isinstance(x, DTensor)
 
 
-def _ints(values, what):
-    try:
-        out = [int(v) for v in values]
-    except (TypeError, ValueError):
-        raise _SpecError(f"{what} must be a list of integers, not "
-                         f"{values!r}") from None
-    return out
+_ints = _regions.ints
 
 
 def _dict_box(spec, what, ndim):
-    if not isinstance(spec, dict) or "offset" not in spec or \
-            "shape" not in spec:
-        raise _SpecError(f"{what} must be a dict with 'offset' and 'shape' "
-                         f"(or a DTensor), not {spec!r}")
-    offset = _ints(spec["offset"], f"{what}['offset']")
-    shape = _ints(spec["shape"], f"{what}['shape']")
+    offset, shape, _ = _regions.fields(spec, what)
     if len(offset) != ndim or len(shape) != ndim:
         raise _SpecError(
             f"{what} has offset {offset} and shape {shape}, but the global "
@@ -155,7 +162,7 @@ def _dtensor_box(dt, what, role, reduction):
 def _parse(entries, what, ndim, reduction):
     if entries is None:
         return []
-    if isinstance(entries, dict) or _is_dtensor(entries):
+    if isinstance(entries, (dict, TensorRegion)) or _is_dtensor(entries):
         raise _SpecError(f"{what} must be a list of boxes, not a single "
                          f"{type(entries).__name__}")
     boxes = []
@@ -169,6 +176,18 @@ def _parse(entries, what, ndim, reduction):
     return boxes
 
 
+def _checked_dtype(dtype):
+    """The name of a dtype shoal moves."""
+    if dtype is None:
+        raise _SpecError("dtype is missing (pass dtype=, or DTensors as "
+                         "inputs or outputs)")
+    name = _dtype_name(dtype)
+    if name not in _C.DTYPES:
+        raise _SpecError(f"dtype {dtype} is not one shoal moves (it moves "
+                         f"{', '.join(_C.DTYPES)})")
+    return name
+
+
 def _global_shape_and_dtype(shape, dtype, entries):
     dts = [e for e in entries if _is_dtensor(e)]
     if shape is None and dts:
@@ -178,14 +197,8 @@ def _global_shape_and_dtype(shape, dtype, entries):
     if shape is None:
         raise _SpecError("shape is missing (pass shape=, or DTensors as "
                          "inputs or outputs)")
-    if dtype is None:
-        raise _SpecError("dtype is missing (pass dtype=, or DTensors as "
-                         "inputs or outputs)")
+    name = _checked_dtype(dtype)
     shape = _ints(shape, "shape")
-    name = _dtype_name(dtype)
-    if name not in _C.DTYPES:
-        raise _SpecError(f"dtype {dtype} is not one shoal moves (it moves "
-                         f"{', '.join(_C.DTYPES)})")
     for i, d in enumerate(dts):
         if list(d.shape) != shape or _dtype_name(d.dtype) != name:
             raise _SpecError(
@@ -202,24 +215,49 @@ def compile_op(group, shape=None, dtype=None, inputs=None, outputs=None,
     group: a shoal.Comm, a torch ProcessGroup of backend "shoal", or the
     name of one (see find_process_group). shape, dtype: the global tensor's
     (taken from the DTensors when omitted). inputs / outputs: lists of
-    {'offset', 'shape'} dicts or DTensors (meta DTensors too), or None.
+    {'offset', 'shape'} dicts (optionally 'device', which must be the CPU),
+    TensorRegions or DTensors (meta DTensors too), or None.
     reduction: None, 'sum', 'prod', 'min', 'max', 'avg' or 'mean'.
-    Returns a CustomOp."""
+
+    Regions with a 'tensor_id' (a str; an int means its str) make an op
+    over several tensors: see the module's text. shape is then None or a
+    dict {tensor_id: shape}; a rank with no regions and no shape takes no
+    part. Returns a CustomOp."""
     c = _shoal_comm(group)
-    error = None
-    ndim_shape, dtype_name, ins, outs = [], "float32", [], []
-    red = -1
     try:
-        if reduction is not None and not isinstance(reduction, str):
-            raise _SpecError(f"reduction must be None or a string, not "
-                             f"{reduction!r}")
-        if reduction is not None:
-            reduction = reduction.lower()
-        if reduction not in _REDUCTIONS:
-            raise _SpecError(
-                f"unknown reduction {reduction!r} (use None, 'sum', 'prod', "
-                "'min', 'max', 'avg' or 'mean')")
-        red = _REDUCTIONS[reduction]
+        reduction, red = _checked_reduction(reduction)
+        several = _regions.several_tensors(inputs, outputs, shape)
+    except Exception as e:  # noqa: BLE001: every rank must hear of it
+        _fail_together(c, _complaint(e))
+    compile_form = _compile_several if several else _compile_one
+    return compile_form(c, shape, dtype, inputs, outputs, red, reduction)
+
+
+def _checked_reduction(reduction):
+    """(reduction's name, its code for the plan)."""
+    if reduction is not None and not isinstance(reduction, str):
+        raise _SpecError(f"reduction must be None or a string, not "
+                         f"{reduction!r}")
+    if reduction is not None:
+        reduction = reduction.lower()
+    if reduction not in _REDUCTIONS:
+        raise _SpecError(
+            f"unknown reduction {reduction!r} (use None, 'sum', 'prod', "
+            "'min', 'max', 'avg' or 'mean')")
+    return reduction, _REDUCTIONS[reduction]
+
+
+def _fail_together(c, complaint):
+    """Takes part in the compile with this rank's complaint: every rank
+    raises the same InvalidArgumentError."""
+    _C.Plan(c, [], _C.DTYPES["float32"], -1, [], [], complaint)
+    raise AssertionError("a plan was compiled despite a complaint")
+
+
+def _compile_one(c, shape, dtype, inputs, outputs, red, reduction):
+    """compile_op over the one tensor of `shape`."""
+    error, ndim_shape, dtype_name, ins, outs = None, [], "float32", [], []
+    try:
         entries = list(inputs or []) + list(outputs or [])
         ndim_shape, dtype_name = _global_shape_and_dtype(shape, dtype,
                                                          entries)
@@ -232,6 +270,20 @@ def compile_op(group, shape=None, dtype=None, inputs=None, outputs=None,
                    [(b.offset, b.shape) for b in ins if b.active],
                    [(b.offset, b.shape) for b in outs], error)
     return CustomOp(plan, ndim_shape, dtype_name, reduction, ins, outs)
+
+
+def _compile_several(c, shape, dtype, inputs, outputs, red, reduction):
+    """compile_op over tensors named by the regions' tensor_ids."""
+    error, tensors, ins, outs, dtype_name = None, [], [], [], "float32"
+    try:
+        dtype_name = _checked_dtype(dtype)
+        tensors, ins, outs = _regions.several_tensors_spec(inputs, outputs,
+                                                           shape)
+    except Exception as e:  # noqa: BLE001: every rank must hear of it
+        error, tensors, ins, outs = _complaint(e), [], [], []
+    plan = _C.Plan(c, [], _C.DTYPES[dtype_name], red, ins, outs, error,
+                   tensors=tensors)
+    return CustomOp(plan, None, dtype_name, reduction, None, None)
 
 
 class Future:
@@ -295,16 +347,22 @@ class Future:
 class CustomOp:
     """A compiled custom collective: op(input_tensors, output_tensors)
     starts a run and returns a Future. Collective: every rank runs its ops
-    in the same order. Tensors may have any strides; each must have its
-    box's shape (a DTensor's local shape) and the op's dtype."""
+    in the same order. Tensors may have any strides and must have the op's
+    dtype. With one tensor, each has its box's shape (a DTensor's local
+    shape); with several (tensor_ids), there is one per tensor_id, in the
+    order of ``tensor_ids``, each with its whole tensor's shape."""
 
     def __init__(self, plan, shape, dtype, reduction, ins, outs):
         self._plan = plan
-        self.shape = tuple(shape)
+        self.shape = None if shape is None else tuple(shape)
         self.dtype = dtype
         self.reduction = reduction
-        self._ins = ins
+        self._ins = ins  # None: one local tensor per tensor_id
         self._outs = outs
+        # (input ids, output ids): the tensor_ids of the tensors a run
+        # takes, with several tensors (else None).
+        self.tensor_ids = None if ins is not None else tuple(
+            tuple(name for name, _ in side) for side in plan.local_tensors)
         self._current = None  # number of the run in flight
         self._runs = 0
 
@@ -323,27 +381,44 @@ class CustomOp:
         it at compile time)."""
         return self._plan.format()
 
+    def _buffer(self, t, what, i, label, want):
+        t = _arrays.normalize(t, f"{what}[{i}]")
+        buf = _arrays.buffer(t, writable=(what == "output"))
+        if tuple(buf.shape) != want:
+            raise _SpecError(f"{what}[{i}]{label} has shape "
+                             f"{tuple(buf.shape)}, the op expects {want}")
+        if buf.dtype != self.dtype:
+            raise _SpecError(f"{what}[{i}]{label} is {buf.dtype}, the op "
+                             f"moves {self.dtype}")
+        return buf
+
     def _check(self, tensors, boxes, what):
         if tensors is None:
             tensors = []
+        if boxes is None:
+            return self._check_per_tensor_id(tensors, what)
         if len(tensors) != len(boxes):
             raise _SpecError(f"{len(tensors)} {what} tensors given, the op "
                              f"was compiled with {len(boxes)}")
         bufs = []
         for i, (t, b) in enumerate(zip(tensors, boxes)):
-            t = _arrays.normalize(t, f"{what}[{i}]")
-            buf = _arrays.buffer(t, writable=(what == "output"))
-            if tuple(buf.shape) != b.local_shape:
-                raise _SpecError(
-                    f"{what}[{i}] has shape {tuple(buf.shape)}, the op "
-                    f"expects {b.local_shape}")
-            if buf.dtype != self.dtype:
-                raise _SpecError(f"{what}[{i}] is {buf.dtype}, the op "
-                                 f"moves {self.dtype}")
+            buf = self._buffer(t, what, i, "", b.local_shape)
             if what == "input" and not b.active:
                 continue  # a replica another rank sends for
             bufs.append(buf)
         return bufs
+
+    def _check_per_tensor_id(self, tensors, what):
+        side = self._plan.local_tensors[what == "output"]
+        if len(tensors) != len(side):
+            ids = ", ".join(repr(name) for name, _ in side) or "none"
+            raise _SpecError(
+                f"{len(tensors)} {what} tensors given, the op was compiled "
+                f"with {len(side)}: one per tensor_id of this rank's "
+                f"{what}s, in the order they first appear ({ids})")
+        return [self._buffer(t, what, i, f" (tensor_id {name!r}, all of it)",
+                             shape)
+                for i, (t, (name, shape)) in enumerate(zip(tensors, side))]
 
     def __call__(self, input_tensors, output_tensors):
         if self._current is not None:
@@ -364,6 +439,10 @@ class CustomOp:
 
     def __repr__(self):
         red = self.reduction or "none"
+        if self.tensor_ids is not None:
+            ins, outs = (list(ids) for ids in self.tensor_ids)
+            return (f"<shoal.CustomOp tensors {ins} -> {outs} {self.dtype}, "
+                    f"reduction {red}>")
         return (f"<shoal.CustomOp shape {list(self.shape)} {self.dtype}, "
                 f"reduction {red}, {len(self._ins)} inputs, "
                 f"{len(self._outs)} outputs>")

@@ -434,6 +434,192 @@ def scenario_semantics(group):
         raise AssertionError("op on a finalized communicator ran")
 
 
+# ---- several tensors (tensor_id) ----------------------------------------------
+
+def split(total, r, n):
+    """Rank r's [lo, hi) of `total` split unevenly over n ranks."""
+    base, extra = divmod(total, n)
+    lo = r * base + min(r, extra)
+    return lo, lo + base + (r < extra)
+
+
+def fill(shape, rank, dtype, salt=0):
+    """Distinct small values per rank and element, exact in every dtype."""
+    n = 1
+    for d in shape:
+        n *= d
+    v = (torch.arange(n, dtype=torch.int64) * 3 + 17 * rank + salt) % 251
+    v = v.reshape(shape)
+    return (v % 2 == 0) if dtype == torch.bool else v.to(dtype)
+
+
+def region(offset, shape, tid):
+    return {"offset": offset, "shape": shape, "tensor_id": tid}
+
+
+def gather_layer(group, dtype):
+    """A weight [2n + 1, 3] and a bias [n + 2] (int tensor_id 7), each rank
+    owning uneven rows of both in full-size tensors, gathered in place in
+    one run. Ranks list the ids in different orders, interleaved, and
+    only rank 0 gives the shapes."""
+    n, r = SIZE, RANK
+    wshape, bshape = [2 * n + 1, 3], [n + 2]
+    wlo, whi = split(wshape[0], r, n)
+    blo, bhi = split(bshape[0], r, n)
+    mid = (wlo + whi) // 2
+    w_parts = [region([wlo, 0], [mid - wlo, 3], "weight"),
+               region([mid, 0], [whi - mid, 3], "weight")]
+    b_part = region([blo], [bhi - blo], 7)
+    ins = ([b_part] + w_parts if r % 2 else
+           [w_parts[0], b_part, w_parts[1]])
+    outs = [region([0, 0], wshape, "weight"), region([0], bshape, 7)]
+    outs = outs[::-1] if r % 2 else outs
+    shape = {"weight": wshape, 7: bshape} if r == 0 else None
+    op = shoal.compile_op(group, shape=shape, dtype=dtype, inputs=ins,
+                          outputs=outs)
+    order = (("7", "weight"), ("7", "weight")) if r % 2 else \
+        (("weight", "7"), ("weight", "7"))
+    assert op.tensor_ids == order, op.tensor_ids
+    want_w = torch.cat([fill([split(wshape[0], q, n)[1] -
+                              split(wshape[0], q, n)[0], 3], q, dtype)
+                        for q in range(n)])
+    want_b = torch.cat([fill([split(bshape[0], q, n)[1] -
+                              split(bshape[0], q, n)[0]], q, dtype, 5)
+                        for q in range(n)])
+    for run in range(2):
+        # Rank 1 keeps its weight transposed in memory.
+        w = torch.empty(3, wshape[0], dtype=dtype).t() if r == 1 else \
+            torch.empty(wshape, dtype=dtype)
+        b = torch.empty(bshape, dtype=dtype)
+        w.fill_(True if dtype == torch.bool else 99)
+        b.fill_(True if dtype == torch.bool else 99)
+        w[wlo:whi] = fill([whi - wlo, 3], r, dtype)
+        b[blo:bhi] = fill([bhi - blo], r, dtype, 5)
+        pair = [b, w] if r % 2 else [w, b]
+        op(pair, pair).wait()
+        check_equal(w, want_w, f"{dtype} weight run {run}")
+        check_equal(b, want_b, f"{dtype} bias run {run}")
+
+
+def sum_three(group, dtype):
+    """A 0-d, a 1-d and a 3-d tensor summed over the ranks into parts of
+    each rank's full-size outputs (rank 0's 3-d one transposed in memory);
+    elements outside the parts keep their values. With 3 ranks or more the
+    last takes no part."""
+    n, r = SIZE, RANK
+    idle = n >= 3 and r == n - 1
+    takers = n - 1 if n >= 3 else n
+    shapes = {"s": [], "v": [5], "c": [2, 3, 4]}
+    if idle:
+        op = shoal.compile_op(group, dtype=dtype, reduction="sum")
+        assert op.tensor_ids == ((), ())
+        op([], []).wait()
+        return
+    ins = [shoal.TensorRegion([0] * len(sh), sh, "cpu", tid)
+           for tid, sh in shapes.items()]
+    outs = [region([r % 2, 0, 1], [1, 3, 2], "c"),
+            region([r % 5], [5 - r % 5], "v"), region([], [], "s")]
+    op = shoal.compile_op(group, dtype=dtype, reduction="sum", inputs=ins,
+                          outputs=outs)
+    c = torch.full([4, 3, 2], -7, dtype=dtype).permute(2, 1, 0) if r == 0 \
+        else torch.full([2, 3, 4], -7, dtype=dtype)
+    v = torch.full([5], -7, dtype=dtype)
+    s0 = torch.full([], -7, dtype=dtype)
+    op([fill(sh, r, dtype, k) for k, sh in enumerate(shapes.values())],
+       [c, v, s0]).wait()
+    total = {tid: sum(fill(sh, q, dtype, k) for q in range(takers))
+             for k, (tid, sh) in enumerate(shapes.items())}
+    check_equal(s0, total["s"], f"{dtype} scalar")
+    want_v = torch.full([5], -7, dtype=dtype)
+    want_v[r % 5:] = total["v"][r % 5:]
+    check_equal(v, want_v, f"{dtype} v")
+    want_c = torch.full([2, 3, 4], -7, dtype=dtype)
+    want_c[r % 2, :, 1:3] = total["c"][r % 2, :, 1:3]
+    check_equal(c, want_c, f"{dtype} c")
+
+
+def scenario_tensors(group):
+    for dtype in (torch.float32, torch.int64, torch.bfloat16, torch.uint8,
+                  torch.bool):
+        gather_layer(group, dtype)
+    for dtype in (torch.float64, torch.int32):
+        sum_three(group, dtype)
+    # Regions without a tensor_id (TensorRegions too) keep the one-tensor
+    # form: a local tensor per box.
+    n, r = SIZE, RANK
+    op = shoal.compile_op(
+        group, shape=[2 * n, 3], dtype=torch.float32,
+        inputs=[shoal.TensorRegion([2 * r, 0], [2, 3])],
+        outputs=[{"offset": [0, 0], "shape": [2 * n, 3], "device": "cpu"}])
+    full = global_input([2 * n, 3], 0)
+    out = torch.zeros(2 * n, 3)
+    op([box(full, [2 * r, 0], [2, 3]).clone()], [out]).wait()
+    check_equal(out, full, "one tensor")
+
+
+def scenario_tensor_errors(group):
+    last = SIZE - 1
+    w = region([0, 0], [4, 3], "w")
+    b = region([0], [4], "b")
+
+    def compile_with(ins, outs, **kw):
+        return shoal.compile_op(group, dtype=torch.float32, inputs=ins,
+                                outputs=outs, **kw)
+
+    # Output elements of "b" only a "w" input covers at those coordinates.
+    expect_error(lambda: compile_with(
+        [w, region([0], [2], "b")], [b] if RANK == last else None),
+        f"elements [2:4] of rank {last}'s outputs[0] (tensor 'b', global "
+        "box [0:4]) are in no rank's inputs of that tensor")
+    expect_error(lambda: compile_with(
+        [region([0], [4], "w")] if RANK == last else [w], None),
+        "ranks disagree on the number of dimensions of tensor 'w': rank 0 "
+        f"gives it 2, rank {last} gives it 1")
+    expect_error(lambda: compile_with(
+        [w], None, shape={"w": [4, 3] if RANK == 0 else [5, 3]}),
+        "ranks disagree on the shape of tensor 'w': rank 0 passed [4, 3], "
+        "rank 1 passed [5, 3]")
+    expect_error(lambda: compile_with(
+        [w], None, shape={"w": [3, 3]}),
+        "rank 0's inputs[0] (tensor 'w', offset [0, 0], shape [4, 3]) lies "
+        "outside the global shape [3, 3]")
+    expect_error(lambda: compile_with(
+        [w, {"offset": [0], "shape": [4]}] if RANK == last else [w], None),
+        f"rank {last}: inputs[0] has a tensor_id and inputs[1] has none")
+    expect_error(lambda: compile_with(
+        [region([0], [4], 2.5)] if RANK == last else [w], None),
+        f"rank {last}: inputs[0]['tensor_id'] must be a str or an int")
+    expect_error(lambda: compile_with([w], None, shape=[4, 3]),
+                 "with tensor_ids, shape must be None")
+    expect_error(lambda: compile_with(
+        [dict(w, device="cuda:0")] if RANK == last else [w], None),
+        f"rank {last}: inputs[0] is on device 'cuda:0'")
+    # Tensors at call time: one per tensor_id, each all of its tensor.
+    op = compile_with([w, b], [b, w], reduction="sum")
+    tw, tb = torch.ones(4, 3), torch.ones(4)
+    ow, ob = torch.zeros(4, 3), torch.zeros(4)
+    expect_error(lambda: op([tw] if RANK == last else [tw, tb], [ob, ow]),
+                 "1 input tensors given, the op was compiled with 2: one "
+                 "per tensor_id of this rank's inputs, in the order they "
+                 "first appear ('w', 'b')" if RANK == last else
+                 f"rank {last} passed bad tensors")
+    expect_error(lambda: op([tw, tb], [ob, ow.double()] if RANK == 0
+                            else [ob, ow]),
+                 "output[1] (tensor_id 'w', all of it) is float64, the op "
+                 "moves float32" if RANK == 0 else
+                 "rank 0 passed bad tensors")
+    expect_error(lambda: op([tw[:2], tb], [ob, ow]),
+                 "input[0] (tensor_id 'w', all of it) has shape (2, 3), the "
+                 "op expects (4, 3)")
+    # The op and the group still work.
+    op([tw, tb], [ob, ow]).wait()
+    check_equal(ow, torch.full((4, 3), float(SIZE)), "after errors")
+    check_equal(ob, torch.full((4,), float(SIZE)), "after errors")
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    assert t.tolist() == [SIZE, SIZE]
+
+
 def scenario_groups(group):
     """find_process_group finds torch's groups by group_desc and by group
     name, from torch's own registry (dist.new_group creates them through

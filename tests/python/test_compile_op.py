@@ -1,8 +1,8 @@
 """shoal.compile_op across ranks: the spec's examples, a randomized
 property test against a reference gathered on rank 0, DTensor
-redistributions against DTensor.redistribute, bad specs and tensors, and
-the Future's semantics, and finding torch's groups by description. The
-rank side is compile_op_ranks.py."""
+redistributions against DTensor.redistribute, bad specs and tensors, the
+Future's semantics, ops over several tensors (tensor_id), and finding
+torch's groups by description. The rank side is compile_op_ranks.py."""
 
 import os
 
@@ -48,6 +48,15 @@ def test_bad_specs_and_tensors_raise_everywhere():
 
 def test_future_group_names_and_reuse():
     run(3, "semantics")
+
+
+@pytest.mark.parametrize("size", [2, 4])  # on 4 ranks, one takes no part
+def test_several_tensors_by_tensor_id(size):
+    run(size, "tensors")
+
+
+def test_bad_tensor_ids_and_tensors_raise_everywhere():
+    run(3, "tensor_errors")
 
 
 def test_find_process_group_by_desc_and_name():

@@ -1,29 +1,58 @@
 // Plan: a compiled custom collective (shoal_plan) from Python, the engine
 // under shoal.compile_op. Plan(comm, shape, dtype, reduction, inputs,
-// outputs, error) compiles (collective); start(inputs, outputs, error)
+// outputs, error, tensors=None) compiles (collective): boxes are (offset,
+// shape) pairs of one tensor of `shape`, or, with tensors a list of (name,
+// ndim, shape or None), (tensor index, offset, shape) triples.
+// local_tensors says what a run takes; start(inputs, outputs, error)
 // begins a run over Buffers; wait() and test() finish it.
 //
 // The Python layer checks tensors with readable messages and passes its
 // complaint as `error`, so that every rank fails together. The checks here
 // are the memory-safety floor: a Buffer whose shape or element size does
-// not match its box is refused the same way, whatever Python passes.
+// not match its local tensor is refused the same way, whatever Python
+// passes.
 #include "ext.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define PLAN_MAX_DIMS 12
+// A local tensor as a run must pass it: its shape (its tensor's ndim).
+typedef struct plan_local {
+    int     ndim;
+    int64_t shape[SHOAL_PLAN_MAX_DIMS];
+} plan_local;
 
 typedef struct ext_plan {
     PyObject_HEAD shoal_plan *plan; // NULL once its communicator finalized
     ext_comm                 *comm; // strong
     PyObject                 *keep; // the run's buffers, or NULL
-    int                       ndim, dtype;
-    int                       ninputs, noutputs;
-    int64_t         *extents; // (ninputs + noutputs) x ndim: each box's shape
+    int                       dtype;
+    int                       nlocal_in, nlocal_out;
+    plan_local      *locals; // nlocal_in inputs, then nlocal_out outputs
+    PyObject        *local_info; // local_tensors' value, made once
     int              busy; // a thread is in start() or wait() without the GIL
     struct ext_plan *prev, *next; // comm->plans
 } ext_plan;
+
+// What Plan() parses, kept until shoal_plan_create has read it.
+typedef struct plan_parsed {
+    int64_t            shape[SHOAL_PLAN_MAX_DIMS];
+    int64_t           *in, *out; // packed boxes
+    int               *in_tensor, *out_tensor;
+    shoal_plan_tensor *tensors;
+    int64_t           *tensor_shapes; // ntensors x SHOAL_PLAN_MAX_DIMS
+} plan_parsed;
+
+static void
+plan_parsed_free(plan_parsed *pp)
+{
+    free(pp->in);
+    free(pp->out);
+    free(pp->in_tensor);
+    free(pp->out_tensor);
+    free(pp->tensors);
+    free(pp->tensor_shapes);
+}
 
 static int
 plan_int64s(PyObject *seq_obj, int64_t *out, int n, const char *what)
@@ -49,42 +78,125 @@ plan_int64s(PyObject *seq_obj, int64_t *out, int n, const char *what)
     return 0;
 }
 
-// boxes: a list of (offset, shape) pairs, into n x 2 x ndim int64s.
+// One box: (offset, shape), or (tensor, offset, shape) with several
+// tensors; its values go to *v (2 * its ndim), its tensor to *tensor.
 static int
-plan_boxes(PyObject *list, int ndim, int64_t **out, int *n)
+plan_box(PyObject *item, const shoal_plan_spec *spec, int64_t **v, int *tensor)
+{
+    int       named = spec->ntensors > 0, nd = spec->ndim;
+    PyObject *off, *shape;
+
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2 + named) {
+        PyErr_SetString(PyExc_TypeError,
+            named ? "a box is (tensor, offset, shape)"
+                  : "a box is (offset, shape)");
+        return -1;
+    }
+    if (named) {
+        long k = PyLong_AsLong(PyTuple_GET_ITEM(item, 0));
+
+        if (k == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (k < 0 || k >= spec->ntensors) {
+            PyErr_Format(PyExc_ValueError, "box of tensor %ld of %d", k,
+                spec->ntensors);
+            return -1;
+        }
+        *tensor = (int) k;
+        nd      = spec->tensors[k].ndim;
+    }
+    off   = PyTuple_GET_ITEM(item, named);
+    shape = PyTuple_GET_ITEM(item, named + 1);
+    if (plan_int64s(off, *v, nd, "box offset") < 0
+        || plan_int64s(shape, *v + nd, nd, "box shape") < 0) {
+        return -1;
+    }
+    *v += 2 * nd;
+    return 0;
+}
+
+// boxes: a list of boxes into packed int64s and their tensors.
+static int
+plan_boxes(PyObject *list, const shoal_plan_spec *spec, int64_t **out,
+    int **tensor, int *n)
 {
     PyObject *seq = PySequence_Fast(list, "boxes must be a list");
+    int64_t  *v;
 
     if (seq == NULL) {
         return -1;
     }
     *n   = (int) PySequence_Fast_GET_SIZE(seq);
-    *out = calloc((size_t) *n * 2 * (size_t) ndim + 1, sizeof(int64_t));
-    if (*out == NULL) {
+    *out = calloc((size_t) *n * 2 * SHOAL_PLAN_MAX_DIMS + 1, sizeof(int64_t));
+    *tensor = calloc((size_t) *n + 1, sizeof(int));
+    if (*out == NULL || *tensor == NULL) {
         Py_DECREF(seq);
         PyErr_NoMemory();
         return -1;
     }
+    v = *out;
     for (int i = 0; i < *n; i++) {
-        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i);
-        PyObject *off, *shape;
-
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            Py_DECREF(seq);
-            PyErr_SetString(PyExc_TypeError, "a box is (offset, shape)");
-            return -1;
-        }
-        off   = PyTuple_GET_ITEM(pair, 0);
-        shape = PyTuple_GET_ITEM(pair, 1);
-        if (plan_int64s(off, *out + 2 * ndim * i, ndim, "box offset") < 0
-            || plan_int64s(
-                   shape, *out + 2 * ndim * i + ndim, ndim, "box shape")
-                < 0) {
+        if (plan_box(PySequence_Fast_GET_ITEM(seq, i), spec, &v, &(*tensor)[i])
+            < 0) {
             Py_DECREF(seq);
             return -1;
         }
     }
     Py_DECREF(seq);
+    return 0;
+}
+
+// tensors: a list of (name, ndim, shape or None).
+static int
+plan_tensors(PyObject *list, shoal_plan_spec *spec, plan_parsed *pp)
+{
+    PyObject *seq = PySequence_Fast(list, "tensors must be a list");
+    int       n;
+
+    if (seq == NULL) {
+        return -1;
+    }
+    n           = (int) PySequence_Fast_GET_SIZE(seq);
+    pp->tensors = calloc((size_t) n + 1, sizeof(*pp->tensors));
+    pp->tensor_shapes
+        = calloc(((size_t) n + 1) * SHOAL_PLAN_MAX_DIMS, sizeof(int64_t));
+    if (pp->tensors == NULL || pp->tensor_shapes == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int k = 0; k < n; k++) {
+        PyObject          *item = PySequence_Fast_GET_ITEM(seq, k);
+        shoal_plan_tensor *t    = &pp->tensors[k];
+        int64_t *shape = pp->tensor_shapes + (size_t) k * SHOAL_PLAN_MAX_DIMS;
+
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3
+            || (t->name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(item, 0))) == NULL
+            || (t->ndim = PyLong_AsLong(PyTuple_GET_ITEM(item, 1))) < 0
+            || t->ndim > SHOAL_PLAN_MAX_DIMS) {
+            Py_DECREF(seq);
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError,
+                    "a tensor is (name, ndim 0..12, shape or None)");
+            }
+            return -1;
+        }
+        if (PyTuple_GET_ITEM(item, 2) != Py_None) {
+            if (plan_int64s(
+                    PyTuple_GET_ITEM(item, 2), shape, t->ndim, "tensor shape")
+                < 0) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            t->shape = shape;
+        }
+    }
+    // The names point into the tuples' strings: the caller's list keeps
+    // them alive until the plan is created.
+    Py_DECREF(seq);
+    spec->ntensors = n;
+    spec->tensors  = pp->tensors;
     return 0;
 }
 
@@ -113,26 +225,45 @@ plan_unlink(ext_plan *p)
     p->prev = p->next = NULL;
 }
 
+// The local tensors the native plan takes, and local_tensors' value:
+// ((name, shape), ...) for the inputs, then for the outputs.
 static int
-plan_keep_extents(ext_plan *p, const int64_t *in, const int64_t *out)
+plan_keep_locals(ext_plan *p)
 {
-    size_t nd = (size_t) p->ndim;
+    PyObject *sides[2] = { NULL, NULL };
+    int       n;
 
-    p->extents = calloc(
-        (size_t) (p->ninputs + p->noutputs) * nd + 1, sizeof(int64_t));
-    if (p->extents == NULL) {
-        PyErr_NoMemory();
-        return -1;
+    shoal_plan_local_tensors(p->plan, &p->nlocal_in, &p->nlocal_out);
+    n         = p->nlocal_in + p->nlocal_out;
+    p->locals = calloc((size_t) n + 1, sizeof(*p->locals));
+    sides[0]  = PyTuple_New(p->nlocal_in);
+    sides[1]  = PyTuple_New(p->nlocal_out);
+    if (p->locals == NULL || sides[0] == NULL || sides[1] == NULL) {
+        Py_XDECREF(sides[0]);
+        Py_XDECREF(sides[1]);
+        return p->locals == NULL ? (PyErr_NoMemory(), -1) : -1;
     }
-    for (int i = 0; i < p->ninputs; i++) {
-        memcpy(p->extents + (size_t) i * nd, in + (size_t) i * 2 * nd + nd,
-            nd * sizeof(int64_t));
+    for (int i = 0; i < n; i++) {
+        int         out = i >= p->nlocal_in, k = out ? i - p->nlocal_in : i;
+        plan_local *l = &p->locals[i];
+        const char *name;
+        PyObject   *shape, *pair;
+
+        shoal_plan_local_tensor(p->plan, out, k, &l->ndim, l->shape, &name);
+        shape = PyTuple_New(l->ndim);
+        for (int d = 0; shape != NULL && d < l->ndim; d++) {
+            PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(l->shape[d]));
+        }
+        pair = shape != NULL ? Py_BuildValue("(sN)", name, shape) : NULL;
+        if (pair == NULL) {
+            Py_DECREF(sides[0]);
+            Py_DECREF(sides[1]);
+            return -1;
+        }
+        PyTuple_SET_ITEM(sides[out], k, pair);
     }
-    for (int o = 0; o < p->noutputs; o++) {
-        memcpy(p->extents + (size_t) (p->ninputs + o) * nd,
-            out + (size_t) o * 2 * nd + nd, nd * sizeof(int64_t));
-    }
-    return 0;
+    p->local_info = Py_BuildValue("(NN)", sides[0], sides[1]);
+    return p->local_info != NULL ? 0 : -1;
 }
 
 // This rank's complaint from the pending Python exception (cleared), to
@@ -154,51 +285,64 @@ plan_take_error(char *buf, size_t len)
     PyErr_Clear();
 }
 
-// Parses shape and boxes into spec; on a bad value, empties the spec and
-// sets spec->error (in err) instead of raising.
+// Parses shape, tensors and boxes into spec; on a bad value, empties the
+// spec and sets spec->error (in err) instead of raising.
 static void
-plan_parse_spec(shoal_plan_spec *spec, PyObject *shape_obj, PyObject *in_obj,
-    PyObject *out_obj, int64_t *shape, int64_t **in, int64_t **out, char *err,
-    size_t len)
+plan_parse_spec(shoal_plan_spec *spec, PyObject *shape_obj,
+    PyObject *tensors_obj, PyObject *in_obj, PyObject *out_obj,
+    plan_parsed *pp, char *err, size_t len)
 {
-    spec->ndim = (int) PyObject_Length(shape_obj);
-    if (spec->ndim < 0 || spec->ndim > PLAN_MAX_DIMS) {
+    if (tensors_obj != Py_None) {
+        if (plan_tensors(tensors_obj, spec, pp) < 0) {
+            plan_take_error(err, len);
+        }
+    } else if ((spec->ndim = (int) PyObject_Length(shape_obj)) < 0
+        || spec->ndim > SHOAL_PLAN_MAX_DIMS) {
         PyErr_Clear();
-        snprintf(
-            err, len, "the shape must have 0 to %d dimensions", PLAN_MAX_DIMS);
-    } else if (plan_int64s(shape_obj, shape, spec->ndim, "shape") < 0
-        || plan_boxes(in_obj, spec->ndim, in, &spec->ninputs) < 0
-        || plan_boxes(out_obj, spec->ndim, out, &spec->noutputs) < 0) {
+        snprintf(err, len, "the shape must have 0 to %d dimensions",
+            SHOAL_PLAN_MAX_DIMS);
+    } else if (plan_int64s(shape_obj, pp->shape, spec->ndim, "shape") < 0) {
+        plan_take_error(err, len);
+    }
+    if (err[0] == '\0'
+        && (plan_boxes(in_obj, spec, &pp->in, &pp->in_tensor, &spec->ninputs)
+                < 0
+            || plan_boxes(
+                   out_obj, spec, &pp->out, &pp->out_tensor, &spec->noutputs)
+                < 0)) {
         plan_take_error(err, len);
     }
     if (err[0] != '\0') {
         spec->ndim     = 0;
         spec->ninputs  = 0;
         spec->noutputs = 0;
+        spec->ntensors = 0;
         spec->error    = err;
     }
-    spec->shape   = shape;
-    spec->inputs  = *in;
-    spec->outputs = *out;
+    spec->shape         = pp->shape;
+    spec->inputs        = pp->in;
+    spec->outputs       = pp->out;
+    spec->input_tensor  = pp->in_tensor;
+    spec->output_tensor = pp->out_tensor;
 }
 
 static PyObject *
 plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = { "comm", "shape", "dtype", "reduction", "inputs",
-        "outputs", "error", NULL };
+        "outputs", "error", "tensors", NULL };
     ext_comm    *comm;
-    PyObject    *shape_obj, *in_obj, *out_obj;
+    PyObject    *shape_obj, *in_obj, *out_obj, *tensors_obj = Py_None;
     const char  *error    = NULL;
     char         err[512] = "";
-    int64_t      shape[PLAN_MAX_DIMS], *in = NULL, *out = NULL;
-    shoal_plan_spec spec = SHOAL_PLAN_SPEC_INIT;
+    plan_parsed  pp       = { 0 };
+    shoal_plan_spec spec  = SHOAL_PLAN_SPEC_INIT;
     ext_plan       *p;
     int             st;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OiiOOz:Plan", names,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OiiOOz|O:Plan", names,
             &ext_comm_type, &comm, &shape_obj, &spec.dtype, &spec.reduction,
-            &in_obj, &out_obj, &error)
+            &in_obj, &out_obj, &error, &tensors_obj)
         || ext_comm_check_open(comm) < 0) {
         return NULL;
     }
@@ -206,26 +350,18 @@ plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         snprintf(err, sizeof(err), "%s", error);
     }
     plan_parse_spec(
-        &spec, shape_obj, in_obj, out_obj, shape, &in, &out, err, sizeof(err));
+        &spec, shape_obj, tensors_obj, in_obj, out_obj, &pp, err, sizeof(err));
     p = (ext_plan *) type->tp_alloc(type, 0);
-    if (p != NULL) {
-        p->ndim     = spec.ndim;
-        p->ninputs  = spec.ninputs;
-        p->noutputs = spec.noutputs;
-        p->dtype    = spec.dtype;
-        if (plan_keep_extents(p, in, out) < 0) {
-            PyErr_Clear();
-            spec.error = "out of memory";
-        }
-    } else {
+    if (p == NULL) {
         PyErr_Clear();
         spec.error = "out of memory";
+    } else {
+        p->dtype = spec.dtype;
     }
     // Every rank takes part in the creation, whatever went wrong here.
     Py_BEGIN_ALLOW_THREADS st
         = shoal_plan_create(comm->comm, &spec, p != NULL ? &p->plan : NULL);
-    Py_END_ALLOW_THREADS free(in);
-    free(out);
+    Py_END_ALLOW_THREADS plan_parsed_free(&pp);
     if (st != SHOAL_OK || p == NULL) {
         ext_abort_if_asked(comm, st, shoal_last_error());
         Py_XDECREF(p);
@@ -235,19 +371,23 @@ plan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     Py_INCREF(comm);
     p->comm = comm;
     plan_link(p);
+    if (plan_keep_locals(p) < 0) {
+        Py_DECREF(p);
+        return NULL;
+    }
     return (PyObject *) p;
 }
 
 // ---- runs
 // -------------------------------------------------------------------
 
-// Memory safety: each Buffer must have its box's shape and the dtype's
-// element size. Writes the complaint into err (empty when fine).
+// Memory safety: each Buffer must have its local tensor's shape and the
+// dtype's element size. Writes the complaint into err (empty when fine).
 static void
 plan_check_buffer(const ext_plan *p, const ext_buffer *b, int index,
     const char *what, int i, char *err, size_t len)
 {
-    const int64_t *ext = p->extents + (size_t) index * (size_t) p->ndim;
+    const plan_local *l = &p->locals[index];
 
     if (b->itemsize != shoal_dtype_size(p->dtype)) {
         snprintf(err, len,
@@ -257,10 +397,11 @@ plan_check_buffer(const ext_plan *p, const ext_buffer *b, int index,
             shoal_dtype_size(p->dtype));
         return;
     }
-    if (b->ndim != p->ndim
-        || memcmp(b->shape, ext, sizeof(int64_t) * (size_t) p->ndim) != 0) {
+    if (b->ndim != l->ndim
+        || memcmp(b->shape, l->shape, sizeof(int64_t) * (size_t) l->ndim)
+            != 0) {
         snprintf(
-            err, len, "%s[%d] does not have the shape of its box", what, i);
+            err, len, "%s[%d] does not have the shape of its tensor", what, i);
     }
 }
 
@@ -401,10 +542,10 @@ plan_start(ext_plan *p, PyObject *args, PyObject *kwargs)
     out_t = in_t != NULL ? PySequence_Tuple(out_obj) : NULL;
     keep  = out_t != NULL ? PyTuple_Pack(2, in_t, out_t) : NULL;
     if (keep == NULL
-        || plan_buffers(p, in_t, p->ninputs, 0, "inputs", 0, &a.ins, &a.nin,
+        || plan_buffers(p, in_t, p->nlocal_in, 0, "inputs", 0, &a.ins, &a.nin,
                err, sizeof(err))
             < 0
-        || plan_buffers(p, out_t, p->noutputs, p->ninputs, "outputs", 1,
+        || plan_buffers(p, out_t, p->nlocal_out, p->nlocal_in, "outputs", 1,
                &a.outs, &a.nout, err, sizeof(err))
             < 0
         || plan_args_fill(&a) < 0) {
@@ -547,7 +688,8 @@ plan_dealloc(ext_plan *p)
     plan_release(p);
     plan_unlink(p);
     Py_CLEAR(p->comm);
-    free(p->extents);
+    Py_CLEAR(p->local_info);
+    free(p->locals);
     Py_TYPE(p)->tp_free((PyObject *) p);
 }
 
@@ -574,10 +716,22 @@ plan_get_comm(ext_plan *p, void *closure)
     return Py_NewRef(p->comm);
 }
 
+static PyObject *
+plan_get_local_tensors(ext_plan *p, void *closure)
+{
+    (void) closure;
+    Py_INCREF(p->local_info);
+    return p->local_info;
+}
+
 static PyGetSetDef plan_getset[] = {
     { "bytes", (getter) plan_get_bytes, NULL,
         "(sent, received): bytes this rank moves per run", NULL },
     { "comm", (getter) plan_get_comm, NULL, "the communicator it runs on",
+        NULL },
+    { "local_tensors", (getter) plan_get_local_tensors, NULL,
+        "(inputs, outputs): the local tensors a run takes, each a "
+        "(tensor name, shape) pair (name '' with one tensor)",
         NULL },
     { NULL, NULL, NULL, NULL, NULL },
 };
