@@ -347,7 +347,9 @@ SHOAL_API int shoal_wait_for(shoal_request *req, int64_t wait_ms);
 SHOAL_API void shoal_request_free(shoal_request *req);
 
 // Blocks until every operation issued on `comm` by this rank has completed.
-// Returns the first error among them, or SHOAL_OK.
+// Returns the first error among them, or SHOAL_OK; the failure of a send or
+// receive issued without a request (see shoal_isend) is reported here, once,
+// naming the operation.
 SHOAL_API int shoal_comm_sync(shoal_comm *comm);
 
 // ---------------------------------------------------------------------------
@@ -364,6 +366,10 @@ SHOAL_API int shoal_comm_sync(shoal_comm *comm);
 // out of range, unknown dtype, negative tag), plus the failures above.
 SHOAL_API int shoal_send(shoal_comm *comm, const void *buf, size_t count,
     shoal_dtype dtype, int peer, int tag);
+// shoal_isend starts the send and returns at once; `buf` must not change
+// until it completes. With `req` NULL the communicator tracks it: it is
+// complete when shoal_comm_sync or shoal_barrier returns, which report its
+// failure (the native communicator view's send, numr's contract).
 SHOAL_API int shoal_isend(shoal_comm *comm, const void *buf, size_t count,
     shoal_dtype dtype, int peer, int tag, shoal_request **req);
 
@@ -373,6 +379,9 @@ SHOAL_API int shoal_isend(shoal_comm *comm, const void *buf, size_t count,
 // SHOAL_EINVAL (no other rank can send, and sends to oneself are refused).
 SHOAL_API int shoal_recv(shoal_comm *comm, void *buf, size_t count,
     shoal_dtype dtype, int peer, int tag);
+// shoal_irecv starts the receive; with `req` NULL the communicator tracks
+// it, as for shoal_isend: `buf` holds the message once shoal_comm_sync or
+// shoal_barrier has returned SHOAL_OK.
 SHOAL_API int shoal_irecv(shoal_comm *comm, void *buf, size_t count,
     shoal_dtype dtype, int peer, int tag, shoal_request **req);
 
@@ -417,7 +426,10 @@ SHOAL_API int shoal_recv_any(shoal_comm *comm, void *buf, size_t count,
 // Collective over `comm`: every rank calls the same collectives in the same
 // order with the same root, count and dtype.
 
-// Blocks until every rank of `comm` has entered the barrier.
+// Blocks until every rank of `comm` has entered the barrier. Implies
+// shoal_comm_sync: when it returns, every operation this rank issued before
+// it has completed (its error, if one failed, is returned). shoal_ibarrier
+// does not imply it.
 SHOAL_API int shoal_barrier(shoal_comm *comm);
 SHOAL_API int shoal_ibarrier(shoal_comm *comm, shoal_request **req);
 

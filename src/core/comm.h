@@ -116,12 +116,16 @@ struct shoal_comm {
     int64_t        unexpected_bytes;
     shi_req_queue  any_recvs; // any-source receives not matched, post order
     shoal_request *owned; // non-blocking requests not freed yet (onext)
-    unsigned       fork_generation; // forked.c: the process it belongs to
-    int            creator_pid;
-    uint64_t       p2p_arrivals; // messages seen before their receive
-    int            p2p_active; // incomplete sends and receives
-    pthread_t      progress_thread;
-    int            progress_started;
+    // The first failure among untracked requests (a send or receive issued
+    // without a request handle), until shoal_comm_sync reports it.
+    int       untracked_failed;
+    char      untracked_text[SHI_ERROR_TEXT_MAX];
+    unsigned  fork_generation; // forked.c: the process it belongs to
+    int       creator_pid;
+    uint64_t  p2p_arrivals; // messages seen before their receive
+    int       p2p_active; // incomplete sends and receives
+    pthread_t progress_thread;
+    int       progress_started;
 
     // Collectives (src/algo): sync points passed, staging uses, whether
     // every rank can read every other's memory (process_vm_readv), the
@@ -193,6 +197,11 @@ int shi_comm_alloc(shoal_comm **out, const char *name, int rank, int size,
 
 // Frees a communicator after its threads have stopped.
 void shi_comm_free(shoal_comm *comm);
+
+// Untracked requests (request_owned.c): frees the completed ones, keeping
+// the first failure; with `report`, returns its status (0: none), leaves
+// its message as this thread's error and forgets it.
+int shi_req_reap_untracked(shoal_comm *comm, int report);
 
 // Every communicator is listed while it lives (leave.c), so that a process
 // exiting without destroying it still says goodbye on it at exit.

@@ -166,8 +166,30 @@ shi_start_async(
     return SHOAL_OK;
 }
 
-// Checks and runs a send or receive: started when `out` is given, else
-// blocking (then *source, if given, says who sent).
+// Where an untracked send or receive "returns" its request: the address
+// says the caller keeps none.
+static shoal_request *untracked;
+
+// Starts a request the communicator frees itself once it completed; its
+// failure is reported by shoal_comm_sync (request_owned.c).
+static int
+start_untracked(shoal_comm *comm, const shoal_request *tmpl)
+{
+    shoal_request *req;
+
+    shi_req_reap_untracked(comm, 0); // the completed ones go as it starts
+    int st = shi_start_async(comm, tmpl, &req);
+    if (st == SHOAL_OK) {
+        pthread_mutex_lock(&comm->lock);
+        req->untracked = 1;
+        pthread_mutex_unlock(&comm->lock);
+    }
+    return st;
+}
+
+// Checks and runs a send or receive: started when `out` is given (untracked
+// when it is &untracked), else blocking (then *source, if given, says who
+// sent).
 static int
 p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
     shoal_dtype dtype, int peer, int tag, shoal_request **out, int *source)
@@ -190,6 +212,9 @@ p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
     req.tag          = tag;
     req.timeout_ms   = opts.timeout_ms;
     req.caller_waits = opts.caller_waits;
+    if (out == &untracked) {
+        return start_untracked(comm, &req);
+    }
     if (out != NULL) {
         return shi_start_async(comm, &req, out);
     }
@@ -237,10 +262,8 @@ int
 shoal_isend(shoal_comm *comm, const void *buf, size_t count, shoal_dtype dtype,
     int peer, int tag, shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("isend");
-    }
-    return p2p(comm, SHI_OP_SEND, buf, count, dtype, peer, tag, req, NULL);
+    return p2p(comm, SHI_OP_SEND, buf, count, dtype, peer, tag,
+        req != NULL ? req : &untracked, NULL);
 }
 
 int
@@ -254,10 +277,8 @@ int
 shoal_irecv(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
     int peer, int tag, shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("irecv");
-    }
-    return p2p(comm, SHI_OP_RECV, buf, count, dtype, peer, tag, req, NULL);
+    return p2p(comm, SHI_OP_RECV, buf, count, dtype, peer, tag,
+        req != NULL ? req : &untracked, NULL);
 }
 
 int
@@ -314,10 +335,16 @@ barrier(shoal_comm *comm, shoal_request **out)
                        : shi_run_blocking(comm, &req);
 }
 
+// The barrier implies a sync (the native communicator view's contract):
+// when it returns, every operation this rank issued before it completed.
+// The sync comes after the ranks met, so a send whose receive a peer posts
+// after its own barrier does not hold the barrier up.
 int
 shoal_barrier(shoal_comm *comm)
 {
-    return barrier(comm, NULL);
+    int st = barrier(comm, NULL);
+
+    return st == SHOAL_OK ? shoal_comm_sync(comm) : st;
 }
 
 int
@@ -443,5 +470,10 @@ shoal_comm_sync(shoal_comm *comm)
     if (comm == NULL) {
         return shi_error(SHOAL_EINVAL, "sync: the communicator is NULL");
     }
-    return shi_engine_sync(comm, shi_deadline_in_ms(comm->timeout_ms));
+    int st = shi_engine_sync(comm, shi_deadline_in_ms(comm->timeout_ms));
+    // An untracked operation's own failure names it; it explains an abort.
+    int mine = shi_fork_check(comm, "sync") == SHOAL_OK
+        ? shi_req_reap_untracked(comm, 1)
+        : SHOAL_OK;
+    return mine != SHOAL_OK ? shi_comm_error(comm, mine) : st;
 }

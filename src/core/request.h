@@ -51,6 +51,7 @@ struct shoal_request {
     atomic_int     status; // SHOAL_INPROGRESS until final
     int            in_engine;
     int            heap; // allocated by a non-blocking call
+    int            untracked; // nobody holds it: shoal_comm_sync frees it
     int            caller_waits; // its caller drives it: no wake at issue
     int64_t        start_ns;
     int64_t        timeout_ms; // this call's (shoal_call_opts), 0: the comm's

@@ -159,7 +159,7 @@ mixed_posted(shoal_comm *comm, int rank)
         MP_OK(shoal_irecv(
             comm, buf + i * MID, MID, SHOAL_UINT8, peers[i], 31, &reqs[i]));
     }
-    MP_OK(shoal_barrier(comm));
+    MP_OK(mp_meet(comm)); // the receives stay posted
     for (int k = 0; rank == 1 && k < 3; k++) {
         MP_CHECK(send_pattern(comm, buf, MID, k, 31) == 0);
     }
@@ -201,7 +201,7 @@ mixed_arrived(shoal_comm *comm, int rank, int size)
         MP_OK(shoal_isend(
             comm, large + k * LARGE, LARGE, SHOAL_UINT8, 0, 33, &reqs[4 + k]));
     }
-    MP_OK(shoal_barrier(comm));
+    MP_OK(mp_meet(comm)); // everything stays pending
     if (rank == 0) {
         mp_sleep_ms(100);
         MP_CHECK(shoal_test(late) == SHOAL_INPROGRESS);
@@ -227,7 +227,7 @@ mixed_arrived(shoal_comm *comm, int rank, int size)
         MP_OK(shoal_wait(reqs[i], -1));
         shoal_request_free(reqs[i]);
     }
-    MP_OK(shoal_barrier(comm)); // tag 39 only once rank 0 has the rest
+    MP_OK(mp_meet(comm)); // tag 39 only once rank 0 has the rest
     if (rank == 1) {
         end = 7;
         MP_OK(shoal_send(comm, &end, 1, SHOAL_INT32, 0, 39));
@@ -274,7 +274,7 @@ mp_case_p2p_any_kill(shoal_comm *comm, int argc, char **argv)
         MP_OK(
             shoal_irecv(comm, &x, 1, SHOAL_INT32, SHOAL_ANY_SOURCE, 41, &req));
     }
-    MP_OK(shoal_barrier(comm));
+    MP_OK(mp_meet(comm));
     if (rank == victim) {
         mp_sleep_ms(100); // rank 0 is waiting by now
         raise(SIGKILL);

@@ -13,6 +13,7 @@ static const struct {
     { "p2p_tags", mp_case_p2p_tags },
     { "p2p_async", mp_case_p2p_async },
     { "progress", mp_case_progress },
+    { "p2p_untracked", mp_case_p2p_untracked },
     { "p2p_any", mp_case_p2p_any },
     { "p2p_any_early", mp_case_p2p_any_early },
     { "p2p_any_mixed", mp_case_p2p_any_mixed },
@@ -114,6 +115,19 @@ mp_now(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+int
+mp_meet(shoal_comm *comm)
+{
+    shoal_request *req;
+    int            st = shoal_ibarrier(comm, &req);
+
+    if (st == SHOAL_OK) {
+        st = shoal_wait(req, -1);
+        shoal_request_free(req);
+    }
+    return st;
 }
 
 void

@@ -58,11 +58,16 @@ void   mp_fill(void *buf, size_t bytes, int r, int k);
 int    mp_verify(const void *buf, size_t bytes, int r, int k);
 double mp_now(void);
 void   mp_sleep_ms(int ms);
+// Every rank has entered; unlike shoal_barrier (which implies
+// shoal_comm_sync) operations pending on this rank stay pending, as a
+// receive posted for a message its sender sends after the meeting.
+int mp_meet(shoal_comm *comm);
 
 int mp_case_p2p(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_tags(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_async(shoal_comm *comm, int argc, char **argv);
 int mp_case_progress(shoal_comm *comm, int argc, char **argv);
+int mp_case_p2p_untracked(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_any(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_any_early(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_any_mixed(shoal_comm *comm, int argc, char **argv);

@@ -67,6 +67,9 @@ expect_pass(int n, const char *name, const char *arg)
 MP_TEST(mp_p2p, "p2p", NULL)
 MP_TEST_234(mp_p2p_heap, "p2p", "heap")
 
+// Sends and receives without a request, completed by sync and barrier.
+MP_TEST_234(mp_p2p_untracked, "p2p_untracked", NULL)
+
 // Messages larger than the channel: read from the sender's memory through
 // process_vm_readv (above), from its shared heap without it, or through
 // the channel's slots when neither can be read.
