@@ -26,6 +26,7 @@ from ._batch import BatchP2POptions, BatchSendRecv, P2POp
 from ._bootstrap import new_comm
 from .comm import Comm
 from .compile_op import CustomOp, Future, TensorRegion, compile_op
+from ._deadline import deadline
 from ._groups import find_process_group
 from .memory import (empty, empty_like, is_shared, share_memory_, zeros,
                      zeros_like)
@@ -41,7 +42,7 @@ __version__ = "%d.%d.%d" % (_C.version() // 10000, _C.version() // 100 % 100,
 __all__ = [
     "AbortedError", "BatchP2POptions", "BatchSendRecv", "Comm",
     "CommOptions", "CommTimeoutError", "CustomOp", "Future", "P2POp",
-    "TensorRegion",
+    "TensorRegion", "deadline",
     "InvalidArgumentError", "compile_op", "find_process_group",
     "MismatchError", "PeerError", "RedOpType", "ReduceOp", "ShoalError",
     "Work", "get_include", "get_library_dir", "new_comm",

@@ -69,8 +69,9 @@ ops_begin(ops_call *c, ext_comm *self, long long timeout_ms)
 }
 
 void
-ext_call_deadline(long long timeout_ms)
+ext_call_deadline(const ext_comm *comm, long long timeout_ms)
 {
+    timeout_ms = ext_call_timeout_ms(comm, timeout_ms);
     if (timeout_ms > 0) {
         shoal_call_opts opts = { .timeout_ms = timeout_ms };
         shoal_next_call_opts(&opts);
@@ -85,13 +86,13 @@ static void
 ops_deadline(ops_call *c)
 {
     if (ops_waits_next) {
+        long long       ms = ext_call_timeout_ms(c->self, c->timeout_ms);
         shoal_call_opts opts
-            = { .timeout_ms     = c->timeout_ms > 0 ? c->timeout_ms : 0,
-                  .caller_waits = 1 };
+            = { .timeout_ms = ms > 0 ? ms : 0, .caller_waits = 1 };
         shoal_next_call_opts(&opts);
         return;
     }
-    ext_call_deadline(c->timeout_ms);
+    ext_call_deadline(c->self, c->timeout_ms);
 }
 
 // Wraps the request issued with status c->st. Releases a and b (the Work

@@ -107,13 +107,18 @@ errors_set(PyObject *obj, const char *name, PyObject *value)
 PyObject *
 ext_raise(int status, const char *message)
 {
-    PyObject *cls = errors_class(status);
+    PyObject *cls      = errors_class(status);
+    char      note[96] = "";
     PyObject *exc;
 
     if (message == NULL || *message == '\0') {
         message = shoal_strerror(status);
     }
-    exc = PyObject_CallFunction(cls, "s", message);
+    if (status == SHOAL_ETIMEDOUT) { // name the deadline that caused it
+        ext_deadline_note(note, sizeof(note));
+    }
+    exc = PyObject_CallFunction(
+        cls, "N", PyUnicode_FromFormat("%s%s", message, note));
     if (exc == NULL) {
         return NULL;
     }

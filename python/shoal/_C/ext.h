@@ -91,10 +91,28 @@ int ext_comm_raise_dropped(ext_comm *comm);
 // raised in Python (exc: the exception its wait raised).
 PyObject *ext_comm_note_dropped_py(ext_comm *self, PyObject *args);
 
-// Gives a per-call deadline (ms; <= 0: none) to the operation this thread
-// issues next, right before it (it travels with that operation; nothing
-// else on any thread sees it).
-void ext_call_deadline(long long timeout_ms);
+// Gives a per-call deadline (ms; <= 0: the communicator's default),
+// capped by this thread's shoal.deadline (ext_call_timeout_ms), to the
+// operation this thread issues next on `comm`, right before it (it
+// travels with that operation; nothing else on any thread sees it).
+void ext_call_deadline(const ext_comm *comm, long long timeout_ms);
+
+// ---- shoal.deadline (deadline.c) ------------------------------------------
+
+// The timeout (ms; <= 0: the communicator's default) an operation issued
+// now on `comm` with `timeout_ms` gets: that, or less when this thread's
+// shoal.deadline ends sooner (at least 1 ms).
+long long ext_call_timeout_ms(const ext_comm *comm, long long timeout_ms);
+// The same for a wait of `timeout_ms` (< 0: until the operation's own
+// deadline): 0 once the thread's deadline has passed.
+int64_t ext_wait_timeout_ms(int64_t timeout_ms);
+// Into buf: " (shoal.deadline(S s) of this thread ran out)" once this
+// thread's deadline has passed, else "". For timeout messages.
+void ext_deadline_note(char *buf, size_t len);
+// The module functions deadline_enter, deadline_restore, deadline_left.
+PyObject *ext_deadline_enter(PyObject *mod, PyObject *arg);
+PyObject *ext_deadline_restore(PyObject *mod, PyObject *arg);
+PyObject *ext_deadline_left(PyObject *mod, PyObject *unused);
 
 // ---- Work (work.c) --------------------------------------------------------
 

@@ -45,6 +45,16 @@ static PyMethodDef module_methods[] = {
     { "tuning_file_path", module_tuning_file_path, METH_NOARGS,
         "The tuning file communicators read (SHOAL_TUNING_FILE or the "
         "per-user default), or None when no path can be formed." },
+    { "deadline_enter", ext_deadline_enter, METH_O,
+        "deadline_enter(seconds) -> saved: this thread's shoal.deadline "
+        "becomes the earlier of its own and `seconds` from now; pass "
+        "`saved` to deadline_restore on leaving." },
+    { "deadline_restore", ext_deadline_restore, METH_O,
+        "deadline_restore(saved): this thread's shoal.deadline as it was "
+        "before the deadline_enter that returned `saved`." },
+    { "deadline_left", ext_deadline_left, METH_NOARGS,
+        "(seconds left, the context's seconds) of this thread's "
+        "shoal.deadline, or None without one." },
     { NULL, NULL, 0, NULL },
 };
 

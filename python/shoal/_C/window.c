@@ -84,7 +84,7 @@ window_collective(ext_window *self, int reg, ext_buffer *b, long long timeout)
 {
     int st;
 
-    ext_call_deadline(timeout);
+    ext_call_deadline(self->comm, timeout);
     Py_BEGIN_ALLOW_THREADS st = reg
         ? shoal_window_register(self->win, b->data, b->count, b->dtype)
         : shoal_window_deregister(self->win);
@@ -184,7 +184,7 @@ window_put(ext_window *self, PyObject *args)
     if ((b = ext_buffer_arg(obj, 0, "put: the tensor")) == NULL) {
         return NULL;
     }
-    ext_call_deadline(timeout);
+    ext_call_deadline(self->comm, timeout);
     if (blocking) {
         Py_BEGIN_ALLOW_THREADS st = shoal_window_put(
             self->win, b->data, b->count, b->dtype, dst, (size_t) offset);
@@ -212,7 +212,7 @@ window_signal_like(ext_window *self, PyObject *args, int wait)
         || window_usable(self) < 0) {
         return NULL;
     }
-    ext_call_deadline(timeout);
+    ext_call_deadline(self->comm, timeout);
     if (blocking) {
         Py_BEGIN_ALLOW_THREADS st = wait
             ? shoal_window_wait_signal(self->win, rank)

@@ -273,7 +273,8 @@ work_wait(ext_work *w, PyObject *args, PyObject *kwargs)
             PyExc_RuntimeError, "another thread is waiting on this work");
         return NULL;
     }
-    if (w->req != NULL && work_block_interruptible(w, ms) < 0) {
+    if (w->req != NULL
+        && work_block_interruptible(w, ext_wait_timeout_ms(ms)) < 0) {
         return NULL;
     }
     return work_result(w);
@@ -359,7 +360,8 @@ static PyMethodDef work_methods[] = {
         METH_VARARGS | METH_KEYWORDS,
         "wait(timeout=None): block (without the GIL) until the operation "
         "completes; True, or raises its error. A timeout in seconds "
-        "shorter than the operation's deadline fails and aborts it." },
+        "shorter than the operation's deadline fails and aborts it; so "
+        "does the end of this thread's shoal.deadline." },
     { "is_completed", (PyCFunction) work_is_completed, METH_NOARGS,
         "True once the operation has finished (wait() raises if it "
         "failed)." },

@@ -12,7 +12,7 @@ import datetime
 import itertools
 import time
 
-from .. import _C, _env
+from .. import _C, _deadline, _env
 
 _ARRIVED, _DONE = "arrived", "done"
 
@@ -27,7 +27,8 @@ def barrier(pg, timeout, wait_all_ranks):
         pg._monitored_count = itertools.count()
     key = f"shoal/monitored/{pg.getGroupName()}/{next(pg._monitored_count)}"
     if pg.rank() == 0:
-        _lead(pg, store, key, timeout, wait_all_ranks)
+        _lead(pg, store, key, _deadline.effective_timeout(timeout),
+              wait_all_ranks)
     else:
         _follow(pg, store, key, timeout)
 
@@ -63,9 +64,10 @@ def _lead(pg, store, key, timeout, wait_all_ranks):
 
 
 def _fail(store, key, text):
-    """Tells the other ranks, then raises."""
+    """Tells the other ranks, then raises (naming this thread's
+    shoal.deadline when it cut the wait short)."""
     store.set(f"{key}/{_DONE}", text)
-    raise _C.CommTimeoutError(text)
+    raise _C.CommTimeoutError(text + _deadline.passed())
 
 
 def _arrives(store, name, deadline):
@@ -88,10 +90,11 @@ def _follow(pg, store, key, timeout):
     failed = (f"[Rank {pg.rank()}]: Rank {pg.rank()} successfully reached "
               f"monitoredBarrier, but received errors while waiting for "
               f"send/recv from rank 0")
-    if not _arrives(store, done, time.monotonic() + 2 * timeout):
+    limit = _deadline.effective_timeout(2 * timeout)
+    if not _arrives(store, done, time.monotonic() + limit):
         raise _C.CommTimeoutError(
             f"{failed}: rank 0 did not answer within "
-            f"{int(2 * timeout * 1000)} ms; check its logs")
+            f"{int(limit * 1000)} ms; check its logs{_deadline.passed()}")
     verdict = store.get(done).decode()
     if verdict != "ok":
         raise _C.CommTimeoutError(f"{failed}: rank 0 reports: {verdict}")

@@ -15,7 +15,7 @@ import threading
 import torch
 import torch.distributed as dist
 
-from .. import _C
+from .. import _C, _deadline
 
 
 def _seconds(timeout):
@@ -54,15 +54,21 @@ class Work(dist.Work):
         return True
 
     def _wait_done(self):
-        """Waits for the completer's thread to finish the works. Ctrl-C
-        here stops this rank halfway through an operation its peers are
-        in: the communicator is aborted so that they hear of it."""
+        """Waits for the completer's thread to finish the works, within
+        this thread's shoal.deadline. Ctrl-C or the deadline here stop
+        this rank halfway through an operation its peers are in: the
+        communicator is aborted so that they hear of it."""
         try:
-            self._done.wait()
+            done = self._done.wait(_deadline.remaining())
         except KeyboardInterrupt:
             self._completer.abort("interrupted by a signal "
                                   "(KeyboardInterrupt) while waiting")
             raise
+        if not done:
+            why = (f"the wait for an operation did not end in time "
+                   f"({_deadline.describe()} of this thread ran out)")
+            self._completer.abort(why)
+            raise _C.CommTimeoutError(why + "; the communicator is aborted")
 
     def _wait_works(self, timeout):
         try:
