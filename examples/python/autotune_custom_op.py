@@ -7,8 +7,11 @@ inductor's collective autotuning, corrected so that it runs on CPU).
 
 ``shoal.tune.enable_inductor()`` makes inductor time each choice with
 ``shoal.tune.benchmark`` (lockstep, each call at its slowest rank) on the
-group the choices' collectives name; without it every choice fails on CPU
-(inductor times with CUDA events) and the op's own implementation is used.
+group the choices' collectives name, as many times as inductor's config
+says (TORCHINDUCTOR_COLLECTIVE_BENCHMARK_NRUNS, default 50, after
+TORCHINDUCTOR_DEFAULT_AUTOTUNE_WARMUP, default 25); without it every
+choice fails on CPU (inductor times with CUDA events) and the op's own
+implementation is used.
 
 What differs from the spec's example, and why:
 - the group is an argument of the op (``group_name``), given the group's

@@ -16,7 +16,11 @@ Two class methods of ``AlgorithmSelectorCache`` are replaced:
   seconds and differs between ranks);
 - ``benchmark_collective_choice``: times one choice with
   ``shoal.tune.benchmark`` on that group (lockstep, each call at its slowest
-  rank, the median; deadline ``config.collective_benchmark_timeout``), and
+  rank, the median), with inductor's own settings, read at every
+  measurement as inductor's method reads them: ``config.
+  collective_benchmark_nruns`` timed calls (TORCHINDUCTOR_COLLECTIVE_
+  BENCHMARK_NRUNS) after ``config.inductor_default_autotune_warmup``
+  warm-up calls, each within ``config.collective_benchmark_timeout``;
   returns milliseconds, or inf on every rank when the choice failed on any
   (inductor then uses the op's own implementation on every rank).
 
@@ -46,7 +50,7 @@ log = logging.getLogger("shoal.tune")
 # The choices' group, for the benchmark_collective_choice calls that follow
 # (inductor benchmarks the choices of one op in one thread).
 _local = threading.local()
-_state = {"enabled": False, "warmup": 3, "reps": 10}
+_state = {"enabled": False}
 
 # Per benchmarked op: {choice name: milliseconds}, newest last (what the
 # example and the tests read; inductor's own log says it on rank 0 too).
@@ -69,7 +73,7 @@ def _shape_ok(sa):
     return None
 
 
-def enable(warmup=3, reps=10):
+def enable():
     """Patches inductor (once); True when its collective autotuning now
     works on CPU through shoal.tune, False (with a warning) when this torch
     is not one the patch was tested with."""
@@ -93,7 +97,6 @@ def enable(warmup=3, reps=10):
             f"torch 2.13's ({problem}); its collective autotuning is left "
             "as it is", RuntimeWarning, stacklevel=3)
         return False
-    _state["warmup"], _state["reps"] = int(warmup), int(reps)
     if not _state["enabled"]:
         cls = sa.AlgorithmSelectorCache
         original = cls.benchmark_choices.__func__
@@ -171,7 +174,8 @@ def _benchmark_choice(cls, choice, autotune_args):
             secs = tune.benchmark(
                 lambda: choice.benchmark_collective(*inputs, out=out),
                 group=getattr(_local, "group", None),
-                warmup=_state["warmup"], reps=_state["reps"],
+                warmup=config.inductor_default_autotune_warmup,
+                reps=config.collective_benchmark_nruns,
                 timeout=config.collective_benchmark_timeout)
         return secs * 1e3
     except Exception as e:  # inf on every rank: inductor falls back alike

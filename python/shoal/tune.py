@@ -449,16 +449,18 @@ def load_costs(path=None):
     return costs
 
 
-def enable_inductor(warmup=3, reps=10):
+def enable_inductor():
     """Makes torch inductor's collective autotuning (custom ops registered
     with register_custom_op_autotuning whose choices contain functional
     collectives) work on CPU: each choice is timed with benchmark() on the
     group its collectives name, in lockstep, at the slowest rank, with
-    inductor's collective_benchmark_timeout as deadline. Importing shoal
-    does not call it. Patches torch 2.13 only: other versions get a warning
-    and False. Returns True when the patch is in place."""
+    inductor's settings: config.collective_benchmark_nruns timed calls
+    after config.inductor_default_autotune_warmup warm-up calls, each
+    within config.collective_benchmark_timeout. Importing shoal does not
+    call it. Patches torch 2.13 only: other versions get a warning and
+    False. Returns True when the patch is in place."""
     from . import _inductor_tune
-    return _inductor_tune.enable(warmup=warmup, reps=reps)
+    return _inductor_tune.enable()
 
 
 def inductor_timings():

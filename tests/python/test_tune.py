@@ -91,10 +91,15 @@ EXAMPLE = os.path.join(HERE, "..", "..", "examples", "python",
 def test_inductor_autotunes_the_spec_example_on_cpu():
     """The corrected spec example on 2 ranks of backend "shoal": inductor
     measures both choices in lockstep (the chunked one far slower), the
-    compiled function runs the fast one and equals eager."""
+    compiled function runs the fast one and equals eager. Inductor's
+    counts, from its environment variables, are kept small (its defaults,
+    25 warm-up and 50 timed calls per choice, are for GPUs)."""
     from test_c10d_jobs import job, ok
     out = ok(job(2, [EXAMPLE, "--backend", "shoal"], timeout=600,
-                 extra_env={"OMP_NUM_THREADS": "1"}))[0]
+                 extra_env={"OMP_NUM_THREADS": "1",
+                            "TORCHINDUCTOR_DEFAULT_AUTOTUNE_WARMUP": "3",
+                            "TORCHINDUCTOR_COLLECTIVE_BENCHMARK_NRUNS":
+                                "10"}))[0]
     times = {}
     for line in out.splitlines():
         if line.startswith("choice "):
@@ -114,6 +119,47 @@ with warnings.catch_warnings(record=True) as w:
     ok = shoal.tune.enable_inductor()
 print("enabled" if ok else "refused", *[str(x.message) for x in w])
 """
+
+
+INDUCTOR_COUNTS = """
+import torch, torch.distributed as dist, shoal.tune
+from torch._inductor import config
+from torch._inductor.select_algorithm import AlgorithmSelectorCache as sa
+dist.init_process_group("shoal", store=dist.HashStore(), rank=0,
+                        world_size=1)
+assert shoal.tune.enable_inductor()
+config.inductor_default_autotune_warmup = 2
+config.collective_benchmark_nruns = 7
+calls = []
+
+class Choice:
+    name = "counted"
+    def benchmark_collective(self, *inputs, out=None):
+        calls.append(1)
+
+class Tensors:
+    def unpack(self):
+        return (), None
+
+class Args:
+    def get_benchmark_tensors(self, extern):
+        return Tensors()
+
+ms = sa.benchmark_collective_choice(Choice(), Args())
+print("calls", len(calls), "ms", ms)
+dist.destroy_process_group()
+"""
+
+
+def test_inductor_counts_come_from_its_config():
+    """Under inductor, the warm-up and timed calls per choice are
+    inductor's settings (inductor_default_autotune_warmup,
+    collective_benchmark_nruns), read when measuring."""
+    p = subprocess.run([sys.executable, "-c", INDUCTOR_COUNTS],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "calls 9 ms " in p.stdout, \
+        p.stdout + p.stderr
+    assert float(p.stdout.split()[-1]) < 1e3, p.stdout
 
 
 @pytest.mark.parametrize("setup,want", [
