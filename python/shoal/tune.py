@@ -9,12 +9,13 @@ returns the same winner on every rank, caching it per key.
 
 The group: a shoal.Comm, a torch ProcessGroup of backend "shoal" (both use
 the shoal communicator underneath) or of any other backend, or None:
-torch's default group when torch.distributed is initialized. For a group
-of another backend (gloo) the exchanges run on a shoal communicator of the
-same ranks, made through torch's default store the first time the group is
-tuned and kept until exit: a gloo all-reduce costs 0.4-0.6 ms here, and a
-candidate takes 26 exchanges. Without a default store the group's own
-all-reduce is used.
+torch's default group when torch.distributed is initialized, else this
+process alone (local timing: the spec's fallback outside distributed
+runs). For a group of another backend (gloo) the exchanges run on a shoal
+communicator of the same ranks, made through torch's default store the
+first time the group is tuned and kept until exit: a gloo all-reduce costs
+0.4-0.6 ms here, and a candidate takes 26 exchanges. Without a default
+store the group's own all-reduce is used.
 
 Failures:
 - A candidate that raises on some ranks after its own collectives
@@ -59,6 +60,22 @@ class CandidateError(_C.ShoalError):
 
 
 # ---- the lockstep exchange over a group --------------------------------------
+
+
+class _LocalExchange:
+    """No group and no torch.distributed: this process alone, timed
+    locally (each call's time is its own)."""
+
+    rank, size = 0, 1
+
+    def deadline(self, timeout):
+        return contextlib.nullcontext()
+
+    def arrive(self):
+        pass
+
+    def max(self, values, timeout):
+        return list(values)
 
 
 class _ShoalExchange:
@@ -229,11 +246,9 @@ def _exchange_for(group, timeout):
     if isinstance(group, Comm):
         return _ShoalExchange(group)
     if group is None:
+        if not _torch_distributed_initialized():
+            return _LocalExchange()
         import torch.distributed as dist
-        if not dist.is_available() or not dist.is_initialized():
-            raise _C.InvalidArgumentError(
-                "tune: group=None needs torch.distributed initialized; pass "
-                "a shoal.Comm or a ProcessGroup")
         group = dist.distributed_c10d._get_default_group()
     comm = getattr(group, "comm", None)
     if comm is None and hasattr(group, "_get_backend"):
@@ -253,6 +268,14 @@ def _exchange_for(group, timeout):
     except Exception:  # no store to meet through: the group's own exchange
         return _TorchExchange(group)
     return _SideExchange(group, store, timeout)
+
+
+def _torch_distributed_initialized():
+    try:
+        import torch.distributed as dist
+    except ImportError:  # no torch: no default group either
+        return False
+    return dist.is_available() and dist.is_initialized()
 
 
 def _cpu():
@@ -313,8 +336,9 @@ def benchmark(fn, *args, group=None, warmup=5, reps=20, timeout=30.0,
     """Seconds ``fn(*args, **kwargs)`` takes on the group, measured in
     lockstep: the median over `reps` calls (after `warmup`) of each call's
     slowest rank. Collective: every rank of the group calls it with the
-    same fn and counts. Raises CandidateError on every rank when fn raised
-    on any; see the module's notes for hangs and missing ranks."""
+    same fn and counts. Without a group outside torch.distributed, times
+    fn in this process alone. Raises CandidateError on every rank when fn
+    raised on any; see the module's notes for hangs and missing ranks."""
     ex = _exchange_for(group, timeout)
     with ex.deadline(timeout):
         return _bench(ex, fn, args, kwargs, warmup, reps, timeout,
@@ -379,9 +403,11 @@ def select(choices, *args, group=None, key=None, warmup=5, reps=20,
     the winning callable) or a dict name -> callable (returns the name).
     The winner is cached per `key` (default: the shapes and dtypes of the
     tensors among the arguments, and the other arguments' values), which
-    must be equal on every rank. A candidate that raises on any rank is
-    excluded on every rank and tuning goes on; if all fail, every rank
-    raises CandidateError. Collective: every rank calls it alike."""
+    must be equal on every rank. Without a group outside
+    torch.distributed, measures in this process alone. A candidate that
+    raises on any rank is excluded on every rank and tuning goes on; if all
+    fail, every rank raises CandidateError. Collective: every rank calls
+    it alike."""
     names, fns, by_name = _named(choices)
     if not fns:
         raise _C.InvalidArgumentError("tune.select: no choices")

@@ -66,6 +66,26 @@ def test_killed_rank_is_named():
     assert results[1][0] == 9
 
 
+def test_without_a_group_outside_distributed_times_locally():
+    """No group and no torch.distributed: local timing (the spec's
+    fallback), with the same counts and the same choice."""
+    import time
+    import torch.distributed as dist
+    from shoal import tune
+    assert not dist.is_initialized()
+    calls = []
+
+    def nap():
+        calls.append(1)
+        time.sleep(0.004)
+
+    secs = tune.benchmark(nap, warmup=1, reps=3)
+    assert len(calls) == 4 and 0.004 <= secs < 1, (calls, secs)
+    tune.clear_cache()
+    assert tune.select({"nap": nap, "quick": lambda: None}, warmup=0,
+                       reps=3) == "quick"
+
+
 def test_costs_from_shoal_tune(tmp_path):
     """shoal-tune's cost model beside its file, read by load_costs."""
     path = str(tmp_path / "tuning")
