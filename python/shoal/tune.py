@@ -2,10 +2,13 @@
 rank (the collective autotuning of torch inductor, for any callable).
 
 ``benchmark(fn, *args)`` times ``fn(*args)`` on every rank of a group at
-once: before every call the ranks meet, every call counts at its slowest
+once: after every call the ranks meet, every call counts at its slowest
 rank's time, and the result is the median of those, in seconds, equal on
-every rank. ``select(choices, *args)`` benchmarks each candidate and
-returns the same winner on every rank, caching it per key.
+every rank. ``select(choices, *args)`` measures the candidates the same
+way, interleaved (each round calls every candidate once, the order
+rotating from round to round, so that no candidate alone meets a slow
+start or a burst of load), and returns the same winner on every rank,
+caching it per key.
 
 The group: a shoal.Comm, a torch ProcessGroup of backend "shoal" (both use
 the shoal communicator underneath) or of any other backend, or None:
@@ -14,23 +17,27 @@ process alone (local timing: the spec's fallback outside distributed
 runs). For a group of another backend (gloo) the exchanges run on a shoal
 communicator of the same ranks, made through torch's default store the
 first time the group is tuned and kept until exit: a gloo all-reduce costs
-0.4-0.6 ms here, and a candidate takes 26 exchanges. Without a default
-store the group's own all-reduce is used.
+0.4-0.6 ms here, and a candidate takes 25 exchanges (one per call).
+Without a default store the group's own all-reduce is used.
+
+``timeout`` bounds every exchange, and every call of a candidate: the call
+runs under ``shoal.deadline(timeout)``, which caps every shoal operation
+and wait it makes, on any communicator (a gloo group's operations get
+``timeout`` as the group's default while tuning).
 
 Failures:
 - A candidate that raises on some ranks after its own collectives
   completed is excluded on every rank: the ranks exchange their status
-  after every call, so every rank learns of the failure at the next
-  exchange, and the tuning goes on (``select``), or every rank raises
-  CandidateError naming the ranks it failed on (``benchmark``).
+  after every call, so every rank learns of the failure at once, and the
+  tuning goes on (``select``), or every rank raises CandidateError naming
+  the ranks it failed on (``benchmark``).
 - A candidate that raises on one rank while the others are blocked inside
-  that candidate's own collective cannot be told apart from a dead rank:
-  the others stay blocked until ``timeout`` (or the collective's own
-  deadline, if shorter). The exchange then fails on every rank; a shoal
-  communicator is aborted by the deadline (its later operations raise
-  AbortedError), and every rank raises, the one that failed with its own
-  exception chained. Prefer candidates that validate their input before
-  their first collective.
+  its own collective cannot be told apart from a dead rank: the others
+  stay blocked until ``timeout`` ends their call, which aborts the shoal
+  communicator they were blocked on (its later operations raise
+  AbortedError). The exchange then fails on every rank, and every rank
+  raises, the one that failed with its own exception chained. Prefer
+  candidates that validate their input before their first collective.
 - A rank that never arrives (dead, or elsewhere in the program) makes
   every other rank raise CommTimeoutError within ``timeout`` naming it.
 
@@ -40,11 +47,11 @@ benchmark() on CPU (shoal/_inductor_tune.py).
 
 import atexit
 import contextlib
-import math
 import statistics
 import time
 
 from . import _C
+from ._deadline import deadline
 from ._reduce_op import ReduceOp
 
 __all__ = ["CandidateError", "benchmark", "select", "clear_cache",
@@ -62,9 +69,10 @@ class CandidateError(_C.ShoalError):
 # ---- the lockstep exchange over a group --------------------------------------
 
 
-class _LocalExchange:
-    """No group and no torch.distributed: this process alone, timed
-    locally (each call's time is its own)."""
+class _Exchange:
+    """Meets the ranks between calls: max() is an all-reduce (MAX) of a
+    few numbers. deadline() bounds what shoal.deadline cannot (another
+    backend's collectives); arrive() marks a measurement begun."""
 
     rank, size = 0, 1
 
@@ -74,34 +82,22 @@ class _LocalExchange:
     def arrive(self):
         pass
 
+
+class _LocalExchange(_Exchange):
+    """No group and no torch.distributed: this process alone, timed
+    locally (each call's time is its own)."""
+
     def max(self, values, timeout):
         return list(values)
 
 
-class _ShoalExchange:
+class _ShoalExchange(_Exchange):
     """Exchanges over a shoal communicator: its own deadlines name a rank
     that does not arrive, and abort the communicator."""
 
     def __init__(self, comm):
         self.comm = comm
         self.rank, self.size = comm.get_rank(), comm.get_size()
-
-    @contextlib.contextmanager
-    def deadline(self, timeout):
-        """The communicator's operations (the candidates' too) get
-        `timeout` while tuning, so a candidate stuck on one rank ends."""
-        old = self.comm.get_timeout()
-        self.comm.set_timeout(timeout)
-        try:
-            yield
-        finally:
-            try:
-                self.comm.set_timeout(old)
-            except _C.ShoalError:  # finalized by a candidate
-                pass
-
-    def arrive(self):
-        """Nothing: the communicator's deadline names a missing rank."""
 
     def max(self, values, timeout):
         import array
@@ -110,7 +106,7 @@ class _ShoalExchange:
         return list(buf)
 
 
-class _TorchExchange:
+class _TorchExchange(_Exchange):
     """Exchanges over a torch process group: an all_reduce waited on with
     a deadline; each rank counts its arrivals in the default store first,
     so that a deadline passed names the ranks that did not arrive."""
@@ -151,8 +147,9 @@ class _TorchExchange:
     @contextlib.contextmanager
     def deadline(self, timeout):
         """The group's operations (the candidates' too) get `timeout`
-        while tuning where the backend says its default (gloo), so a
-        candidate stuck on one rank ends; the old default comes back."""
+        while tuning where the backend says its default (gloo: beyond
+        shoal.deadline's reach), so a candidate stuck on one rank ends;
+        the old default comes back."""
         import datetime
         c10d = self.dist.distributed_c10d
         try:
@@ -197,9 +194,9 @@ class _SideExchange(_ShoalExchange):
     """Exchanges for a torch group of another backend (gloo) over a shoal
     communicator of the same ranks, made once per group through torch's
     default store: an exchange then costs microseconds instead of a gloo
-    all-reduce (0.4-0.6 ms here, 26 per candidate), and a missing rank is
-    named by shoal's deadline. The group's own deadline still bounds a
-    candidate stuck in the group's collectives (deadline())."""
+    all-reduce (0.4-0.6 ms here, 25 per candidate), and a missing rank is
+    named by shoal's deadline. The group's own timeout bounds a candidate
+    stuck in the group's collectives (deadline())."""
 
     _comms = {}  # group name -> shoal.Comm
 
@@ -283,7 +280,7 @@ def _cpu():
     return torch.device("cpu")
 
 
-# ---- benchmark ----------------------------------------------------------------
+# ---- measuring ---------------------------------------------------------------
 
 
 def _check_counts(warmup, reps, timeout):
@@ -295,40 +292,60 @@ def _check_counts(warmup, reps, timeout):
                                       f"{timeout}")
 
 
-def _run_calls(ex, fn, args, kwargs, calls, timeout, name):
-    """`calls` calls of fn, each preceded by an exchange that carries the
-    status (a slot per rank) and duration of the previous call; returns
-    the per-call maxima over ranks. Raises CandidateError on every rank
-    once any rank's call raised."""
-    times, failed, own = [], [0.0] * ex.size, None
-    dt = 0.0
-    for i in range(calls + 1):
-        got = ex.max(failed + [dt], timeout)
-        if i > 0:
-            times.append(got[-1])
-        bad = [r for r in range(ex.size) if got[r] != 0]
-        if bad:
-            raise CandidateError(
-                f"tune: {name} raised on rank "
-                f"{', '.join(map(str, bad))}", bad) from own
-        if i == calls:
-            break
+def _timed_call(fn, args, kwargs, timeout):
+    """(seconds, the exception or None) of one call, every shoal call in
+    it bounded by shoal.deadline(timeout), whichever communicator."""
+    with deadline(timeout):
         t0 = time.perf_counter()
         try:
             fn(*args, **kwargs)
         except Exception as e:  # told to every rank at the next exchange
-            own, failed[ex.rank] = e, 1.0
-        dt = time.perf_counter() - t0
-    return times
+            return time.perf_counter() - t0, e
+        return time.perf_counter() - t0, None
 
 
-def _bench(ex, fn, args, kwargs, warmup, reps, timeout, name):
+def _measure(ex, names, fns, args, kwargs, warmup, reps, timeout):
+    """Times every candidate in lockstep, interleaved: `warmup` then
+    `reps` rounds, each calling every candidate still in once, in an
+    order rotated by one per round. Every call is followed by an exchange
+    of its status (a slot per rank) and duration, so each call counts at
+    its slowest rank and every rank learns of a failure at once.
+
+    Interleaving spreads every candidate's calls over the same stretch of
+    time: measured one after the other, the first candidate alone met
+    what changes while tuning runs (a slow start, a burst of load on a
+    shared machine) and lost to the second even when faster. Rotating the
+    order gives each candidate every place in a round and every
+    neighbour. Returns ({index: median seconds}, {index: CandidateError})
+    for the candidates that ran through and those that failed, the same
+    on every rank."""
     _check_counts(warmup, reps, timeout)
+    warmup, reps = int(warmup), int(reps)
     ex.arrive()
-    if warmup:
-        _run_calls(ex, fn, args, kwargs, int(warmup), timeout, name)
-    return statistics.median(
-        _run_calls(ex, fn, args, kwargs, int(reps), timeout, name))
+    ex.max([0.0] * (ex.size + 1), timeout)  # start together
+    alive = list(range(len(fns)))
+    samples = {i: [] for i in alive}
+    errors = {}
+    for n in range(warmup + reps):
+        if not alive:
+            break
+        k = n % len(alive)
+        for i in alive[k:] + alive[:k]:
+            dt, err = _timed_call(fns[i], args, kwargs, timeout)
+            failed = [0.0] * ex.size
+            if err is not None:
+                failed[ex.rank] = 1.0
+            got = ex.max(failed + [dt], timeout)
+            bad = [r for r in range(ex.size) if got[r] != 0]
+            if bad:
+                alive.remove(i)
+                errors[i] = CandidateError(
+                    f"tune: {names[i]} raised on rank "
+                    f"{', '.join(map(str, bad))}", bad)
+                errors[i].__cause__ = err
+            elif n >= warmup:
+                samples[i].append(got[-1])
+    return {i: statistics.median(samples[i]) for i in alive}, errors
 
 
 def benchmark(fn, *args, group=None, warmup=5, reps=20, timeout=30.0,
@@ -337,12 +354,17 @@ def benchmark(fn, *args, group=None, warmup=5, reps=20, timeout=30.0,
     lockstep: the median over `reps` calls (after `warmup`) of each call's
     slowest rank. Collective: every rank of the group calls it with the
     same fn and counts. Without a group outside torch.distributed, times
-    fn in this process alone. Raises CandidateError on every rank when fn
-    raised on any; see the module's notes for hangs and missing ranks."""
+    fn in this process alone. Every shoal call fn makes runs under
+    ``shoal.deadline(timeout)``. Raises CandidateError on every rank when
+    fn raised on any; see the module's notes for hangs and missing
+    ranks."""
     ex = _exchange_for(group, timeout)
     with ex.deadline(timeout):
-        return _bench(ex, fn, args, kwargs, warmup, reps, timeout,
-                      getattr(fn, "__name__", "fn"))
+        times, errors = _measure(ex, [getattr(fn, "__name__", "fn")], [fn],
+                                 args, kwargs, warmup, reps, timeout)
+    if errors:
+        raise errors[0] from errors[0].__cause__
+    return times[0]
 
 
 # ---- select -------------------------------------------------------------------
@@ -403,11 +425,11 @@ def select(choices, *args, group=None, key=None, warmup=5, reps=20,
     the winning callable) or a dict name -> callable (returns the name).
     The winner is cached per `key` (default: the shapes and dtypes of the
     tensors among the arguments, and the other arguments' values), which
-    must be equal on every rank. Without a group outside
-    torch.distributed, measures in this process alone. A candidate that
-    raises on any rank is excluded on every rank and tuning goes on; if all
-    fail, every rank raises CandidateError. Collective: every rank calls
-    it alike."""
+    must be equal on every rank. The candidates are measured interleaved
+    (see the module's notes); without a group outside torch.distributed,
+    in this process alone. A candidate that raises on any rank is
+    excluded on every rank and tuning goes on; if all fail, every rank
+    raises CandidateError. Collective: every rank calls it alike."""
     names, fns, by_name = _named(choices)
     if not fns:
         raise _C.InvalidArgumentError("tune.select: no choices")
@@ -427,19 +449,13 @@ def select(choices, *args, group=None, key=None, warmup=5, reps=20,
 
 
 def _choose(ex, names, fns, args, kwargs, warmup, reps, timeout):
-    best, best_t, errors = None, math.inf, []
-    for name, fn in zip(names, fns):
-        try:
-            t = _bench(ex, fn, args, kwargs, warmup, reps, timeout, name)
-        except CandidateError as e:
-            errors.append(str(e))
-            continue
-        if t < best_t:
-            best, best_t = name, t
-    if best is None:
+    times, errors = _measure(ex, names, fns, args, kwargs, warmup, reps,
+                             timeout)
+    if not times:
         raise CandidateError("tune.select: every candidate failed: "
-                             + "; ".join(errors))
-    return best
+                             + "; ".join(str(errors[i])
+                                         for i in sorted(errors)))
+    return names[min(times, key=lambda i: (times[i], i))]
 
 
 # ---- the cost model shoal-tune fitted -----------------------------------------

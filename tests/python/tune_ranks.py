@@ -153,6 +153,35 @@ def case_cache():
     print("ok")
 
 
+# ---- the order of candidates -------------------------------------------------
+
+
+def case_order():
+    """Candidates of known costs (2 and 6 ms) while the first 20 candidate
+    calls of the select take 12 ms more each (a slow start): the faster
+    wins whichever is listed first. The cost depends on the count of
+    calls, not the clock, so the slow start is the same in every run."""
+    c = new_comm()
+    calls = [0]
+
+    def costing(seconds):
+        def candidate():
+            calls[0] += 1
+            spin(seconds + (0.012 if calls[0] <= 20 else 0.0))
+        return candidate
+
+    for names in (("fast", "slow"), ("slow", "fast")):
+        fns = {"fast": costing(0.002), "slow": costing(0.006)}
+        calls[0] = 0
+        tune.clear_cache()
+        win = tune.select({n: fns[n] for n in names}, group=c, warmup=5,
+                          reps=20)
+        assert win == "fast", (names, win)
+        assert calls[0] == 50, calls
+    c.finalize()
+    print("ok")
+
+
 # ---- failures ----------------------------------------------------------------
 
 
@@ -196,13 +225,19 @@ def case_raises_after_collective(kind, port="0"):
     print("ok")
 
 
-def case_hangs(mode):
+def case_hangs(mode, where="tuned"):
     """mode "hang": rank 1 hangs inside the candidate (a sleep past the
     deadline); mode "raise_blocked": rank 1 raises before the candidate's
-    collective, where the others are blocked. Either way every rank raises
-    a shoal error within the deadline (plus slack), naming the cause; the
-    communicator is aborted."""
+    collective, where the others are blocked. The collective runs on the
+    communicator tuned on (where "tuned") or on another one, whose own
+    timeout is 30 s (where "other"). Either way every rank raises a shoal
+    error within the deadline (plus slack), naming the cause; the
+    communicators are aborted."""
     c = new_comm()
+    other = new_comm("other") if where == "other" else c
+    # The ranks meet on `done` before leaving: a rank that left would end
+    # the others' waits (its peer departed) whatever their deadline.
+    done = new_comm("done")
     rank, _ = rank_size()
     t = torch.ones(4)
     timeout = 1.5
@@ -212,22 +247,32 @@ def case_hangs(mode):
             time.sleep(3 * timeout)
         if rank == 1 and mode == "raise_blocked":
             raise ValueError("rank 1 gives up before its collective")
-        c.all_reduce(t, shoal.ReduceOp.SUM)
+        other.all_reduce(t, shoal.ReduceOp.SUM)
 
     t0 = time.monotonic()
     try:
         tune.benchmark(candidate, group=c, warmup=1, reps=2, timeout=timeout)
     except shoal.ShoalError as e:
         took = time.monotonic() - t0
-        print(f"raised after {took:.2f} s: {type(e).__name__}: {e}")
+        print(f"raised after {took:.2f} s: {type(e).__name__}: {e} "
+              f"(cause: {e.__cause__})")
         limit = 3 * timeout + 3 if rank == 1 and mode == "hang" else \
             2 * timeout + 3
         assert took < limit, (took, limit)
         if rank != 1 or mode == "raise_blocked":
-            assert "rank 1" in str(e) or "aborted" in str(e), e
+            # Rank 0's call ends by the deadline at about the time rank
+            # 1's exchange does: the exchange completes (CandidateError
+            # naming both ranks) or fails on both.
+            assert (1 in getattr(e, "ranks", ()) or "rank 1" in str(e)
+                    or "aborted" in str(e)), e
     else:
         raise AssertionError("benchmark returned")
-    c.finalize()
+    done.barrier(timeout=60)
+    for comm in {c, other, done}:
+        try:
+            comm.finalize()
+        except shoal.ShoalError:
+            pass
     print("ok")
 
 
