@@ -214,6 +214,11 @@ Py_ssize_t ext_peer_views_retire(PyObject *window, ext_comm *comm);
 // Views of `window` still alive.
 Py_ssize_t ext_peer_views_alive(PyObject *window);
 
+// ---- Probes (probe.c) ---------------------------------------------------
+
+// probe_memory, probe_round_trip: module functions.
+extern PyMethodDef ext_probe_methods[];
+
 // ---- Errors (errors.c) ----------------------------------------------------
 
 extern PyObject *ext_exc_base; // ShoalError
