@@ -47,6 +47,8 @@ benchmark() on CPU (shoal/_inductor_tune.py).
 
 import atexit
 import contextlib
+import math
+import os
 import statistics
 import time
 
@@ -55,7 +57,8 @@ from ._deadline import deadline
 from ._reduce_op import ReduceOp
 
 __all__ = ["CandidateError", "benchmark", "select", "clear_cache",
-           "enable_inductor", "inductor_timings", "load_costs"]
+           "enable_inductor", "inductor_timings", "load_costs", "load_sweep",
+           "save_sweep"]
 
 
 class CandidateError(_C.ShoalError):
@@ -489,6 +492,70 @@ def load_costs(path=None):
                 f"{path}.costs line {n}: not 'collective, algorithm, ranks, "
                 f"hosts, alpha, beta, gamma, ...': {line!r}") from None
     return costs
+
+
+def _sweep_name(path):
+    if path is None:
+        path = _C.tuning_file_path()
+    return None if path is None else str(path) + ".sweep"
+
+
+def load_sweep(path=None):
+    """The measurements beside a tuning file (path: the tuning file,
+    default the one communicators read), from shoal-tune's sweep and
+    shoal.sharding.calibrate(): a dict (collective, algorithm, ranks,
+    hosts) -> [(bytes, seconds)] sorted by bytes. Empty when there is
+    none."""
+    name = _sweep_name(path)
+    sweep = {}
+    try:
+        with open(name) as f:
+            lines = f.readlines()
+    except (OSError, TypeError):
+        return sweep
+    for n, line in enumerate(lines, 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        f = [x.strip() for x in line.split(",")]
+        try:
+            key = (f[0], f[1], int(f[2]), int(f[3]))
+            sweep.setdefault(key, []).append((int(f[4]), float(f[5])))
+        except (IndexError, ValueError):
+            raise _C.InvalidArgumentError(
+                f"{name} line {n}: not 'collective, algorithm, ranks, hosts, "
+                f"bytes, seconds': {line!r}") from None
+    for points in sweep.values():
+        points.sort()
+    return sweep
+
+
+def save_sweep(points, path=None):
+    """Merges measurements [(collective, algorithm, ranks, hosts, bytes,
+    seconds)] into the file load_sweep reads: they replace every earlier
+    measurement of the same collective, algorithm, ranks and hosts (one
+    curve comes from one method and moment), others are kept. Written
+    whole, then renamed into place."""
+    name = _sweep_name(path)
+    if name is None:
+        raise _C.InvalidArgumentError(
+            "no tuning file path (HOME unset): pass path=")
+    new = {}
+    for coll, algo, ranks, hosts, nbytes, secs in points:
+        new.setdefault((coll, algo, int(ranks), int(hosts)), []).append(
+            (int(nbytes), float(secs)))
+    merged = dict(load_sweep(path))
+    merged.update(new)
+    os.makedirs(os.path.dirname(os.path.abspath(name)), exist_ok=True)
+    tmp = f"{name}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write("# shoal measurements (shoal-tune, shoal.sharding.calibrate)"
+                "\n# collective, algorithm, ranks, hosts, bytes, seconds\n")
+        for (coll, algo, ranks, hosts), pts in sorted(merged.items()):
+            for nbytes, secs in sorted(pts):
+                f.write(f"{coll}, {algo}, {ranks}, {hosts}, {nbytes}, "
+                        f"{secs:.6g}\n")
+    os.replace(tmp, name)
 
 
 def enable_inductor():

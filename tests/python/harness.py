@@ -20,6 +20,18 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.environ.get("SHOAL_BUILD_DIR",
+                       os.path.join(HERE, "..", "..", "build"))
+
+
+def tool_path(name):
+    """A shoal tool (shoalrun, shoal-tune): the build tree's, else the
+    installed package's."""
+    path = os.path.join(BUILD, "tools", name)
+    if os.access(path, os.X_OK):
+        return path
+    import shoal.run
+    return shoal.run.tool_path(name)
 
 
 def free_port():

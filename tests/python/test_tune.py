@@ -11,13 +11,11 @@ import sys
 
 import pytest
 
-from harness import HERE, free_port, spawn
+from harness import HERE, free_port, spawn, tool_path
 
 pytest.importorskip("torch")
 
 PROGRAM = os.path.join(HERE, "tune_ranks.py")
-BUILD = os.environ.get("SHOAL_BUILD_DIR",
-                       os.path.join(HERE, "..", "..", "build"))
 
 
 def run(n, case, *extra, timeout=120):
@@ -99,19 +97,26 @@ def test_the_faster_candidate_wins_in_either_order():
 
 
 def test_costs_from_shoal_tune(tmp_path):
-    """shoal-tune's cost model beside its file, read by load_costs."""
+    """shoal-tune's cost model and measurements beside its file, read by
+    load_costs and load_sweep; a later run on another rank count keeps
+    the measurements of this one."""
     path = str(tmp_path / "tuning")
-    shoalrun = os.path.join(BUILD, "tools", "shoalrun")
-    tool = os.path.join(BUILD, "tools", "shoal-tune")
-    if not os.access(tool, os.X_OK):
-        import shoal.run
-        shoalrun, tool = (shoal.run.tool_path("shoalrun"),
-                          shoal.run.tool_path("shoal-tune"))
-    p = subprocess.run([shoalrun, "-n", "2", tool, "-c", "all_reduce",
-                        "--max", "64K", "--budget-ms", "1", "-o", path],
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stdout + p.stderr
+
+    def tune(ranks, most):
+        p = subprocess.run([tool_path("shoalrun"), "-n", str(ranks),
+                            tool_path("shoal-tune"), "-c", "all_reduce",
+                            "--max", most, "--budget-ms", "1", "-o", path],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+
+    tune(2, "64K")
     passed(run(1, "costs", path))
+    before = open(path + ".sweep").read()
+    tune(1, "64")
+    after = open(path + ".sweep").read()
+    kept = [line for line in before.splitlines() if ", 2, 1, " in line]
+    assert kept and all(line in after.splitlines() for line in kept)
+    assert ", 1, 1, 64, " in after
 
 
 # ---- torch.compile: inductor's collective autotuning on CPU -------------------

@@ -326,11 +326,28 @@ def case_killed():
 
 
 def case_costs(path):
-    """load_costs reads what shoal-tune wrote beside a tuning file."""
+    """load_costs and load_sweep read what shoal-tune wrote beside a
+    tuning file: a fit per algorithm, and every algorithm's time at every
+    size it measured (8 B to 64 KiB); save_sweep's measurements replace
+    those of their collective, algorithm and counts, and keep others."""
     costs = tune.load_costs(path)
     a = costs[("all_reduce", "oneshot", 2, 1)]
     assert len(a) == 3 and all(v >= 0 for v in a) and sum(a) > 0, a
     assert tune.load_costs(path + ".none") == {}
+    sweep = tune.load_sweep(path)
+    points = sweep[("all_reduce", "oneshot", 2, 1)]
+    assert [b for b, _ in points] == [8 << i for i in range(14)], points
+    assert all(s > 0 for _, s in points), points
+    assert tune.load_sweep(path + ".none") == {}
+    tune.save_sweep([("all_reduce", "oneshot", 2, 1, 16, 1.5),
+                     ("all_reduce", "oneshot", 2, 1, 8, 0.5),
+                     ("ppermute", "p2p", 2, 1, 64, 2.5)], path)
+    merged = tune.load_sweep(path)
+    assert merged[("all_reduce", "oneshot", 2, 1)] == [(8, 0.5), (16, 1.5)]
+    assert merged[("ppermute", "p2p", 2, 1)] == [(64, 2.5)]
+    assert merged[("all_reduce", "direct", 2, 1)] == \
+        sweep[("all_reduce", "direct", 2, 1)]
+    assert len(merged) == len(sweep) + 1
     print("ok")
 
 

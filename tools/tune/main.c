@@ -223,7 +223,10 @@ finish(tune_ctx *t, const char *path)
         st = tune_write_costs(t, path);
     }
     if (st == SHOAL_OK) {
-        printf("# wrote %s and %s.costs\n", path, path);
+        st = tune_write_sweep(t, path);
+    }
+    if (st == SHOAL_OK) {
+        printf("# wrote %s, %s.costs and %s.sweep\n", path, path, path);
     }
     fflush(stdout);
     return st;

@@ -61,9 +61,10 @@ field(const char *line, int k, char *out, size_t len)
     snprintf(out, len, "%.*s", (int) (n < len ? n : len - 1), p);
 }
 
-// Whether an existing line is a rule for other counts than ours (kept).
+// Whether an existing line holds other rank or host counts than ours
+// (fields ranks_field and the next), so is kept.
 static int
-keeps(const tune_ctx *t, const char *line)
+keeps(const tune_ctx *t, const char *line, int ranks_field)
 {
     char        ranks[32], hosts[32], mine_r[32], mine_h[32];
     const char *p = line + strspn(line, " \t");
@@ -71,15 +72,15 @@ keeps(const tune_ctx *t, const char *line)
     if (*p == '#' || *p == '\n' || *p == '\0') {
         return 0; // comments are ours to write again
     }
-    field(line, 3, ranks, sizeof(ranks));
-    field(line, 4, hosts, sizeof(hosts));
+    field(line, ranks_field, ranks, sizeof(ranks));
+    field(line, ranks_field + 1, hosts, sizeof(hosts));
     snprintf(mine_r, sizeof(mine_r), "%d", t->nranks);
     snprintf(mine_h, sizeof(mine_h), "%d", t->hosts);
     return strcmp(ranks, mine_r) != 0 || strcmp(hosts, mine_h) != 0;
 }
 
-static void
-copy_kept(const tune_ctx *t, const char *path, FILE *out)
+void
+tune_copy_kept(const tune_ctx *t, const char *path, FILE *out, int ranks_field)
 {
     FILE *in = fopen(path, "r");
     char  line[LINE_MAX_LEN];
@@ -89,10 +90,10 @@ copy_kept(const tune_ctx *t, const char *path, FILE *out)
         return;
     }
     while (fgets(line, sizeof(line), in) != NULL) {
-        if (keeps(t, line)) {
+        if (keeps(t, line, ranks_field)) {
             if (!header) {
                 fprintf(out,
-                    "\n# kept from the earlier file: rules for "
+                    "\n# kept from the earlier file: lines for "
                     "other rank or host counts\n");
                 header = 1;
             }
@@ -157,7 +158,7 @@ tune_write_file(const tune_ctx *t, const char *path)
         }
         free(rules);
     }
-    copy_kept(t, path, out);
+    tune_copy_kept(t, path, out, 3);
     ok &= ferror(out) == 0;
     ok &= fclose(out) == 0;
     if (!ok || rename(tmp, path) != 0) {

@@ -14,6 +14,7 @@
 //   choose.c    the winner of a size, rules merged into size ranges
 //   output.c    the tuning file (rules of other rank counts kept)
 //   costs.c     alpha/beta/gamma fitted to the measurements (FILE.costs)
+//   sweep.c     the measurements themselves (FILE.sweep)
 //   report.c    progress on a terminal and the default-against-best table
 //
 // Method, per (collective, size): warm-up calls of every algorithm (their
@@ -30,6 +31,7 @@
 #define SHOAL_TUNE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "shoal.h"
 
@@ -124,8 +126,14 @@ char *tune_rules_text(const tune_ctx *t, int coll);
 
 // output.c (rank 0): writes the tuning file; returns SHOAL_OK or reports.
 int tune_write_file(const tune_ctx *t, const char *path);
+// Copies to `out` the lines of the file at `path` (if any) whose ranks
+// (field ranks_field, 0-based) or hosts (the next field) differ from ours.
+void tune_copy_kept(
+    const tune_ctx *t, const char *path, FILE *out, int ranks_field);
 // costs.c (rank 0): fits and writes path + ".costs".
 int tune_write_costs(const tune_ctx *t, const char *path);
+// sweep.c (rank 0): writes every measurement to path + ".sweep".
+int tune_write_sweep(const tune_ctx *t, const char *path);
 
 // report.c (rank 0)
 // The progress line: point p, candidate k (-1: warming up).
