@@ -334,34 +334,127 @@ def case_mlp_grad():
     print("ok")
 
 
-def case_cost(path):
-    """calibrate() then estimate_cost against a fresh measurement of each
-    collective from 64 KiB to 16 MiB: the table on rank 0; every estimate
-    positive (all_to_all too), growing with the size, and within 10x of
-    the measurement (the issue's 25% is a benchmark figure: on this
-    2-core machine the same call measures 1x-3x apart between runs, so a
-    test can only catch a model that is wrong by an order of magnitude);
-    choose() names a strategy with its times."""
-    from shoal import tune
+def case_op_costs(path):
+    """Every communication operation reports its communication_cost: the
+    collectives it would issue (none issued), each priced as
+    estimate_cost prices it, the same kinds running it issues."""
     c = new_comm()
     n = c.get_size()
-    mesh = sh.DeviceMesh(c, (n,), ("x",))
-    sizes = [64 << 10, 1 << 20, 16 << 20]
+    mesh = mesh_for(c, "1d")
+    t = dense((8 * n, 6), torch.float32, 71)
+    es = t.element_size()
+    x = sh.shard(t, mesh, P("x"))
+    part = partial_input(mesh, t, P(), ("x",), 72)
+    cases = [
+        (sh.all_reduce, (part,), [("all_reduce", t.numel() * es)]),
+        (sh.pmean, (sh.shard(t, mesh, P()), "x"),
+         [("all_reduce", t.numel() * es)]),
+        (sh.all_gather, (x, 0, "x"), [("all_gather", t.numel() * es)]),
+        (sh.reduce_scatter, (part, 0, "x"),
+         [("reduce_scatter", t.numel() * es)]),
+        (sh.all_to_all, (x, 1, 0, "x"),
+         [("all_to_all", x.local.numel() * es)]),
+        (sh.ppermute, (x, "x", [(i, (i + 1) % n) for i in range(n)]),
+         [("ppermute", x.local.numel() * es)]),
+        (sh.reshard, (x, P(None, "x")),
+         [("all_to_all", x.local.numel() * es)]),
+        (sh.reshard, (part, P("x")), [("reduce_scatter", t.numel() * es)]),
+        (sh.shard, (t, mesh, P("x")), []),
+    ]
+    for op, args, want in cases:
+        sh.reset_stats()
+        est = op.communication_cost(*args, path=path)
+        assert dict(sh.stats()) == {}, (op, sh.stats())
+        got = [(kind, nbytes) for kind, nbytes, _, _ in est.parts]
+        assert got == want, (op, got, want)
+        priced = sum(sh.estimate_cost(kind, b, mesh, "x", path=path)
+                     for kind, b in want)
+        assert abs(est - priced) <= 1e-12 + 1e-9 * priced, (op, est, priced)
+        assert (est > 0) == bool(want), (op, est)
+        op(*args)
+        assert sorted(sh.stats().elements()) == sorted(k for k, _ in want), \
+            (op, sh.stats())
+    assert sh.AllGatherOp.estimate_cost(1 << 20, mesh, "x", path=path) == \
+        sh.estimate_cost("all_gather", 1 << 20, mesh, "x", path=path)
+    assert sh.axis_index.communication_cost(mesh, "x") == 0
+    try:
+        sh.ReshardOp.estimate_cost(1 << 20, mesh, "x")
+    except shoal.InvalidArgumentError as e:
+        assert "communication_cost" in str(e), e
+    else:
+        raise AssertionError("ReshardOp.estimate_cost priced one collective")
+    c.finalize()
+    print("ok")
+
+
+def _table_row(mesh, op, nbytes, est, got):
+    if mesh.rank == 0:
+        print(f"{op:<15} {nbytes:>9} est {est * 1e6:9.1f} us  measured "
+              f"{got * 1e6:9.1f} us  {est / got:5.2f}  {est.source}")
+
+
+def case_builtin_cost(path):
+    """With nothing measured (an empty tuning path), estimate_cost works:
+    built-in constants, marked calibrated=False, positive and growing
+    with the size for every collective; where bandwidth dominates (1 and
+    8 MiB) within 10x of a measurement of the collective (the table is on
+    rank 0; a memcpy and a cache-line round trip are not the collectives,
+    and calls through Python cost more than either at small sizes:
+    tools/perf/sharding_cost_accuracy.py measures how far)."""
+    from shoal.sharding import calibration as cal
+    c = new_comm()
+    mesh = sh.DeviceMesh(c, (c.get_size(),), ("x",))
+    comm = mesh.comm_for(("x",))
+    for op in sh.cost.OPS:
+        last = 0.0
+        for nbytes in (64 << 10, 1 << 20, 8 << 20):
+            est = sh.estimate_cost(op, nbytes, mesh, "x", path=path)
+            assert isinstance(est, sh.CostEstimate), est
+            assert not est.calibrated and est.source == "built-in", est
+            assert est > last, (op, nbytes, est, last)
+            last = est
+            if nbytes >= 1 << 20 and op != "ppermute":
+                got = cal.measure(comm, op, nbytes, reps=5)
+                _table_row(mesh, op, nbytes, est, got)
+                assert 1 / 10 < est / got < 10, (op, nbytes, est, got)
+    c.finalize()
+    print("ok")
+
+
+def case_cost(path):
+    """The cost model fitted per size range to shoal-tune's sweep (run by
+    the test beforehand: all_gather and all_reduce, 64 KiB to 16 MiB):
+    measured constants, more ranges than one, bytes costing more beyond
+    the core's cache. Then calibrate() every collective: estimates
+    calibrated, from its measurements, growing with the size, against
+    fresh ones from 64 KiB to 4 MiB (the table on rank 0) within 10x. The 25% target is a
+    benchmark figure (tools/perf/sharding_cost_accuracy.py): on this
+    2-core machine shared with other work, one call measures 1x-3x apart
+    between runs, so a test can only catch a model that is wrong by an
+    order of magnitude. choose() names a strategy with its times."""
+    from shoal.sharding import calibration as cal
+    c = new_comm()
+    mesh = sh.DeviceMesh(c, (c.get_size(),), ("x",))
+    comm = mesh.comm_for(("x",))
+    sizes = [64 << 10, 256 << 10, 1 << 20, 4 << 20]
+    for op in ("all_gather", "all_reduce"):
+        algo = sh.cost.algorithm(comm, op, 1 << 20)
+        ranges, source = sh.cost.model(comm, op, algo, path)
+        assert source == "measured" and len(ranges) >= 2, (op, ranges)
+        per_byte = [r.beta + r.gamma for r in ranges]
+        assert per_byte[0] < per_byte[-1], ranges
     sh.calibrate(mesh, path=path, sizes=sizes, reps=5)
     worst = 1.0
     for op in sh.cost.OPS:
         last = 0.0
         for nbytes in sizes:
             est = sh.estimate_cost(op, nbytes, mesh, "x", path=path)
-            assert est > last, (op, nbytes, est, last)
+            assert est.calibrated and est.source == "measured", est
+            assert est >= last, (op, nbytes, est, last)
             last = est
-            got = tune.benchmark(sh.cost._run(mesh.comm_for(("x",)), op,
-                                              nbytes), group=c, reps=5)
-            ratio = est / got
-            worst = max(worst, ratio, 1 / ratio)
-            if mesh.rank == 0:
-                print(f"{op:<15} {nbytes:>9} est {est * 1e6:9.1f} us  "
-                      f"measured {got * 1e6:9.1f} us  {ratio:5.2f}")
+            got = cal.measure(comm, op, nbytes, reps=5)
+            _table_row(mesh, op, nbytes, est, got)
+            worst = max(worst, est / got, got / est)
     assert worst < 10, worst
     best, times = sh.choose(64, 1024, 1024, mesh, "x", path=path)
     assert best in times and set(times) == {"data", "column", "row"}, times

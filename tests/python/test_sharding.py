@@ -1,15 +1,18 @@
 """shoal.sharding: every transition between specs against the dense
 tensor (1-D meshes of 2-4 ranks, 2x1 and 2x2 meshes; float32, bfloat16,
 int64; even and uneven shapes), the collective each reshard rule issues,
-the explicit ops, ppermute and bad input. The rank side is
-sharding_ranks.py."""
+the explicit ops, ppermute and bad input, gradients, the operations'
+communication_cost and the cost model (built-in, fitted per size
+range). The rank side is sharding_ranks.py."""
 
+import math
 import os
+import subprocess
 import sys
 
 import pytest
 
-from harness import HERE, spawn
+from harness import HERE, spawn, tool_path
 
 pytest.importorskip("torch")
 
@@ -66,11 +69,59 @@ def test_tensor_parallel_mlp_gradients(n):
     run(n, "mlp_grad")
 
 
-@pytest.mark.parametrize("n", [2, 4])
-def test_cost_model(n, tmp_path):
-    """calibrate, then estimate_cost against measurements (the table is in
-    the output; the bound is loose: see case_cost)."""
-    run(n, "cost", str(tmp_path / "tuning"))
+def test_every_operation_reports_its_communication_cost(tmp_path):
+    run(2, "op_costs", str(tmp_path / "tuning"))
+
+
+def test_estimate_cost_works_before_any_calibration(tmp_path):
+    """Built-in constants (marked uncalibrated) when nothing was measured;
+    the table is in the output."""
+    run(2, "builtin_cost", str(tmp_path / "tuning"))
+
+
+def test_fit_gives_each_cache_level_its_beta():
+    """A machine moving 50, 14 and 5 GB/s below 1.5 MiB, below 24 MiB and
+    beyond (5% noise): the fit per size range predicts every measured size
+    within 10%, where one range for all (the model before ranges) is off
+    by more than 25% somewhere."""
+    from shoal.sharding.fit import fit_ranges, predict
+
+    def secs(nbytes):
+        gbps = 50 if nbytes < 1.5 * 2**20 else 14 if nbytes < 24 * 2**20 \
+            else 5
+        return 2e-6 + nbytes / (gbps * 1e9)
+
+    points = []
+    for i in range(24):
+        nbytes = 8 << i
+        noise = 1 + 0.05 * math.sin(7 * i)
+        points.append((nbytes, (2.0, float(nbytes), 0.0),
+                       secs(nbytes) * noise))
+
+    def worst(ranges):
+        return max(abs(predict(ranges, b, c) / s - 1) for b, c, s in points)
+
+    ranges = fit_ranges(points)
+    assert len(ranges) == 3, ranges
+    assert ranges[0].hi == pytest.approx(1.5 * 2**20, rel=0.5), ranges
+    assert ranges[1].hi == pytest.approx(24 * 2**20, rel=0.5), ranges
+    assert worst(ranges) < 0.10, worst(ranges)
+    assert worst(fit_ranges(points, max_ranges=1)) > 0.25
+
+
+def test_cost_model_fits_shoal_tunes_sweep(tmp_path):
+    """shoal-tune's sweep (all_gather and all_reduce) beside a tuning
+    file gives constants fitted per size range; then calibrate():
+    estimate_cost against fresh measurements (the table is in the output;
+    the bound is loose: see case_cost)."""
+    path = str(tmp_path / "tuning")
+    p = subprocess.run([tool_path("shoalrun"), "-n", "2",
+                        tool_path("shoal-tune"), "-c",
+                        "all_gather,all_reduce", "--min", "64K", "--max",
+                        "16M", "--budget-ms", "2", "-o", path],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    run(2, "cost", path)
 
 
 @pytest.mark.parametrize("n", [2, 4])

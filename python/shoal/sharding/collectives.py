@@ -1,26 +1,26 @@
 """The explicit collectives on ShardedTensors: each runs on the
 sub-communicator of the axes it names and returns a ShardedTensor with the
-spec the operation implies. `stats()` counts what was issued."""
+spec the operation implies. `stats()` counts what was issued.
+operations.py wraps each as an operation object (communication_cost)."""
 
 import collections
 
 from .. import _C
 from .._reduce_op import ReduceOp
-from . import autograd
+from . import autograd, moves
 from .layout import chunk, dim_piece, is_even, local_slices
 from .tensor import ShardedTensor
-
-_issued = collections.Counter()
 
 
 def stats():
     """Collectives issued so far by kind ("all_reduce", "all_gather",
-    "reduce_scatter", "all_to_all", "ppermute")."""
-    return collections.Counter(_issued)
+    "reduce_scatter", "all_to_all", "ppermute"), in forward and backward
+    passes alike."""
+    return collections.Counter(moves.issued)
 
 
 def reset_stats():
-    _issued.clear()
+    moves.issued.clear()
 
 
 def reduce_op_of(name):
@@ -58,7 +58,6 @@ def all_reduce(x, axes=None, op=None):
     op = op or (x.spec.partial_op if x.spec.partial & set(axes) else "sum")
     local = autograd.AllReduce.apply(x.local, mesh.comm_for(axes),
                                      reduce_op_of(op), op)
-    _issued["all_reduce"] += 1
     spec = x.spec.with_dims(x.spec.spec, partial=x.spec.partial - set(axes))
     return ShardedTensor(local, spec, x.shape)
 
@@ -98,7 +97,6 @@ def all_gather(x, dim, axis):
     lengths = _parent_lengths(x, dim, axes, x.mesh.size(axis))
     local = autograd.AllGather.apply(x.local, dim, lengths,
                                      x.mesh.comm_for((axis,)))
-    _issued["all_gather"] += 1
     dims = _dims(x)
     dims[dim] = axes[:-1]
     return ShardedTensor(local, x.spec.with_dims(dims), x.shape)
@@ -117,7 +115,6 @@ def reduce_scatter(x, dim, axis):
     local = autograd.ReduceScatter.apply(x.local, dim, lengths,
                                          x.mesh.comm_for((axis,)),
                                          reduce_op_of(op), op)
-    _issued["reduce_scatter"] += 1
     dims = _dims(x)
     dims[dim] = dims[dim] + (axis,)
     spec = x.spec.with_dims(dims, partial=x.spec.partial - {axis})
@@ -151,7 +148,6 @@ def all_to_all(x, split_dim, concat_dim, axis):
     local = autograd.AllToAll.apply(x.local, split_dim, concat_dim,
                                     split_lengths, incoming,
                                     x.mesh.comm_for((axis,)), plan)
-    _issued["all_to_all"] += 1
     return ShardedTensor(local, spec, x.shape)
 
 
@@ -186,10 +182,10 @@ def ppermute(x, axis, perm):
     me = mesh.coords[mesh.axis(axis)]
     out = autograd.PPermute.apply(x.local, pairs, me,
                                   mesh.comm_for((axis,)))
-    _issued["ppermute"] += 1
     return ShardedTensor(out, x.spec, x.shape)
 
 
 def axis_index(mesh, axis):
     """This rank's index along `axis`."""
     return mesh.coords[mesh.axis(axis)]
+

@@ -1,14 +1,44 @@
 """The data movement of the collectives, on local tensors: what each rank
 sends and keeps, with DTensor's uneven pieces padded for the exchange.
-autograd.py pairs each with its backward."""
+autograd.py pairs each with its backward. Every collective shoal.sharding
+issues, forward or backward, goes through here: this is where they are
+counted (stats()) and where a dry run (dryrun.py: a meta tensor, shapes
+and no data) records the collective it would issue instead of running
+it."""
 
+import collections
+import math
 import sys
 
 import torch
 
+from . import dryrun
+
+issued = collections.Counter()  # collectives run, by kind
+
+
+def _skip(local, kind, nbytes, comm):
+    """True for a dry run (recorded, not run); else counts the run."""
+    if local.is_meta:
+        dryrun.record(kind, nbytes, comm)
+        return True
+    issued[kind] += 1
+    return False
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def _row(t):
+    """Bytes of one index of t's first dimension."""
+    return math.prod(t.shape[1:]) * t.element_size()
+
 
 def reduce(local, comm, op):
     """All-reduce of `local` (a new tensor)."""
+    if _skip(local, "all_reduce", _nbytes(local), comm):
+        return local.new_empty(local.shape)
     out = local.contiguous().clone()
     comm.all_reduce(out, op)
     return out
@@ -19,6 +49,10 @@ def gather(local, dim, lengths, comm):
     lengths[j] rows there), on every rank."""
     most = max(lengths)
     mine = local.movedim(dim, 0)
+    if _skip(local, "all_gather", len(lengths) * most * _row(mine), comm):
+        shape = list(local.shape)
+        shape[dim] = sum(lengths)
+        return local.new_empty(shape)
     send = mine.new_zeros((most,) + tuple(mine.shape[1:]))
     send[:mine.shape[0]] = mine
     out = mine.new_empty((len(lengths) * most,) + tuple(mine.shape[1:]))
@@ -32,6 +66,11 @@ def scatter_reduce(local, dim, lengths, me, comm, op):
     rank's `local`."""
     most = max(lengths)
     mine = local.movedim(dim, 0)
+    if _skip(local, "reduce_scatter", len(lengths) * most * _row(mine),
+             comm):
+        shape = list(local.shape)
+        shape[dim] = lengths[me]
+        return local.new_empty(shape)
     send = mine.new_zeros((len(lengths) * most,) + tuple(mine.shape[1:]))
     off = 0
     for j, n in enumerate(lengths):
@@ -47,6 +86,10 @@ def exchange(local, split_dim, concat_dim, split_lengths, incoming, comm):
     rows) goes to rank j; rank p's piece, incoming[p] long along
     concat_dim, comes back; concatenated along concat_dim."""
     me = comm.get_rank()
+    if _skip(local, "all_to_all", _nbytes(local), comm):
+        shape = list(local.shape)
+        shape[split_dim], shape[concat_dim] = split_lengths[me], sum(incoming)
+        return local.new_empty(shape)
     sends, recvs, off = [], [], 0
     for n in split_lengths:
         sends.append(local.narrow(split_dim, off, n).contiguous())
@@ -64,6 +107,8 @@ def permute(local, pairs, me, comm):
     (s, me); zeros where nothing arrives."""
     to = [d for s, d in pairs if s == me]
     frm = [s for s, d in pairs if d == me]
+    if _skip(local, "ppermute", _nbytes(local) if pairs else 0, comm):
+        return local.new_empty(local.shape)
     out = torch.zeros_like(local)
     works = []
     if to and to[0] == me:
@@ -102,6 +147,8 @@ def boxes(local, comm, shape, have, want, plans, key):
     output is reused once nothing else references it (or its memory): a
     fresh 32 MiB tensor costs more in page faults (20 ms here) than the
     move itself (9 ms)."""
+    if _skip(local, "all_to_all", _nbytes(local), comm):
+        return local.new_empty(tuple(s.stop - s.start for s in want))
     entry = plans.get(key)
     if entry is None:
         from ..compile_op import compile_op
