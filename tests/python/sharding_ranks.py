@@ -299,14 +299,17 @@ def case_patterns():
 def case_mlp_grad():
     """A 2-layer tensor-parallel MLP (column- then row-parallel) trained
     with loss.backward(): every rank's weight gradients are its pieces of
-    the dense model's, and the loss is the dense loss."""
+    the dense model's, the replicated input's gradient is the dense one
+    (all-reduced over tp in backward), and the loss is the dense loss."""
     c = new_comm()
     n = c.get_size()
     mesh = sh.DeviceMesh(c, (n,), ("tp",))
-    X = dense((8, 16), torch.float64, 21) / 10
+    X = (dense((8, 16), torch.float64, 21) / 10).requires_grad_()
     W1 = (dense((16, 8 * n), torch.float64, 22) / 40).requires_grad_()
     W2 = (dense((8 * n, 16), torch.float64, 23) / 40).requires_grad_()
     ((torch.relu(X @ W1) @ W2) ** 2).sum().backward()
+    dense_x_grad = X.grad.clone()
+    X.grad = None
     x = sh.shard(X, mesh, P())
     w1 = sh.shard(W1.detach(), mesh, P(None, "tp"))
     w2 = sh.shard(W2.detach(), mesh, P("tp", None))
@@ -320,16 +323,93 @@ def case_mlp_grad():
     s2 = sh.layout.local_slices(w2.spec, W2.shape)
     torch.testing.assert_close(w1.local.grad, 2 * W1.grad[s1])
     torch.testing.assert_close(w2.local.grad, 2 * W2.grad[s2])
-    # Through reshard (all_to_all, then all_gather): gradients arriving at
-    # the gathered value are per-rank parts (autograd.py's convention), so
-    # all_gather's backward sums them: each rank's loss over the whole
-    # gathered tensor counts once per rank, n times in all.
+    torch.testing.assert_close(X.grad, 2 * dense_x_grad)
+    # Through reshard (all_to_all, then all_gather): a replicated value's
+    # gradient is whole and the same on every rank (autograd.py's
+    # convention), so a loss computed alike on every rank counts once and
+    # all_gather's backward keeps this rank's piece of it.
     t = dense((6, 8), torch.float64, 24)
     a = sh.shard(t, mesh, P("tp"))
     a.local.requires_grad_()
     b = a.reshard(P(None, "tp")).reshard(P())
     (b.local * 3).sum().backward()
-    assert torch.equal(a.local.grad, torch.full_like(a.local, 3.0 * n))
+    assert torch.equal(a.local.grad, torch.full_like(a.local, 3.0))
+    # Replicated -> sharded (a local slice) -> replicated: the whole
+    # tensor's gradient comes back whole on every rank.
+    T = t.clone().requires_grad_()
+    (sh.shard(T, mesh, P(None, "tp")).full() * t).sum().backward()
+    assert torch.equal(T.grad, t), T.grad
+    c.finalize()
+    print("ok")
+
+
+def case_data_parallel():
+    """The spec's data-parallel pattern: x split by batch over "dp", w
+    replicated (ShardedTensor.shard as the spec writes it). Forward sends
+    nothing; backward all-reduces w's gradient over dp by itself, so
+    W.grad is the dense model's gradient, whether each rank takes the
+    loss of its own rows (summed over ranks) or of the gathered output
+    (counted once)."""
+    c = new_comm()
+    n = c.get_size()
+    mesh = sh.DeviceMesh(c, (n,), ("dp",))
+    X = dense((4 * n, 6), torch.float64, 51) / 10
+    T = dense((4 * n, 3), torch.float64, 52) / 10
+    W = (dense((6, 3), torch.float64, 53) / 10).requires_grad_()
+    ((X @ W - T) ** 2).sum().backward()
+    want = W.grad.clone()
+    rows = sh.layout.local_slices(sh.ShardingSpec(mesh, P("dp")), T.shape)
+    for loss_of in (lambda y: ((y.local - T[rows]) ** 2).sum(),
+                    lambda y: ((y.full() - T) ** 2).sum()):
+        W.grad = None
+        x = sh.ShardedTensor.shard(X, mesh, P("dp"))
+        w = sh.ShardedTensor.shard(W, mesh, P())
+        sh.reset_stats()
+        y = x @ w
+        assert dict(sh.stats()) == {} and y.spec.dim_axes(0) == ("dp",)
+        loss = loss_of(y)
+        sh.reset_stats()
+        loss.backward()
+        got = dict(sh.stats())
+        assert got.get("all_reduce") == 1, got
+        torch.testing.assert_close(W.grad, want)
+    c.finalize()
+    print("ok")
+
+
+def case_shard_names():
+    """ShardedTensor.shard (class and instance) and gather_all_axes, as
+    the spec names them: replicated -> sharded sends nothing; a
+    ShardedTensor reshards; gather_all_axes gathers every sharding axis
+    and keeps partial axes partial."""
+    c = new_comm()
+    mesh = mesh_for(c, "1d")
+    t = dense((6, 4), torch.float32, 61)
+    sh.reset_stats()
+    x = sh.ShardedTensor.shard(t, mesh, P("x"))
+    assert dict(sh.stats()) == {}
+    y = sh.shard(t, mesh, P("x"))
+    assert x.spec == y.spec and torch.equal(x.local, y.local)
+    assert x.local.untyped_storage().data_ptr() != \
+        t.untyped_storage().data_ptr()
+    z = x.shard(mesh, P(None, "x"))
+    assert dict(sh.stats()) == {"all_to_all": 1}, sh.stats()
+    assert z.spec == sh.ShardingSpec(mesh, P(None, "x"))
+    assert torch.equal(z.full(), t)
+    sh.reset_stats()
+    g = sh.gather_all_axes(z)
+    assert dict(sh.stats()) == {"all_gather": 1}, sh.stats()
+    assert g.spec == sh.ShardingSpec(mesh, P()) and torch.equal(g.local, t)
+    assert torch.equal(x.gather_all_axes().local, t)
+    p = partial_input(mesh, t, P(), ("x",), 62)
+    assert sh.gather_all_axes(p).spec.partial == {"x"}
+    other = sh.DeviceMesh(c, (c.get_size(),), ("y",))
+    try:
+        x.shard(other, P())
+    except shoal.InvalidArgumentError as e:
+        assert "lies on" in str(e), e
+    else:
+        raise AssertionError("shard onto another mesh was accepted")
     c.finalize()
     print("ok")
 
@@ -350,6 +430,7 @@ def case_op_costs(path):
         (sh.pmean, (sh.shard(t, mesh, P()), "x"),
          [("all_reduce", t.numel() * es)]),
         (sh.all_gather, (x, 0, "x"), [("all_gather", t.numel() * es)]),
+        (sh.gather_all_axes, (x,), [("all_gather", t.numel() * es)]),
         (sh.reduce_scatter, (part, 0, "x"),
          [("reduce_scatter", t.numel() * es)]),
         (sh.all_to_all, (x, 1, 0, "x"),

@@ -1,9 +1,9 @@
 """shoal.sharding: every transition between specs against the dense
 tensor (1-D meshes of 2-4 ranks, 2x1 and 2x2 meshes; float32, bfloat16,
 int64; even and uneven shapes), the collective each reshard rule issues,
-the explicit ops, ppermute and bad input, gradients, the operations'
-communication_cost and the cost model (built-in, fitted per size
-range). The rank side is sharding_ranks.py."""
+the explicit ops, ppermute and bad input, gradients (tensor and data
+parallelism), the operations' communication_cost and the cost model
+(built-in, fitted per size range). The rank side is sharding_ranks.py."""
 
 import math
 import os
@@ -67,6 +67,17 @@ def test_patterns_count_their_collectives(n):
 @pytest.mark.parametrize("n", [2, 4])
 def test_tensor_parallel_mlp_gradients(n):
     run(n, "mlp_grad")
+
+
+def test_data_parallel_gradient_is_all_reduced():
+    """The spec's data parallelism: the replicated weight's .grad is the
+    dense gradient after backward, one all_reduce issued there, none
+    forward."""
+    run(2, "data_parallel")
+
+
+def test_shard_method_and_gather_all_axes():
+    run(2, "shard_names")
 
 
 def test_every_operation_reports_its_communication_cost(tmp_path):

@@ -1,16 +1,28 @@
-"""The collectives as autograd functions, each backward the transposed
-movement (JAX's and Megatron's pairs):
+"""The collectives and layout changes as autograd functions, each
+backward the transposed movement (Megatron's and JAX's pairs):
 
-  all_reduce of partial sums  <->  identity (avg: divided by the ranks)
-  all_gather                  <->  reduce_scatter (sum)
-  reduce_scatter (sum)        <->  all_gather
-  all_to_all                  <->  the reverse all_to_all
-  ppermute                    <->  the inverse permutation
+  all_reduce of partial sums   <->  identity (avg: divided by the ranks)
+  all_gather                   <->  this rank's piece (no communication)
+  reduce_scatter (sum)         <->  all_gather
+  all_to_all                   <->  the reverse all_to_all
+  ppermute                     <->  the inverse permutation
+  replicated -> sharded slice  <->  all_gather of the pieces
+  replicated -> partial sum    <->  identity
+  use of a replicated operand  <->  all_reduce (sum) over the axes
+  by pieces that differ             its consumer's pieces differ on
 
-Convention: the gradient arriving at a value that sharded computation
-consumed is a partial sum over the axes of that computation (each rank
-holds its part), as in Megatron's tensor parallelism; a replicated
-tensor's .grad after backward is therefore partial over such axes."""
+Convention (Megatron's, and JAX's shard_map): a gradient has the layout
+of its value. A sharded value's piece gets the gradient of that piece; a
+replicated value gets its whole gradient, the same on every rank (so a
+loss computed alike on every rank counts once); each rank's addend of a
+partial sum gets the gradient of the sum. Hence a replicated operand
+consumed by pieces that differ over an axis (the weight of data
+parallelism, whose batch that axis splits; the input of a column-parallel
+layer) has its gradient contributions all-reduced over that axis in
+backward (GradAllReduce): after loss.backward() a replicated weight's
+.grad is complete, with no all_reduce of .grad by hand. A loss that
+differs per rank (each rank's on its own batch) is taken as the sum of
+the ranks' losses; divide it by the ranks for their mean."""
 
 import torch
 
@@ -44,9 +56,9 @@ class AllGather(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         me = ctx.comm.get_rank()
-        return (moves.scatter_reduce(grad, ctx.dim, ctx.lengths, me,
-                                     ctx.comm, ReduceOp.SUM),
-                None, None, None)
+        off = sum(ctx.lengths[:me])
+        piece = grad.narrow(ctx.dim, off, ctx.lengths[me])
+        return piece.contiguous(), None, None, None
 
 
 class ReduceScatter(torch.autograd.Function):
@@ -106,3 +118,51 @@ class PPermute(torch.autograd.Function):
         inverse = [(d, s) for s, d in ctx.pairs]
         return (moves.permute(grad, inverse, ctx.me, ctx.comm), None, None,
                 None)
+
+
+class GradAllReduce(torch.autograd.Function):
+    """A replicated operand used by computation whose pieces differ over
+    `axes` of `mesh`: forward the operand itself (no communication, no
+    sub-communicator made); backward its gradient contributions summed
+    over those axes (Megatron's f)."""
+
+    @staticmethod
+    def forward(ctx, local, mesh, axes):
+        ctx.mesh, ctx.axes = mesh, axes
+        return local.view_as(local)
+
+    @staticmethod
+    def backward(ctx, grad):
+        comm = ctx.mesh.comm_for(ctx.axes)
+        return moves.reduce(grad, comm, ReduceOp.SUM), None, None
+
+
+class Slice(torch.autograd.Function):
+    """A replicated value cut to piece `me` along `dim` (pieces of
+    `lengths` along `axis` of `mesh`): no communication; backward gathers
+    the pieces' gradients into the replicated value's whole one."""
+
+    @staticmethod
+    def forward(ctx, local, dim, lengths, me, mesh, axis):
+        ctx.dim, ctx.lengths, ctx.mesh, ctx.axis = dim, lengths, mesh, axis
+        return local.narrow(dim, sum(lengths[:me]), lengths[me]).contiguous()
+
+    @staticmethod
+    def backward(ctx, grad):
+        comm = ctx.mesh.comm_for((ctx.axis,))
+        return (moves.gather(grad.contiguous(), ctx.dim, ctx.lengths, comm),
+                None, None, None, None, None)
+
+
+class KeepOnRoot(torch.autograd.Function):
+    """A replicated value as partial sums: kept where `keep` (rank 0 of
+    the axes), zeros elsewhere; backward the gradient of the sum on every
+    rank, as the value's whole gradient."""
+
+    @staticmethod
+    def forward(ctx, local, keep):
+        return local.view_as(local) if keep else torch.zeros_like(local)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None

@@ -189,3 +189,11 @@ def axis_index(mesh, axis):
     """This rank's index along `axis`."""
     return mesh.coords[mesh.axis(axis)]
 
+
+def gather_all_axes(x):
+    """x replicated: every dimension's axes gathered (all_gather, last
+    axis first); axes over which x holds partial values stay partial
+    (all_reduce or full() reduces them)."""
+    from .reshard import reshard
+    return reshard(x, (), partial=x.spec.partial,
+                   partial_op=x.spec.partial_op)

@@ -69,6 +69,11 @@ class AllGatherOp(CollectiveOperation):
     collective = "all_gather"
 
 
+class GatherAllAxesOp(CollectiveOperation):
+    """One all_gather per sharding axis; estimate_cost prices one."""
+    collective = "all_gather"
+
+
 class ReduceScatterOp(CollectiveOperation):
     collective = "reduce_scatter"
 
@@ -101,6 +106,7 @@ class AxisIndexOp(CollectiveOperation):
 all_reduce = AllReduceOp(collectives.all_reduce)
 pmean = PMeanOp(collectives.pmean)
 all_gather = AllGatherOp(collectives.all_gather)
+gather_all_axes = GatherAllAxesOp(collectives.gather_all_axes)
 reduce_scatter = ReduceScatterOp(collectives.reduce_scatter)
 all_to_all = AllToAllOp(collectives.all_to_all)
 ppermute = PPermuteOp(collectives.ppermute)

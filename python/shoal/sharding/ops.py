@@ -16,9 +16,14 @@ the collectives a mismatch needs (through reshard):
   partial.
 - x.sum(dim): a sharded dimension summed locally leaves partial sums over
   its axes.
-A partial "avg", "max" or "min" operand is reduced before any of these."""
+A partial "avg", "max" or "min" operand is reduced before any of these.
+Backward (autograd.py's convention): an operand of x @ w or x * y that is
+replicated over axes along which the other operand's pieces differ gets
+its gradient all-reduced over those axes, so data parallelism (x split
+by batch, w replicated) needs no all_reduce of w's .grad by hand."""
 
 from .. import _C
+from . import autograd
 from .reshard import reshard
 from .spec import P
 from .tensor import ShardedTensor
@@ -51,6 +56,20 @@ def _reduce_over(t, axes):
         return t
     from .collectives import all_reduce
     return all_reduce(t, tuple(axes))
+
+
+def _replicated_use(t, other):
+    """t's piece for a product with `other`: where t is replicated over
+    axes along which other's pieces differ (other shards or holds partial
+    values over them), t's gradient contributions differ per rank, so
+    backward sums them over those axes (autograd.GradAllReduce): the
+    weight of data parallelism, the input of a column-parallel layer."""
+    mine = _axes_of(_dims(t)) | t.spec.partial
+    theirs = _axes_of(_dims(other)) | other.spec.partial
+    axes = tuple(a for a in t.mesh.axis_names if a in theirs - mine)
+    if not axes:
+        return t.local
+    return autograd.GradAllReduce.apply(t.local, t.mesh, axes)
 
 
 def _match_contraction(x, w):
@@ -87,7 +106,7 @@ def matmul(x, w):
         w = reshard(w, P(wd[0], tuple(a for a in wd[1] if a not in clash)),
                     partial=w.spec.partial)
         wd = _dims(w)
-    local = x.local @ w.local
+    local = _replicated_use(x, w) @ _replicated_use(w, x)
     partial = set(x.spec.partial) | set(w.spec.partial) | set(xd[-1])
     out = _spec(x, xd[:-1] + [wd[1]], partial)
     return ShardedTensor(local, out, tuple(x.shape[:-1]) + (w.shape[1],))
@@ -133,8 +152,8 @@ def mul(x, y):
     if x.spec.partial and y.spec.partial:
         y = reshard(y, y.spec.spec)
     partial = x.spec.partial | y.spec.partial
-    return ShardedTensor(x.local * y.local, _spec(x, _dims(x), partial),
-                         x.shape)
+    local = _replicated_use(x, y) * _replicated_use(y, x)
+    return ShardedTensor(local, _spec(x, _dims(x), partial), x.shape)
 
 
 def sum_dim(x, dim):

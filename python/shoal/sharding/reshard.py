@@ -12,9 +12,12 @@ cheapest collectives the rules allow, in this order:
 4. axes the target adds: a local slice of this rank's piece;
 5. partial axes the target adds: local (sum: rank 0 of the axis keeps the
    value, the others zero; avg, max, min: every rank keeps it).
-Uneven dimensions follow DTensor's split (layout.py) throughout."""
+Uneven dimensions follow DTensor's split (layout.py) throughout. Steps 4
+and 5 send nothing forward; backward, 4 gathers the pieces' gradients
+(autograd.py's convention: a replicated value's gradient is whole)."""
 
 from .. import _C
+from . import autograd
 from . import collectives as coll
 from .layout import chunk
 from .spec import P, ShardingSpec
@@ -72,11 +75,9 @@ def _slices(x, t):
     for d in range(len(x.shape)):
         for a in t.dim_axes(d)[len(dims[d]):]:
             k, i = mesh.size(a), mesh.coords[mesh.axis(a)]
-            off, n = chunk(local.shape[d], k, i)
-            local = local.narrow(d, off, n)
+            lengths = [chunk(local.shape[d], k, j)[1] for j in range(k)]
+            local = autograd.Slice.apply(local, d, lengths, i, mesh, a)
             dims[d] = dims[d] + (a,)
-    if local is not x.local:
-        local = local.contiguous()
     return ShardedTensor(local, x.spec.with_dims(dims), x.shape)
 
 
@@ -85,9 +86,9 @@ def _add_partials(x, t):
     if not add:
         return x
     local = x.local
-    if t.partial_op == "sum" and any(
-            x.mesh.coords[x.mesh.axis(a)] != 0 for a in add):
-        local = local * 0  # keeps autograd's graph
+    if t.partial_op == "sum":
+        keep = all(x.mesh.coords[x.mesh.axis(a)] == 0 for a in add)
+        local = autograd.KeepOnRoot.apply(local, keep)
     spec = x.spec.with_dims(x.spec.spec, partial=x.spec.partial | add,
                             partial_op=t.partial_op)
     return ShardedTensor(local, spec, x.shape)

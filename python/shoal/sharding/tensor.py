@@ -58,6 +58,17 @@ class ShardedTensor:
         from .reshard import reshard
         return reshard(self, spec, partial, partial_op)
 
+    def shard(self, mesh, spec, partial=frozenset(), partial_op="sum"):
+        """This tensor laid out as `spec` on `mesh` (its own): shard()
+        below. ShardedTensor.shard(t, mesh, spec) takes a torch tensor
+        too, as the spec's x.shard(mesh, P(...))."""
+        return shard(self, mesh, spec, partial, partial_op)
+
+    def gather_all_axes(self):
+        """This tensor replicated (collectives.gather_all_axes)."""
+        from .collectives import gather_all_axes
+        return gather_all_axes(self)
+
     def __matmul__(self, other):
         from .ops import matmul
         return matmul(self, other)
@@ -91,14 +102,26 @@ class ShardedTensor:
 
 
 def shard(t, mesh, spec, partial=frozenset(), partial_op="sum"):
-    """A tensor every rank holds whole, cut to `spec` (P or ShardingSpec)
-    by a local slice: no communication. With `partial` axes, the value is
-    split as the partial op allows (sum: rank 0 of each such axis keeps it,
-    the others hold zeros)."""
+    """`t` laid out as `spec` (P or ShardingSpec) on `mesh`: the spec's
+    entry point. A torch tensor every rank holds whole is cut by a local
+    slice (no communication forward; a gradient reaching it is gathered
+    whole in backward); with `partial` axes, the value is split as the
+    partial op allows (sum: rank 0 of each such axis keeps it, the others
+    hold zeros). A ShardedTensor (of `mesh`) is resharded: a local slice
+    where it is replicated over the axes it gains, collectives otherwise.
+    The piece never shares memory with `t`."""
+    from .reshard import reshard
+    if isinstance(t, ShardedTensor):
+        if t.mesh is not mesh:
+            raise _C.InvalidArgumentError(
+                f"shard: the tensor lies on {t.mesh!r}, not {mesh!r}; "
+                "a ShardedTensor moves between specs of its own mesh")
+        return reshard(t, spec, partial, partial_op)
     spec = as_spec(mesh, spec, partial, partial_op)
     spec.check_rank(t.dim())
-    local = t[local_slices(spec, tuple(t.shape))].clone()
-    if spec.partial and spec.partial_op == "sum":
-        if any(mesh.coords[mesh.axis(a)] != 0 for a in spec.partial):
-            local = local * 0  # keeps autograd's graph, unlike zero_()
-    return ShardedTensor(local, spec, tuple(t.shape))
+    whole = ShardedTensor(t, ShardingSpec(mesh, P()), tuple(t.shape))
+    out = reshard(whole, spec)
+    if out.local.untyped_storage().data_ptr() == \
+            t.untyped_storage().data_ptr():
+        out = ShardedTensor(out.local.clone(), out.spec, out.shape)
+    return out
