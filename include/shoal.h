@@ -572,6 +572,37 @@ SHOAL_API int shoal_alloc(shoal_comm *comm, size_t bytes, void **out);
 // (not a live allocation of this communicator).
 SHOAL_API int shoal_free(shoal_comm *comm, void *ptr);
 
+// Memory registration (torchcomms' commRegister/commDeregister): declares
+// a buffer that operations on `comm` will use again and again, so that the
+// transport prepares it once. What it buys depends on where the buffer is
+// and on the transport (shoal_mem_reg_kind says which):
+// - SHOAL_MEM_SHARED: it lies in the communicator's shared heap
+//   (shoal_alloc): collectives and windows read and write it in place.
+//   Registering adds nothing to that; the Python layer moves a tensor
+//   there first (shoal.share_memory_), which is what buys the zero copy.
+// - SHOAL_MEM_PINNED: other memory of a shared-memory communicator, locked
+//   in RAM (mlock, within RLIMIT_MEMLOCK), so that peers' single copies
+//   through the kernel never wait for a page to come back.
+// - SHOAL_MEM_PLAIN: nothing to prepare (over TCP every message is copied
+//   by the kernel's sockets; or the lock was refused: shoal_last_error
+//   says why at registration, as an INFO line).
+// Local; the buffer stays the caller's and must outlive the registration.
+// A registration outlives its communicator harmlessly (destroying the
+// communicator releases what it holds). Errors: SHOAL_EINVAL.
+enum {
+    SHOAL_MEM_PLAIN  = 0,
+    SHOAL_MEM_SHARED = 1,
+    SHOAL_MEM_PINNED = 2,
+};
+typedef struct shoal_mem_reg shoal_mem_reg;
+SHOAL_API int                shoal_mem_register(
+                   shoal_comm *comm, void *ptr, size_t bytes, shoal_mem_reg **out);
+// Releases a registration (NULL accepted).
+SHOAL_API int shoal_mem_deregister(shoal_mem_reg *reg);
+// SHOAL_MEM_SHARED, SHOAL_MEM_PINNED or SHOAL_MEM_PLAIN; SHOAL_EINVAL for
+// NULL.
+SHOAL_API int shoal_mem_reg_kind(const shoal_mem_reg *reg);
+
 // ---------------------------------------------------------------------------
 // Windows: one-sided put, signal and mapped peer memory
 // ---------------------------------------------------------------------------

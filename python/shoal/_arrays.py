@@ -47,6 +47,12 @@ def normalize(x, what):
             raise InvalidArgumentError(
                 f"{what} is on {x.device}: shoal moves CPU tensors only "
                 "(use .cpu(), or the gloo/nccl backends for devices)")
+        if x.layout is not _torch().strided:
+            raise InvalidArgumentError(
+                f"{what} is a {x.layout} tensor: shoal.Comm moves dense "
+                "tensors; pass x.to_dense() (or all-reduce sparse COO "
+                "gradients with SUM through torch.distributed's \"shoal\" "
+                "backend, which handles them)")
         # DLPack refuses tensors that require grad; the data is the same.
         return x.detach() if x.requires_grad else x
     np = _numpy()
@@ -83,11 +89,30 @@ def direct(x, writable=False):
     global _to_dlpack
     if _tensor_type is None or type(x) is not _tensor_type:
         return None
-    if not x.is_cpu or x.requires_grad or not x.is_contiguous():
+    if (not x.is_cpu or x.requires_grad or x.layout is not _strided()
+            or not x.is_contiguous()):
         return None
     if _to_dlpack is None:
         _to_dlpack = _torch().utils.dlpack.to_dlpack
     return _C.Buffer(x, writable, _to_dlpack(x))
+
+
+_strided_layout = None
+
+
+def _strided():
+    global _strided_layout
+    if _strided_layout is None:
+        _strided_layout = _torch().strided
+    return _strided_layout
+
+
+def storage_bytes(t):
+    """The whole storage under torch tensor t, as a flat uint8 tensor."""
+    torch = _torch()
+    storage = t.untyped_storage()
+    return torch.empty(0, dtype=torch.uint8).set_(storage, 0,
+                                                  (storage.nbytes(),), (1,))
 
 
 def describe(b):

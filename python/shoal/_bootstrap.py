@@ -13,6 +13,8 @@ import secrets
 import socket
 
 from . import _C, _env
+from ._hints import CommHints
+from ._options import CommOptions
 from .comm import Comm
 
 _BACKENDS = ("shoal",)
@@ -20,7 +22,7 @@ _BACKENDS = ("shoal",)
 
 def new_comm(backend, device, name=None,
              abort_process_on_timeout_or_error=None, timeout=None,
-             store=None, hints=None):
+             store=None, hints=None, options=None):
     """Creates a communicator over every rank of the job (collective).
 
     backend: "shoal". device: "cpu" or torch.device("cpu"). timeout: the
@@ -28,14 +30,28 @@ def new_comm(backend, device, name=None,
     TORCHCOMM_TIMEOUT_SECONDS, SHOAL_TIMEOUT_SECONDS or 600 s).
     abort_process_on_timeout_or_error: on a timeout, a dead peer or
     mismatched calls, abort the process instead of raising (default
-    TORCHCOMM_ABORT_ON_ERROR, else True, as torchcomms).
+    TORCHCOMM_ABORT_ON_ERROR, else True, as torchcomms). hints: see
+    shoal._hints (shoal's keys: shoal::algorithm, shoal::deadline_ms).
+    options: a CommOptions carrying any of these; a keyword argument given
+    here (not None) overrides its field.
     """
+    if options is not None and not isinstance(options, CommOptions):
+        raise _C.InvalidArgumentError(
+            f"new_comm: options must be a shoal.CommOptions, got "
+            f"{type(options).__name__}")
+    o = options or CommOptions()
+    name = o.name if name is None else name
+    timeout = o.timeout if timeout is None else timeout
+    store = o.store if store is None else store
+    hints = o.hints if hints is None else hints
+    if abort_process_on_timeout_or_error is None:
+        abort_process_on_timeout_or_error = (
+            o.abort_process_on_timeout_or_error)
     if backend not in _BACKENDS:
         raise _C.InvalidArgumentError(
             f"new_comm: backend {backend!r} is not one of {_BACKENDS}")
     device = _check_device(device)
-    if hints is not None and not isinstance(hints, dict):
-        raise _C.InvalidArgumentError("new_comm: hints must be a dict")
+    hints = CommHints(hints, "new_comm")  # checked before anyone waits
     abort = _env.abort_on_error(abort_process_on_timeout_or_error)
     kwargs = dict(timeout_ms=_env.default_timeout_ms(timeout), name=name,
                   abort_on_error=abort)

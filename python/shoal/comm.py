@@ -21,7 +21,7 @@ Independent threads should use communicators of their own.
 
 import datetime
 
-from . import _C, _arrays, _env, _groups
+from . import _C, _arrays, _env, _groups, _hints
 from ._batch import BatchSendRecv
 from ._options import CommOptions
 from ._reduce_op import as_reduce_op
@@ -114,8 +114,10 @@ class Comm:
         self._name = name
         self._device = device
         self._backend = backend
-        self._hints = dict(hints or {})
+        self._hints = (hints if isinstance(hints, _hints.CommHints)
+                       else _hints.CommHints(hints))
         self._abort = abort_process_on_timeout_or_error
+        self._registered = {}  # register_memory: address -> _C.MemReg
         self._rank = c.rank
         self._size = c.size
         _groups.register(self, name)
@@ -138,7 +140,14 @@ class Comm:
         return self._backend
 
     def get_hints(self):
-        return dict(self._hints)
+        return dict(self._hints.raw)
+
+    def _ms(self, timeout, hints, op):
+        """The timeout in ms (0: the default) of a call of method `op`
+        for the extension, with the hints' deadline and algorithm applied
+        (shoal._hints). Evaluate it last before the call: it names the
+        algorithm of this thread's next operation."""
+        return _hints.call_timeout_ms(self._hints, hints, timeout, op)
 
     def get_options(self):
         """The options this communicator was made with (torchcomms'
@@ -148,6 +157,51 @@ class Comm:
             abort_process_on_timeout_or_error=self._abort,
             timeout=datetime.timedelta(seconds=self.get_timeout()),
             name=self.get_name(), hints=self.get_hints())
+
+    def algorithms(self, collective):
+        """The algorithms `collective` ("all_reduce", "all_gather", ...)
+        can run on this communicator: the names the hint shoal::algorithm
+        takes."""
+        return self._c.algorithms(collective)
+
+    # ---- memory registration (torchcomms' commRegister) -----------------
+
+    def register_memory(self, tensor):
+        """Registers `tensor`'s memory for the zero-copy use of repeated
+        operations (local). A torch tensor's whole storage moves into this
+        communicator's shared heap first (shoal.share_memory_: in place,
+        every view follows), where collectives and windows read and write
+        it without a copy: on shared memory that is what registering buys.
+        Memory that cannot move (numpy arrays) is locked in RAM for peers'
+        single copies through the kernel instead; over TCP nothing is
+        prepared. Returns what it got: "shared", "pinned" or "plain"."""
+        from . import memory
+
+        x = _arrays.normalize(tensor, "register_memory: tensor")
+        if _arrays.is_torch(x):
+            memory.share_memory_(x, self)
+            x = _arrays.storage_bytes(x)
+        key = _arrays.buffer(x).ptr
+        if key in self._registered:
+            raise InvalidArgumentError(
+                "register_memory: this memory is registered already")
+        reg = self._c.register_memory(_arrays.buffer(x, True))
+        self._registered[key] = reg
+        return reg.kind
+
+    def deregister_memory(self, tensor):
+        """Releases register_memory's registration of `tensor` (its memory
+        stays where it is: a tensor moved into the shared heap stays
+        there)."""
+        x = _arrays.normalize(tensor, "deregister_memory: tensor")
+        if _arrays.is_torch(x):
+            x = _arrays.storage_bytes(x)
+        reg = self._registered.pop(_arrays.buffer(x).ptr, None)
+        if reg is None:
+            raise InvalidArgumentError(
+                "deregister_memory: this memory is not registered "
+                "(register_memory(tensor) first)")
+        reg.deregister()
 
     def new_window(self, tensor=None):
         """A Window for one-sided put and signal (shoal.window); with a
@@ -202,7 +256,7 @@ class Comm:
             return None
         return Comm(c, name=name or c.name, device=self._device,
                     backend=self._backend,
-                    hints=self._hints if hints is None else hints,
+                    hints=self._hints.raw if hints is None else hints,
                     abort_process_on_timeout_or_error=self._abort)
 
     def __enter__(self):
@@ -267,7 +321,7 @@ class Comm:
         self._check_rank("send", dst, "dst")
         b = _Stage("send").read(tensor, "tensor")
         return self._run(None, self._c.send(b, dst, tag,
-                                            _env.op_timeout_ms(timeout)),
+                                            self._ms(timeout, hints, "send")),
                          async_op)
 
     def recv(self, tensor, src, async_op=False, hints=None, timeout=None,
@@ -285,17 +339,18 @@ class Comm:
         b = s.write(tensor, "tensor")
         peer = _C.ANY_SOURCE if src is None else src
         return self._run(s, self._c.recv(b, peer, tag,
-                                         _env.op_timeout_ms(timeout)),
+                                         self._ms(timeout, hints, "recv")),
                          async_op, _RecvWork)
 
     # ---- collectives in place -------------------------------------------
 
     def barrier(self, async_op=False, hints=None, timeout=None):
         if not async_op:
-            self._c.barrier_now(_env.op_timeout_ms(timeout))
+            self._c.barrier_now(self._ms(timeout, hints, "barrier"))
             return _DONE
-        return self._run(None, self._c.barrier(_env.op_timeout_ms(timeout)),
-                         async_op)
+        return self._run(
+            None, self._c.barrier(self._ms(timeout, hints, "barrier")),
+            async_op)
 
     def broadcast(self, tensor, root, async_op=False, hints=None,
                   timeout=None):
@@ -303,13 +358,13 @@ class Comm:
         self._check_rank("broadcast", root, "root")
         b = None if async_op else _arrays.direct(tensor, True)
         if b is not None:
-            self._c.broadcast_now(b, root, _env.op_timeout_ms(timeout))
+            self._c.broadcast_now(b, root,
+                                  self._ms(timeout, hints, "broadcast"))
             return _DONE
         s = _Stage("broadcast")
         b = s.write(tensor, "tensor")
-        return self._run(s, self._c.broadcast(b, root,
-                                              _env.op_timeout_ms(timeout)),
-                         async_op)
+        return self._run(s, self._c.broadcast(
+            b, root, self._ms(timeout, hints, "broadcast")), async_op)
 
     def all_reduce(self, tensor, op, async_op=False, hints=None,
                    timeout=None):
@@ -318,13 +373,13 @@ class Comm:
         b = None if async_op else _arrays.direct(tensor, True)
         if b is not None:
             self._c.all_reduce_now(b, b, kind, scalar,
-                                   _env.op_timeout_ms(timeout))
+                                   self._ms(timeout, hints, "all_reduce"))
             return _DONE
         s = _Stage("all_reduce")
         b = s.write(tensor, "tensor")
-        return self._run(s, self._c.all_reduce(b, b, kind, scalar,
-                                               _env.op_timeout_ms(timeout)),
-                         async_op)
+        return self._run(s, self._c.all_reduce(
+            b, b, kind, scalar, self._ms(timeout, hints, "all_reduce")),
+            async_op)
 
     @staticmethod
     def _direct_pair(async_op, input, output, out_times, in_times):
@@ -357,7 +412,7 @@ class Comm:
         else:
             b, out = s.read(tensor, "tensor"), None
         return self._run(s, self._c.reduce(b, out, kind, scalar, root,
-                                           _env.op_timeout_ms(timeout)),
+                                           self._ms(timeout, hints, "reduce")),
                          async_op)
 
     # ---- gathers and scatters -------------------------------------------
@@ -371,16 +426,16 @@ class Comm:
         outs, obs = s.meta(tensor_list, "tensor_list")
         self._check_like("all_gather", obs, "tensor_list", ib, "tensor")
         tmp = s.unpacked(ib.obj, outs, ib.count * self._size)
-        return self._run(s, self._c.all_gather(ib, tmp,
-                                               _env.op_timeout_ms(timeout)),
-                         async_op)
+        return self._run(s, self._c.all_gather(
+            ib, tmp, self._ms(timeout, hints, "all_gather")), async_op)
 
     def all_gather_single(self, output, input, async_op=False, hints=None,
                           timeout=None):
         """output holds every rank's input, in rank order."""
         ib, ob = self._direct_pair(async_op, input, output, self._size, 1)
         if ob is not None:
-            self._c.all_gather_now(ib, ob, _env.op_timeout_ms(timeout))
+            self._c.all_gather_now(
+                ib, ob, self._ms(timeout, hints, "all_gather_single"))
             return _DONE
         s = _Stage("all_gather_single")
         ib, ob = s.read(input, "input"), s.write(output, "output")
@@ -389,9 +444,8 @@ class Comm:
                           ib.count * self._size,
                           f"{self._size} ranks x {ib.count} elements of "
                           "input")
-        return self._run(s, self._c.all_gather(ib, ob,
-                                               _env.op_timeout_ms(timeout)),
-                         async_op)
+        return self._run(s, self._c.all_gather(
+            ib, ob, self._ms(timeout, hints, "all_gather_single")), async_op)
 
     def reduce_scatter(self, output, input_list, op, async_op=False,
                        hints=None, timeout=None):
@@ -405,7 +459,8 @@ class Comm:
         self._check_like("reduce_scatter", ibs, "input_list", ob, "output")
         tmp = s.packed(ob.obj, ins, ob.count * self._size)
         return self._run(s, self._c.reduce_scatter(
-            tmp, ob, kind, scalar, _env.op_timeout_ms(timeout)), async_op)
+            tmp, ob, kind, scalar, self._ms(timeout, hints, "reduce_scatter")),
+            async_op)
 
     def reduce_scatter_single(self, output, input, op, async_op=False,
                               hints=None, timeout=None):
@@ -414,8 +469,9 @@ class Comm:
         kind, scalar = as_reduce_op(op).kind_and_scalar()
         ib, ob = self._direct_pair(async_op, input, output, 1, self._size)
         if ob is not None:
-            self._c.reduce_scatter_now(ib, ob, kind, scalar,
-                                       _env.op_timeout_ms(timeout))
+            self._c.reduce_scatter_now(
+                ib, ob, kind, scalar,
+                self._ms(timeout, hints, "reduce_scatter_single"))
             return _DONE
         s = _Stage("reduce_scatter_single")
         ib, ob = s.read(input, "input"), s.write(output, "output")
@@ -425,7 +481,8 @@ class Comm:
                           f"{self._size} ranks x {ob.count} elements of "
                           "output")
         return self._run(s, self._c.reduce_scatter(
-            ib, ob, kind, scalar, _env.op_timeout_ms(timeout)), async_op)
+            ib, ob, kind, scalar,
+            self._ms(timeout, hints, "reduce_scatter_single")), async_op)
 
     def gather(self, output_tensor_list, input_tensor, root, async_op=False,
                hints=None, timeout=None):
@@ -443,7 +500,7 @@ class Comm:
                              "input_tensor")
             tmp = s.unpacked(ib.obj, outs, ib.count * self._size)
         return self._run(s, self._c.gather(ib, tmp, root,
-                                           _env.op_timeout_ms(timeout)),
+                                           self._ms(timeout, hints, "gather")),
                          async_op)
 
     def scatter(self, output_tensor, input_tensor_list, root, async_op=False,
@@ -461,9 +518,8 @@ class Comm:
             self._check_like("scatter", ibs, "input_tensor_list", ob,
                              "output_tensor")
             tmp = s.packed(ob.obj, ins, ob.count * self._size)
-        return self._run(s, self._c.scatter(tmp, ob, root,
-                                            _env.op_timeout_ms(timeout)),
-                         async_op)
+        return self._run(s, self._c.scatter(
+            tmp, ob, root, self._ms(timeout, hints, "scatter")), async_op)
 
     # ---- all-to-all -----------------------------------------------------
 
@@ -488,8 +544,8 @@ class Comm:
         tin = s.packed(ins[0], ins, sum(scounts))
         tout = s.unpacked(ins[0], outs, sum(rcounts))
         return self._run(s, self._c.all_to_all_v(
-            tin, scounts, tout, rcounts, _env.op_timeout_ms(timeout)),
-            async_op)
+            tin, scounts, tout, rcounts,
+            self._ms(timeout, hints, "all_to_all")), async_op)
 
     def all_to_all_single(self, output, input, async_op=False, hints=None,
                           timeout=None):
@@ -505,9 +561,8 @@ class Comm:
                 f"all_to_all_single: input has {ib.count} elements "
                 f"({_desc(ib)}), which do not split evenly over "
                 f"{self._size} ranks")
-        return self._run(s, self._c.all_to_all(ib, ob,
-                                               _env.op_timeout_ms(timeout)),
-                         async_op)
+        return self._run(s, self._c.all_to_all(
+            ib, ob, self._ms(timeout, hints, "all_to_all_single")), async_op)
 
     def all_to_all_v_single(self, output, input, output_split_sizes,
                             input_split_sizes, async_op=False, hints=None,
@@ -529,7 +584,7 @@ class Comm:
                                ob)
         return self._run(s, self._c.all_to_all_v(
             ib, [n * irow for n in scounts], ob, [n * orow for n in rcounts],
-            _env.op_timeout_ms(timeout)), async_op)
+            self._ms(timeout, hints, "all_to_all_v_single")), async_op)
 
     def _splits(self, op, sizes, what, b):
         """Rows per rank along b's first dimension."""

@@ -47,7 +47,6 @@ benchmark() on CPU (shoal/_inductor_tune.py).
 
 import atexit
 import contextlib
-import math
 import os
 import statistics
 import time

@@ -165,7 +165,8 @@ class Window:
         offset = _index("put", target_offset_nelems, "target_offset_nelems")
         x = _arrays.contiguous(_arrays.normalize(tensor, "put: tensor"))
         return _work(self._c.put(_arrays.buffer(x), dst_rank, offset,
-                                 _env.op_timeout_ms(timeout), not async_op))
+                                 self._comm._ms(timeout, hints, "put"),
+                                 not async_op))
 
     def signal(self, dst_rank=None, async_op=False, hints=None,
                timeout=None, *, peer_rank=None):
@@ -173,17 +174,17 @@ class Window:
         issued to it before)."""
         dst = _one_rank("signal", dst_rank, peer_rank)
         self._comm._check_rank("signal", dst, "dst_rank")
-        return _work(self._c.signal(dst, _env.op_timeout_ms(timeout),
-                                    not async_op))
+        return _work(self._c.signal(
+            dst, self._comm._ms(timeout, hints, "signal"), not async_op))
 
     def wait_signal(self, peer_rank, async_op=False, hints=None,
                     timeout=None):
         """Waits for peer_rank's next signal to this rank (the n-th call
         for a peer waits for its n-th signal)."""
         self._comm._check_rank("wait_signal", peer_rank, "peer_rank")
-        return _work(self._c.wait_signal(peer_rank,
-                                         _env.op_timeout_ms(timeout),
-                                         not async_op))
+        return _work(self._c.wait_signal(
+            peer_rank, self._comm._ms(timeout, hints, "wait_signal"),
+            not async_op))
 
     # ---- mapped memory ------------------------------------------------------
 

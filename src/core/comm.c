@@ -187,6 +187,9 @@ shi_comm_free(shoal_comm *comm)
     }
     shi_engine_stop(comm);
     shi_req_detach_all(comm);
+    if (comm->tp != NULL) {
+        shi_mem_reg_detach_all(comm);
+    }
     if (comm->windows_detach != NULL) {
         comm->windows_detach(comm);
     }

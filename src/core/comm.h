@@ -203,6 +203,10 @@ void shi_comm_free(shoal_comm *comm);
 // its message as this thread's error and forgets it.
 int shi_req_reap_untracked(shoal_comm *comm, int report);
 
+// Releases what memory registrations of `comm` hold (mem_reg.c), before
+// the transport goes; the registrations stay the callers'.
+void shi_mem_reg_detach_all(shoal_comm *comm);
+
 // Every communicator is listed while it lives (leave.c), so that a process
 // exiting without destroying it still says goodbye on it at exit.
 void shi_leave_list(shoal_comm *comm);

@@ -183,6 +183,12 @@ struct shi_transport_ops {
         size_t off, void *dst, size_t bytes);
     int (*mem_write)(struct shoal_comm *comm, const struct shi_tp_region *r,
         size_t off, const void *src, size_t bytes);
+    // Prepares [base, base + bytes) for repeated use (shoal_mem_register;
+    // e.g. a remote-access key), handing back what it made in *handle, and
+    // releases it again. NULL where the transport has nothing to prepare.
+    int (*mem_register)(
+        struct shoal_comm *comm, void *base, size_t bytes, void **handle);
+    void (*mem_deregister)(struct shoal_comm *comm, void *handle);
 
     // --- messages (SHI_TP_MESSAGES only; NULL otherwise) ----------------
     // Gives a data message its position on the channel to or from

@@ -264,6 +264,8 @@ static PyMethodDef comm_methods[] = {
         "every rank, naming this rank and reason (None: a default)" },
     { "set_timeout", (PyCFunction) comm_set_timeout, METH_O,
         "set_timeout(ms): default deadline of later operations." },
+    { "register_memory", (PyCFunction) ext_comm_register_memory, METH_O,
+        "register_memory(buffer) -> MemReg (shoal_mem_register): local" },
     { "_note_dropped", (PyCFunction) ext_comm_note_dropped_py, METH_VARARGS,
         "_note_dropped(exc, where): an operation whose handle `where` was "
         "dropped without wait() failed with exc: report it to "

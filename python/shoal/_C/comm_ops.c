@@ -9,7 +9,9 @@
 // checks them first with messages in the caller's terms (shapes, lists).
 #include "ext.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 // As ext_buffer_arg, but None gives a NULL buffer and no error (*out = NULL).
 static int
@@ -68,14 +70,51 @@ ops_begin(ops_call *c, ext_comm *self, long long timeout_ms)
     return ext_comm_check_open(self);
 }
 
+// The algorithm the next operation of this thread runs (the hint
+// "shoal::algorithm"), "" for the table's choice; taken by that call.
+static _Thread_local char ops_next_algo[64];
+
+PyObject *
+ext_next_call_algorithm(PyObject *mod, PyObject *arg)
+{
+    const char *name = PyUnicode_AsUTF8(arg);
+
+    (void) mod;
+    if (name == NULL) {
+        return NULL;
+    }
+    if (strlen(name) >= sizeof(ops_next_algo)) {
+        return ext_invalid("hint shoal::algorithm: no algorithm is named "
+                           "'%.80s' (too long)",
+            name);
+    }
+    snprintf(ops_next_algo, sizeof(ops_next_algo), "%s", name);
+    Py_RETURN_NONE;
+}
+
+// Gives the next call its options: `timeout_ms` (capped by this thread's
+// shoal.deadline), whether its caller waits at once, and the algorithm
+// set by next_call_algorithm, if any.
+static void
+ops_give_opts(const ext_comm *comm, long long timeout_ms, int caller_waits)
+{
+    static _Thread_local char algo[64];
+    long long                 ms = ext_call_timeout_ms(comm, timeout_ms);
+
+    snprintf(algo, sizeof(algo), "%s", ops_next_algo);
+    ops_next_algo[0] = '\0';
+    if (ms > 0 || caller_waits || algo[0] != '\0') {
+        shoal_call_opts opts = { .timeout_ms = ms > 0 ? ms : 0,
+            .caller_waits                    = caller_waits,
+            .algo                            = algo[0] != '\0' ? algo : NULL };
+        shoal_next_call_opts(&opts);
+    }
+}
+
 void
 ext_call_deadline(const ext_comm *comm, long long timeout_ms)
 {
-    timeout_ms = ext_call_timeout_ms(comm, timeout_ms);
-    if (timeout_ms > 0) {
-        shoal_call_opts opts = { .timeout_ms = timeout_ms };
-        shoal_next_call_opts(&opts);
-    }
+    ops_give_opts(comm, timeout_ms, 0);
 }
 
 // Set (under the GIL) by the blocking forms around the call they make:
@@ -85,14 +124,7 @@ static int ops_waits_next;
 static void
 ops_deadline(ops_call *c)
 {
-    if (ops_waits_next) {
-        long long       ms = ext_call_timeout_ms(c->self, c->timeout_ms);
-        shoal_call_opts opts
-            = { .timeout_ms = ms > 0 ? ms : 0, .caller_waits = 1 };
-        shoal_next_call_opts(&opts);
-        return;
-    }
-    ext_call_deadline(c->self, c->timeout_ms);
+    ops_give_opts(c->self, c->timeout_ms, ops_waits_next);
 }
 
 // Wraps the request issued with status c->st. Releases a and b (the Work

@@ -96,6 +96,9 @@ PyObject *ext_comm_note_dropped_py(ext_comm *self, PyObject *args);
 // operation this thread issues next on `comm`, right before it (it
 // travels with that operation; nothing else on any thread sees it).
 void ext_call_deadline(const ext_comm *comm, long long timeout_ms);
+// next_call_algorithm(name): the algorithm the next operation this thread
+// issues runs (the hint "shoal::algorithm"; checked by that call).
+PyObject *ext_next_call_algorithm(PyObject *mod, PyObject *arg);
 
 // ---- shoal.deadline (deadline.c) ------------------------------------------
 
@@ -198,6 +201,13 @@ PyObject *ext_dlpack_export(unsigned char *base, size_t nbytes, size_t offset,
 // ---- Window (window.c) ---------------------------------------------------
 
 extern PyTypeObject ext_window_type;
+
+// ---- Memory registrations (mem_reg.c) ---------------------------------
+
+// Readies the type. Returns 0 or -1.
+int ext_mem_reg_init(void);
+// Comm.register_memory(buffer) -> a MemReg holding the buffer.
+PyObject *ext_comm_register_memory(ext_comm *self, PyObject *arg);
 
 // ---- Peer views (peer_view.c) ---------------------------------------------
 

@@ -45,6 +45,9 @@ static PyMethodDef module_methods[] = {
     { "tuning_file_path", module_tuning_file_path, METH_NOARGS,
         "The tuning file communicators read (SHOAL_TUNING_FILE or the "
         "per-user default), or None when no path can be formed." },
+    { "next_call_algorithm", ext_next_call_algorithm, METH_O,
+        "next_call_algorithm(name): the next operation this thread issues "
+        "runs that algorithm (the hint shoal::algorithm)." },
     { "deadline_enter", ext_deadline_enter, METH_O,
         "deadline_enter(seconds) -> saved: this thread's shoal.deadline "
         "becomes the earlier of its own and `seconds` from now; pass "
@@ -110,7 +113,8 @@ PyInit__C(void)
         || PyType_Ready(&ext_work_type) < 0
         || PyType_Ready(&ext_block_type) < 0
         || PyType_Ready(&ext_plan_type) < 0
-        || PyType_Ready(&ext_window_type) < 0 || ext_peer_view_init() < 0) {
+        || PyType_Ready(&ext_window_type) < 0 || ext_peer_view_init() < 0
+        || ext_mem_reg_init() < 0) {
         return NULL;
     }
     m = PyModule_Create(&module_def);
