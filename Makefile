@@ -70,6 +70,15 @@ test-python: python-env
 test-torch-suite: python-env
 	$(PYENV)/bin/python tests/torch_suite/run_suite.py $(TORCH_SUITE_ARGS)
 
+# torchft 0.2.0's own process-group tests (its process_group_test.py) over
+# its gloo wrapper and over shoal, side by side (tests/torchft). Installs
+# torchft and parameterized into the venv when missing.
+.PHONY: test-torchft
+test-torchft: python-env
+	@$(PYENV)/bin/python -c 'import torchft, parameterized' 2>/dev/null || \
+	    $(PYENV)/bin/python -m pip install --quiet torchft==0.2.0 parameterized
+	$(PYENV)/bin/python tests/torchft/run_torchft_pg_test.py
+
 # The whole collective matrix (every dtype x op x count x world size), in C
 # and through torch.distributed, instead of the sample `make test` runs.
 # Takes much longer.

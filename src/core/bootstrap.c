@@ -239,6 +239,14 @@ bootstrap_steps(shoal_comm *comm, int64_t deadline)
 {
     int st = connect_peers(comm, deadline);
 
+    // A deadline that passed says "timeout after N ms" first (gloo's
+    // wording, which torchft's tests look for), then where it passed.
+    if (st == SHOAL_ETIMEDOUT) {
+        return shi_error_wrap(st,
+            "creating communicator '%s' (rank %d of %d): timeout after "
+            "%lldms",
+            comm->name, comm->rank, comm->size, (long long) comm->timeout_ms);
+    }
     if (st != SHOAL_OK) {
         return shi_error_wrap(st, "creating communicator '%s' (rank %d of %d)",
             comm->name, comm->rank, comm->size);

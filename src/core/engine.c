@@ -287,22 +287,23 @@ housekeeping_locked(shoal_comm *comm, int64_t now)
             return;
         }
         if (now > r->deadline) {
-            char        waiting[192] = "";
+            // "Timed out waiting" is the wording torch's and torchft's
+            // tests look for (gloo's); the precise cause follows it.
+            char        waiting[192] = "for it to complete";
             const char *addr         = r->blocked_on >= 0
                         ? comm->tp->peer_address(comm, r->blocked_on)
                         : "";
             if (addr[0] != '\0') {
-                snprintf(waiting, sizeof(waiting),
-                    ", waiting for rank %d (host %s, %s)", r->blocked_on,
-                    comm->peers[r->blocked_on].host, addr);
+                snprintf(waiting, sizeof(waiting), "for rank %d (host %s, %s)",
+                    r->blocked_on, comm->peers[r->blocked_on].host, addr);
             } else if (r->blocked_on >= 0) {
-                snprintf(waiting, sizeof(waiting), ", waiting for rank %d",
-                    r->blocked_on);
+                snprintf(
+                    waiting, sizeof(waiting), "for rank %d", r->blocked_on);
             }
             shi_req_describe(r, desc, sizeof(desc));
             shi_comm_abort(comm, SHOAL_ETIMEDOUT,
-                "%s timed out after %.2f s on rank %d%s", desc,
-                (double) (now - r->start_ns) / 1e9, comm->rank, waiting);
+                "%s on rank %d: Timed out waiting %s after %.2f s", desc,
+                comm->rank, waiting, (double) (now - r->start_ns) / 1e9);
             return;
         }
     }
@@ -317,15 +318,19 @@ housekeeping_locked(shoal_comm *comm, int64_t now)
         shi_req_describe(r, desc, sizeof(desc));
         name_dead_peers(comm, dead, sizeof(dead));
         shi_comm_abort(comm, SHOAL_EPEER,
-            "%s on rank %d can never complete: every other rank destroyed "
-            "its communicator or died before sending a matching message%s",
+            "%s on rank %d can never complete: Connection closed by peer: "
+            "every other rank destroyed its communicator or died before "
+            "sending a matching message%s",
             desc, comm->rank, dead);
     } else if (r != NULL) {
+        // "Connection closed by peer" (gloo's wording, which torch's and
+        // torchft's tests look for), then the precise cause.
         int p = r->blocked_on;
         shi_req_describe(r, desc, sizeof(desc));
         shi_comm_abort(comm, SHOAL_EPEER,
-            "%s on rank %d needs rank %d (pid %d), which %s", desc, comm->rank,
-            p, comm->peers[p].pid,
+            "%s on rank %d: Connection closed by peer: it needs rank %d (pid "
+            "%d), which %s",
+            desc, comm->rank, p, comm->peers[p].pid,
             atomic_load(&comm->peers[p].state) == SHI_PEER_LEFT
                 ? "destroyed its communicator"
                 : "died");

@@ -82,8 +82,20 @@ class Work(dist.Work):
                 "communicator aborted")
             raise
         except BaseException as e:
-            self._works = []
             self._error = e
+            self._settle_rest()
+
+    def _settle_rest(self):
+        """After the first failure: the other works of this call fail with
+        the same cause (the communicator is aborted), which this Work
+        reports; waiting for them says so, so that none is taken for a
+        failure nobody saw."""
+        rest, self._works = self._works[1:], []
+        for w in rest:
+            try:
+                w.wait()
+            except BaseException:  # noqa: BLE001: explained by _error
+                pass
 
     def is_completed(self):
         if self._done is not None:

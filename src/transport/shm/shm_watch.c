@@ -42,9 +42,11 @@ watch_peer_event(shoal_comm *comm, int r)
         if (shi_shm_adopt_abort(comm)) {
             return 1;
         }
+        // "Connection closed by peer" is gloo's wording, which torch's
+        // and torchft's tests look for; the precise cause follows it.
         shi_comm_abort(comm, SHOAL_EPEER,
-            "rank %d (pid %d on %s) died: its connection to rank "
-            "%d closed without a goodbye",
+            "rank %d (pid %d on %s) died: Connection closed by peer: its "
+            "connection to rank %d closed without a goodbye",
             r, p->pid, p->host, comm->rank);
     }
     return 1;

@@ -191,7 +191,7 @@ peer_failed(struct shi_net *net, int p, const char *why, int err)
     atomic_store(&cp->state, SHI_PEER_DEAD);
     if (err == ETIMEDOUT && peer_window_closed(net, p)) {
         shi_comm_abort(comm, SHOAL_ETIMEDOUT,
-            "timed out waiting for rank %d (pid %d on host %s, %s): its host "
+            "Timed out waiting for rank %d (pid %d on host %s, %s): its host "
             "acknowledges our data but the process has read nothing for "
             "longer than the timeout (stopped, or stuck outside shoal)",
             p, cp->pid, cp->host, peer_addr(net, p));
@@ -567,7 +567,8 @@ rx_failed(struct shi_net *net, int p, int s, ssize_t n, int err)
     if (!net->peers[p].socks[s].bye
         && atomic_load(&net->comm->peers[p].state) == SHI_PEER_LIVE) {
         peer_failed(net, p,
-            n == 0 ? "its connection closed without a goodbye"
+            n == 0 ? "Connection closed by peer: its connection closed "
+                     "without a goodbye"
                    : "receiving failed",
             n == 0 ? 0 : err);
     }
