@@ -463,6 +463,33 @@ def _choose(ex, names, fns, args, kwargs, warmup, reps, timeout):
 # ---- the cost model shoal-tune fitted -----------------------------------------
 
 
+def _rows(name, layout, parse):
+    """parse(fields) of each line of file `name` (comma-separated fields,
+    '#' comments), or [] when it cannot be read; a line parse cannot
+    read raises InvalidArgumentError saying which and what `layout` it
+    should have."""
+    try:
+        with open(name) as f:
+            lines = f.readlines()
+    except (OSError, TypeError):
+        return []
+    rows = []
+    for n, line in enumerate(lines, 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            rows.append(parse([x.strip() for x in line.split(",")]))
+        except (IndexError, ValueError):
+            raise _C.InvalidArgumentError(
+                f"{name} line {n}: not '{layout}': {line!r}") from None
+    return rows
+
+
+def _key(f):
+    return (f[0], f[1], int(f[2]), int(f[3]))
+
+
 def load_costs(path=None):
     """The cost model shoal-tune fitted beside a tuning file (path: the
     tuning file, default the one communicators read): a dict
@@ -470,27 +497,12 @@ def load_costs(path=None):
     Empty when there is none."""
     if path is None:
         path = _C.tuning_file_path()
-    costs = {}
     if path is None:
-        return costs
-    try:
-        with open(str(path) + ".costs") as f:
-            lines = f.readlines()
-    except OSError:
-        return costs
-    for n, line in enumerate(lines, 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        f = [x.strip() for x in line.split(",")]
-        try:
-            costs[(f[0], f[1], int(f[2]), int(f[3]))] = (
-                float(f[4]), float(f[5]), float(f[6]))
-        except (IndexError, ValueError):
-            raise _C.InvalidArgumentError(
-                f"{path}.costs line {n}: not 'collective, algorithm, ranks, "
-                f"hosts, alpha, beta, gamma, ...': {line!r}") from None
-    return costs
+        return {}
+    return dict(_rows(
+        str(path) + ".costs",
+        "collective, algorithm, ranks, hosts, alpha, beta, gamma, ...",
+        lambda f: (_key(f), (float(f[4]), float(f[5]), float(f[6])))))
 
 
 def _sweep_name(path):
@@ -505,25 +517,12 @@ def load_sweep(path=None):
     shoal.sharding.calibrate(): a dict (collective, algorithm, ranks,
     hosts) -> [(bytes, seconds)] sorted by bytes. Empty when there is
     none."""
-    name = _sweep_name(path)
     sweep = {}
-    try:
-        with open(name) as f:
-            lines = f.readlines()
-    except (OSError, TypeError):
-        return sweep
-    for n, line in enumerate(lines, 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        f = [x.strip() for x in line.split(",")]
-        try:
-            key = (f[0], f[1], int(f[2]), int(f[3]))
-            sweep.setdefault(key, []).append((int(f[4]), float(f[5])))
-        except (IndexError, ValueError):
-            raise _C.InvalidArgumentError(
-                f"{name} line {n}: not 'collective, algorithm, ranks, hosts, "
-                f"bytes, seconds': {line!r}") from None
+    for key, point in _rows(
+            _sweep_name(path),
+            "collective, algorithm, ranks, hosts, bytes, seconds",
+            lambda f: (_key(f), (int(f[4]), float(f[5])))):
+        sweep.setdefault(key, []).append(point)
     for points in sweep.values():
         points.sort()
     return sweep

@@ -116,9 +116,10 @@ void shi_store_server_stop(shi_store_server *srv);
 // and frees itself. Never stop a released server. NULL accepted.
 void shi_store_server_release(shi_store_server *srv);
 
-// Connections of other processes to the servers this process runs: what
-// it waits for at exit (store_keep.c).
-int shi_store_servers_foreign_peers(void);
+// Connections of other processes to the servers this process runs that
+// are in use: a request waits for a key there, or one came within the
+// last `idle_ns`. What the process waits for at exit (store_keep.c).
+int shi_store_servers_in_use(int64_t idle_ns);
 
 // Makes sure this process serves a TCP store on host:port until it exits:
 // starts a server the first time an address is asked for, and answers

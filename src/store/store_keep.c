@@ -13,12 +13,15 @@
 // the communicator is destroyed (store_server.c): it serves on until the
 // other ranks' connections close, then stops by itself.
 //
-// A process that exits while it serves a store other ranks are still
-// connected to would pull it from under them: a rank that finished its part
-// of a split and returned could break a peer still splitting. So at exit it
-// waits until no other process is connected to any server it runs (kept,
-// released, or of a communicator nobody destroyed), within
-// SHOAL_STORE_LINGER_SECONDS (10 s by default), saying so when it waits.
+// A process that exits while it serves a store other ranks still use would
+// pull it from under them: a rank that finished its part of a split and
+// returned could break a peer still splitting. So at exit it waits while
+// another process is connected to a server it runs (kept, released, or of
+// a communicator nobody destroyed) and uses it: a request of theirs waits
+// for a key, or one came within the last second. Clients that only hold
+// their connections (or cannot close them, a host cut off) do not keep it.
+// The wait ends within SHOAL_STORE_LINGER_SECONDS (10 s by default) and
+// says so when it is longer than a second.
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +36,11 @@
 
 #define LINGER_DEFAULT_MS 10000
 #define LINGER_POLL_US    20000
-#define LINGER_QUIET_MS   1000 // waits shorter than this are not announced
+// A store nobody asked anything for this long, with no request waiting,
+// is done with: its clients only hold their connections (or cannot close
+// them: a host cut off).
+#define LINGER_IDLE_NS  1000000000LL
+#define LINGER_QUIET_MS 1000 // waits shorter than this are not announced
 
 struct kept_server {
     struct kept_server *next;
@@ -119,11 +126,11 @@ linger(void)
         bound_ms = LINGER_DEFAULT_MS;
     }
     int64_t start = shi_now_ns();
-    while (
-        (n = shi_store_servers_foreign_peers()) > 0 && waited_ms < bound_ms) {
+    while ((n = shi_store_servers_in_use(LINGER_IDLE_NS)) > 0
+        && waited_ms < bound_ms) {
         if (!told && waited_ms >= LINGER_QUIET_MS) {
             SHI_WARN("this process serves the rendezvous store of ranks that "
-                     "are still connected to it (%d connections); it waits "
+                     "still use it (%d connections); it waits "
                      "up to %.1f s for them before exiting "
                      "(SHOAL_STORE_LINGER_SECONDS)",
                 n, (double) bound_ms / 1000.0);
@@ -137,7 +144,8 @@ linger(void)
                  "process's store remain: those ranks lose the store",
             (double) waited_ms / 1000.0, n);
     } else if (told) {
-        SHI_WARN("the other ranks left the store after %.1f s; exiting",
+        SHI_WARN("the other ranks are done with the store after %.1f s; "
+                 "exiting",
             (double) waited_ms / 1000.0);
     }
 }

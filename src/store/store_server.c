@@ -106,8 +106,12 @@ struct shi_store_server {
     int        wake_pending; // a will set keys: retry parked requests
     int        stopping; // closing every connection: wills do not fire
     atomic_int stop_asked; // shi_store_server_stop
-    atomic_int released; // shi_store_server_release: stop once unused
-    pid_t      pid; // the process whose thread serves
+    // What the wait at exit looks at (shi_store_servers_foreign_peers):
+    // when a request last came, and the connections waiting for a key.
+    _Atomic int64_t last_request_ns;
+    atomic_int      parked_now;
+    atomic_int      released; // shi_store_server_release: stop once unused
+    pid_t           pid; // the process whose thread serves
     struct shi_store_server *next_running; // running_servers
 };
 
@@ -346,6 +350,7 @@ conn_drop_will(conn *c, const shi_wire_msg *m)
 static int
 server_answer(shi_store_server *srv, conn *c, const shi_wire_msg *m)
 {
+    atomic_store(&srv->last_request_ns, shi_now_ns());
     const shi_table_entry *e;
     const unsigned char   *blob;
     const char            *key;
@@ -794,6 +799,17 @@ server_free(shi_store_server *srv)
     free(srv);
 }
 
+static int
+server_parked(const shi_store_server *srv)
+{
+    int n = 0;
+
+    for (const conn *c = srv->conns; c != NULL; c = c->next) {
+        n += c->parked;
+    }
+    return n;
+}
+
 static void *
 server_main(void *arg)
 {
@@ -834,6 +850,7 @@ server_main(void *arg)
         }
         server_reap(srv);
         stop |= atomic_load(&srv->released) && srv->conns == NULL;
+        atomic_store(&srv->parked_now, server_parked(srv));
     }
     srv->stopping = 1;
     while (srv->conns != NULL) {
@@ -978,14 +995,17 @@ shi_store_server_release(shi_store_server *srv)
 }
 
 int
-shi_store_servers_foreign_peers(void)
+shi_store_servers_in_use(int64_t idle_ns)
 {
-    int ports[64], n = 0, foreign = 0;
+    int     ports[64], n = 0, foreign = 0;
+    int64_t now = shi_now_ns();
 
     pthread_mutex_lock(&running_lock);
     for (shi_store_server *s = running_servers; s != NULL && n < 64;
          s                   = s->next_running) {
-        if (s->pid == getpid()) {
+        if (s->pid == getpid()
+            && (atomic_load(&s->parked_now) > 0
+                || now - atomic_load(&s->last_request_ns) < idle_ns)) {
             ports[n++] = s->port;
         }
     }
