@@ -147,6 +147,8 @@ class Comm:
         for the extension, with the hints' deadline and algorithm applied
         (shoal._hints). Evaluate it last before the call: it names the
         algorithm of this thread's next operation."""
+        if timeout is None and hints is None and self._hints.empty:
+            return 0  # the common call: nothing to work out
         return _hints.call_timeout_ms(self._hints, hints, timeout, op)
 
     def get_options(self):
