@@ -89,22 +89,14 @@ def direct(x, writable=False):
     global _to_dlpack
     if _tensor_type is None or type(x) is not _tensor_type:
         return None
-    if (not x.is_cpu or x.requires_grad or x.layout is not _strided()
-            or not x.is_contiguous()):
+    try:
+        if not x.is_cpu or x.requires_grad or not x.is_contiguous():
+            return None
+    except RuntimeError:  # a sparse tensor has no is_contiguous()
         return None
     if _to_dlpack is None:
         _to_dlpack = _torch().utils.dlpack.to_dlpack
     return _C.Buffer(x, writable, _to_dlpack(x))
-
-
-_strided_layout = None
-
-
-def _strided():
-    global _strided_layout
-    if _strided_layout is None:
-        _strided_layout = _torch().strided
-    return _strided_layout
 
 
 def storage_bytes(t):

@@ -98,15 +98,19 @@ ext_next_call_algorithm(PyObject *mod, PyObject *arg)
 static void
 ops_give_opts(const ext_comm *comm, long long timeout_ms, int caller_waits)
 {
-    static _Thread_local char algo[64];
-    long long                 ms = ext_call_timeout_ms(comm, timeout_ms);
+    static _Thread_local char algo[64]; // the name, while the call runs
+    long long                 ms    = ext_call_timeout_ms(comm, timeout_ms);
+    const char               *named = NULL;
 
-    snprintf(algo, sizeof(algo), "%s", ops_next_algo);
-    ops_next_algo[0] = '\0';
-    if (ms > 0 || caller_waits || algo[0] != '\0') {
+    if (ops_next_algo[0] != '\0') { // rare: a hint named one
+        memcpy(algo, ops_next_algo, sizeof(algo));
+        ops_next_algo[0] = '\0';
+        named            = algo;
+    }
+    if (ms > 0 || caller_waits || named != NULL) {
         shoal_call_opts opts = { .timeout_ms = ms > 0 ? ms : 0,
             .caller_waits                    = caller_waits,
-            .algo                            = algo[0] != '\0' ? algo : NULL };
+            .algo                            = named };
         shoal_next_call_opts(&opts);
     }
 }

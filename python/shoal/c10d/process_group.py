@@ -190,9 +190,9 @@ class ProcessGroupShoal(dist.ProcessGroup):
     # ---- collectives in place -----------------------------------------------
 
     def allreduce(self, tensors, opts=None, timeout=None, op=None):
-        # Short forms: allreduce([t] or t, op=SUM, timeout=None).
-        tensors = forms.tensor_list(tensors)
-        if not forms.is_options(opts):
+        if not hasattr(opts, "asyncOp"):
+            # Short forms: allreduce([t] or t, op=SUM, timeout=None).
+            tensors = forms.tensor_list(tensors)
             opts = forms.options(dist.AllreduceOptions, None, timeout,
                                  reduceOp=opts if op is None else op)
         op, t = _reduce_op(opts.reduceOp), _timeout(opts)
