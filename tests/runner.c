@@ -16,7 +16,7 @@
 
 #include <dirent.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
 #include "test.h"
 
 #define MAX_TESTS 1024

@@ -18,8 +18,8 @@
 #include <strings.h>
 
 #include "algo/registry.h"
-#include "core/env.h"
-#include "core/error.h"
+#include "base/env.h"
+#include "base/error.h"
 #include "core/request.h"
 #include "shoal.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "algo/select.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "shoal.h"
 
 #define TUNING_LINE_MAX 512

@@ -16,10 +16,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/hostid.h"
+#include "base/log.h"
 #include "core/comm.h"
 #include "core/engine.h"
-#include "core/hostid.h"
-#include "core/log.h"
 #include "platform/net.h"
 #include "platform/unix_sock.h"
 #include "store/store.h"

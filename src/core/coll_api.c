@@ -10,9 +10,9 @@
 #include "algo/registry.h"
 #include "algo/select.h"
 #include "algo/tuning.h"
-#include "core/clock.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "core/engine.h"
-#include "core/log.h"
 #include "core/op_props.h"
 #include "core/ops.h"
 

@@ -16,9 +16,9 @@
 #include "algo/registry.h"
 #include "algo/select.h"
 #include "algo/tuning.h"
+#include "base/log.h"
 #include "core/comm.h"
 #include "core/engine.h"
-#include "core/log.h"
 #include "store/store.h"
 
 #define PROBE_MAGIC 0x73686f616c434d41ull // "shoalCMA"

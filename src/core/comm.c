@@ -9,10 +9,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
+#include "base/env.h"
+#include "base/log.h"
 #include "core/engine.h"
-#include "core/env.h"
-#include "core/log.h"
 #include "platform/net.h"
 #include "store/store.h"
 

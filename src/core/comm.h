@@ -7,11 +7,12 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "core/auth.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/request.h"
+#include "platform/auth.h"
 #include "shoal.h"
 #include "transport/transport.h"
+#include "transport/upcalls.h"
 
 // Collectives the algorithm tables know (SHI_COLL_COUNT, algo/select.h).
 #define SHI_COMM_COLLS 9
@@ -80,7 +81,7 @@ struct shoal_comm {
     // The transport (transport.h) and its private state.
     const struct shi_transport_ops *tp;
     void                           *tp_state;
-    // Over TCP with several ranks on some host (algo/net/net_hier.c): this
+    // Over TCP with several ranks on some host (algo/common/hier.c): this
     // host's ranks, and the first rank of each host (NULL elsewhere).
     shoal_comm *local, *leaders;
     int         host_index, local_rank, hier_wanted;
@@ -174,15 +175,6 @@ struct shoal_comm {
 // returns status), so shoal_comm_last_error can show it.
 int shi_comm_error(shoal_comm *comm, int status);
 
-// Aborts the communicator on every rank with an outside fault: pending and
-// later operations fail. The first abort wins; later ones are ignored.
-// Callable with or without the engine lock held.
-void shi_comm_abort(shoal_comm *comm, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-// Wakes rank `rank`'s sleeping threads if any (or always when `force`).
-void shi_ring(shoal_comm *comm, int rank, int force);
-
 // Wakes every peer that sleeps (after publishing something they may wait
 // for).
 void shi_ring_peers(shoal_comm *comm);
@@ -236,8 +228,6 @@ int shi_coll_start(shoal_comm *comm);
 void shi_rdv_key(
     const shoal_comm *comm, const char *what, char *buf, size_t len);
 int shi_rdv_begin(shoal_comm *comm, int64_t deadline);
-int shi_rdv_get(shoal_comm *comm, const char *key, char **value, size_t *len,
-    int64_t deadline);
 int shi_rdv_end(shoal_comm *comm, int st, int64_t deadline);
 // shi_rdv_get for a key `peer` of the created comm sets (a split's
 // choice): fails too if that peer destroyed its communicator without.
@@ -250,19 +240,11 @@ int shi_rdv_get_from(shoal_comm *comm, int peer, const char *key, char **value,
 struct shi_launch;
 int shi_rdv_job_will(
     shoal_comm *comm, const struct shi_launch *env, int64_t deadline);
-// Blocking steps of a creation (connecting, accepting) wait in slices:
-// until = shi_rdv_until(deadline) ends the next one; after a step failed
-// with `st`, shi_rdv_sliced says SHOAL_INPROGRESS to go on with another
-// slice, or the status to return (st itself, or the rendezvous' failure).
-int64_t shi_rdv_until(int64_t deadline);
-int shi_rdv_sliced(shoal_comm *comm, int st, int64_t until, int64_t deadline);
 // What a watched wait checks each slice (rendezvous.c says what).
 int shi_rdv_check(shoal_comm *comm);
 // SHOAL_OK, or SHOAL_EABORTED with comm's cause, for `op` on comm.
 int shi_rdv_usable(shoal_comm *comm, const char *op);
 
-// Store references (comm.c).
-struct shi_store *shi_comm_store(shoal_comm *comm);
 // fork() safety (forked.c): mark a new communicator as this process's;
 // check returns SHOAL_EINVAL (message naming `op`) in a forked child.
 void shi_fork_mark(shoal_comm *comm);

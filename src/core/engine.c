@@ -1,5 +1,6 @@
 // The progress engine (see engine.h).
 #include "engine.h"
+#include "transport/upcalls.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -7,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
-#include "core/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "platform/cpu_place.h"
 #include "platform/cpu_relax.h"
 

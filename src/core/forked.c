@@ -9,8 +9,8 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "base/error.h"
 #include "core/comm.h"
-#include "core/error.h"
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static atomic_uint    fork_generation; // one more in each child

@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "core/comm.h"
 #include "core/engine.h"
-#include "core/log.h"
 
 // How long the handler waits for a communicator a thread is using.
 #define LEAVE_LOCK_MS    200

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/log.h"
 #include "core/comm.h"
-#include "core/log.h"
 
 struct shoal_mem_reg {
     shoal_comm    *comm; // NULL once its communicator is gone

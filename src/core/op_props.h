@@ -1,7 +1,7 @@
 // One table of the operations' properties: name, whether a root takes
 // part, whether it reduces, which per-rank count arrays it takes, its
 // in-place form, and the elements of each buffer on a rank. The argument
-// checks (coll_api.c), the messages (request.c, coll.c) and every
+// checks (coll_api.c), the messages (request.c) and every
 // transport's algorithms (the schedule executor's in-place rule) read it,
 // so a rule is written once.
 #ifndef SHI_OP_PROPS_H

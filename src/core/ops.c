@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/engine.h"
 #include "core/ops.h"
 

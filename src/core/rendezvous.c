@@ -20,12 +20,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
+#include "base/env.h"
+#include "base/log.h"
 #include "core/comm.h"
 #include "core/engine.h"
-#include "core/env.h"
-#include "core/log.h"
 #include "store/store.h"
+#include "transport/upcalls.h"
 
 // The others' cause of failure, if one comes, explains ours: a rank that
 // lost rank 0 mid-creation waits this long for rank 0's reason.

@@ -1,43 +1,9 @@
-// Request queues and descriptions (see request.h).
+// Request descriptions (see request.h).
 #include "request.h"
 
 #include <stdio.h>
 
 #include "core/op_props.h"
-
-void
-shi_queue_push(shi_req_queue *q, shoal_request *req)
-{
-    req->qnext = NULL;
-    if (q->tail != NULL) {
-        q->tail->qnext = req;
-    } else {
-        q->head = req;
-    }
-    q->tail = req;
-}
-
-void
-shi_queue_remove(shi_req_queue *q, shoal_request *req)
-{
-    shoal_request *prev = NULL;
-
-    for (shoal_request *r = q->head; r != NULL; prev = r, r = r->qnext) {
-        if (r != req) {
-            continue;
-        }
-        if (prev != NULL) {
-            prev->qnext = r->qnext;
-        } else {
-            q->head = r->qnext;
-        }
-        if (q->tail == r) {
-            q->tail = prev;
-        }
-        r->qnext = NULL;
-        return;
-    }
-}
 
 const char *
 shi_op_kind_name(int kind)

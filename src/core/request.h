@@ -121,8 +121,40 @@ void shi_req_describe(const shoal_request *req, char *buf, size_t len);
     ((void) sizeof(char[sizeof(type) <= SHI_ALGO_STATE_BYTES ? 1 : -1]),      \
         (type *) (void *) (req)->algo_state)
 
-// Queue helpers (FIFO through `qnext`).
-void shi_queue_push(shi_req_queue *q, shoal_request *req);
-void shi_queue_remove(shi_req_queue *q, shoal_request *req);
+// Queue helpers (FIFO through `qnext`): the request type's own, inline so
+// that every layer that holds requests uses them without a call upward.
+static inline void
+shi_queue_push(shi_req_queue *q, shoal_request *req)
+{
+    req->qnext = NULL;
+    if (q->tail != NULL) {
+        q->tail->qnext = req;
+    } else {
+        q->head = req;
+    }
+    q->tail = req;
+}
+
+static inline void
+shi_queue_remove(shi_req_queue *q, shoal_request *req)
+{
+    shoal_request *prev = NULL;
+
+    for (shoal_request *r = q->head; r != NULL; prev = r, r = r->qnext) {
+        if (r != req) {
+            continue;
+        }
+        if (prev != NULL) {
+            prev->qnext = r->qnext;
+        } else {
+            q->head = r->qnext;
+        }
+        if (q->tail == r) {
+            q->tail = prev;
+        }
+        r->qnext = NULL;
+        return;
+    }
+}
 
 #endif

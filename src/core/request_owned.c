@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "core/comm.h"
 #include "core/engine.h"
-#include "core/error.h"
 
 void
 shi_req_own(shoal_comm *comm, shoal_request *req)

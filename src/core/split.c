@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "core/comm.h"
-#include "core/log.h"
 #include "store/store.h"
 
 #define CHOICE_MAX 65536

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "plan/plan_obj.h"
 
 _Static_assert(SHI_BOX_MAX_DIMS == SHOAL_PLAN_MAX_DIMS,

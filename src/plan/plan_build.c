@@ -14,7 +14,7 @@
 // the plan's ndim (plan_tensors.c), so tensors of any ndim share the code.
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "plan/plan_impl.h"
 
 // Fails a plan whose grid would have more cells than this: a pattern that

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "algo/kernels/reduce.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "plan/plan_impl.h"
 
 static const char *

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "algo/kernels/reduce.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/ops.h"
 #include "plan/plan_obj.h"
 

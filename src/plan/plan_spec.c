@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "plan/plan_obj.h"
 
 #define SPEC_HEADER 7 // magic ndim dtype reduction ninputs noutputs errlen

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "plan/plan_impl.h"
 
 typedef struct tensors_ctx {

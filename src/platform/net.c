@@ -22,8 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/clock.h"
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "shoal.h"
 
 #define NET_BACKOFF_FIRST_NS 10000000 // 10 ms

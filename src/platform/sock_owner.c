@@ -24,7 +24,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/net.h"
 #include "shoal.h"
 

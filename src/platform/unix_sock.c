@@ -9,9 +9,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "core/auth.h"
-#include "core/clock.h"
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "platform/auth.h"
 #include "shoal.h"
 
 static socklen_t

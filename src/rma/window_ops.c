@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
 #include "core/engine.h"
 #include "core/ops.h"
 #include "platform/cpu_relax.h"

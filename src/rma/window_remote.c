@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 
 #include "rma/window.h"
+#include "transport/upcalls.h"
 
 unsigned char *
 shi_transport_put_target(

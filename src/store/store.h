@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/auth.h"
+#include "platform/auth.h"
 
 // Largest key and value the store accepts; larger frames are refused.
 #define SHI_STORE_KEY_MAX   1024

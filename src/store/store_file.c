@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/clock.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "shoal.h"
 #include "store/store_impl.h"
 #include "store/table.h"

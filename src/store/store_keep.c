@@ -27,10 +27,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/clock.h"
-#include "core/env.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/clock.h"
+#include "base/env.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "shoal.h"
 #include "store/store.h"
 

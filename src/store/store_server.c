@@ -37,10 +37,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/auth_msg.h"
-#include "core/clock.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "platform/auth_msg.h"
 #include "platform/net.h"
 #include "platform/tcp_peers.h"
 #include "shoal.h"

@@ -14,9 +14,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/clock.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "platform/net.h"
 #include "shoal.h"
 #include "store/store_impl.h"

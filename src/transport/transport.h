@@ -218,24 +218,4 @@ struct shi_transport_ops {
 extern const struct shi_transport_ops shi_shm_transport;
 extern const struct shi_transport_ops shi_tcp_transport;
 
-// --- what a transport may call above it ----------------------------------
-// Completes a point-to-point or one-sided request with `status` (under
-// the lock).
-void shi_transport_complete(
-    struct shoal_comm *comm, shoal_request *req, int status);
-
-// A put from rank `origin` of `bytes` at byte `off` of this rank's window
-// `win` starts arriving (rma_send's target side, under the lock): where
-// its bytes go. NULL, with the error's text recorded (shi_error), when no
-// window `win` is registered here or the range lies outside it: the
-// transport then aborts the communicator.
-unsigned char *shi_transport_put_target(struct shoal_comm *comm, int origin,
-    uint32_t win, uint64_t off, uint64_t bytes);
-
-// Signal counter `which` (see rma_send) of rank `origin` on this rank's
-// window `win` went up by one (under the lock). Returns SHOAL_OK, or an
-// error with its text recorded (no such window, no such counter).
-int shi_transport_signal_arrived(
-    struct shoal_comm *comm, int origin, uint32_t win, uint64_t which);
-
 #endif

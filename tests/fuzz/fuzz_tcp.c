@@ -1,6 +1,6 @@
 // What a rank reads from another rank before trusting it: the TCP frame
 // header (transport/tcp, shi_tcp_frame_ok) and the job-secret handshake
-// (core/auth.c: the magic prefix, the client's proof as the server checks
+// (platform/auth.c: the magic prefix, the client's proof as the server checks
 // it, the hello and reply as the client reads them). The first byte picks
 // which; the rest is what the peer sent.
 #include <string.h>
@@ -10,10 +10,10 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "core/auth.h"
-#include "core/auth_msg.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "fuzz.h"
+#include "platform/auth.h"
+#include "platform/auth_msg.h"
 #include "shoal.h"
 #include "transport/tcp/tcp_net.h"
 

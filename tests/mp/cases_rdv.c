@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/auth.h"
-#include "core/clock.h"
+#include "base/clock.h"
 #include "mptest.h"
+#include "platform/auth.h"
 #include "store/store.h"
 
 #define DEATH_DELAY_S 0.3

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/auth.h"
-#include "core/clock.h"
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "platform/auth.h"
 #include "platform/net.h"
 #include "shoal.h"
 

@@ -11,11 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/auth.h"
-#include "core/auth_msg.h"
-#include "core/clock.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "platform/auth.h"
+#include "platform/auth_msg.h"
 #include "platform/net.h"
 #include "platform/sock_owner.h"
 #include "test.h"

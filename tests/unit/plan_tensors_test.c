@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "plan/plan.h"
 #include "plan/plan_obj.h"
 #include "test.h"

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "algo/kernels/reduce_impl.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "test.h"
 
 #define KMAX  8

@@ -28,12 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/net/net_gen.h"
-#include "algo/net/sched.h"
 #include "algo/kernels/reduce.h"
 #include "algo/kernels/reduce_impl.h"
+#include "algo/net/net_gen.h"
+#include "algo/net/sched.h"
 #include "algo/select.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/request.h"
 #include "test.h"
 

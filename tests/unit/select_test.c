@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "algo/select.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "test.h"
 
 #define K ((size_t) 1024)

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/mem_avail.h"
 #include "test.h"
 #include "transport/shm/shm_segment.h"

@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/auth.h"
-#include "core/clock.h"
+#include "base/clock.h"
+#include "platform/auth.h"
 #include "store/store.h"
 #include "test.h"
 

@@ -12,10 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/auth.h"
-#include "core/auth_msg.h"
-#include "core/clock.h"
-#include "core/error.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "platform/auth.h"
+#include "platform/auth_msg.h"
 #include "platform/net.h"
 #include "store/store.h"
 #include "store/store_impl.h"

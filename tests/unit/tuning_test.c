@@ -9,7 +9,7 @@
 
 #include "algo/select.h"
 #include "algo/tuning.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "test.h"
 
 // Rank 0's file on every rank, SHOAL_ALGO first, a malformed file

@@ -18,9 +18,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "core/auth.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "platform/auth.h"
 #include "shoalrun.h"
 #include "store/store.h"
 

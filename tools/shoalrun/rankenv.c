@@ -8,8 +8,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "core/auth.h"
-#include "core/error.h"
+#include "base/error.h"
+#include "platform/auth.h"
 #include "shoalrun.h"
 
 extern char **environ;

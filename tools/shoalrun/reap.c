@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "shoalrun.h"
 
 // Rounds of the final sweep, each waiting up to REAP_ROUND_MS for a child

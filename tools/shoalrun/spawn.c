@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "shoalrun.h"
 
 // True if `path` is a regular file we may execute; else sets errno.

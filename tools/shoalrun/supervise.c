@@ -26,8 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/clock.h"
-#include "core/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "shoalrun.h"
 
 #define SUPERVISE_TERM_S 2 // from SIGTERM to SIGKILL

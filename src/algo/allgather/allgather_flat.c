@@ -6,9 +6,9 @@
 // Cost: alpha + (n-1) B beta. For small messages.
 #include <stdint.h>
 
-#include "algo/net/net_move_parts.h"
 #include "algo/net/net_gen.h"
-#include "core/error.h"
+#include "algo/net/net_move_parts.h"
+#include "base/error.h"
 #include "core/request.h"
 
 int

@@ -7,10 +7,10 @@
 // (n-1) alpha + (n-1) B beta, plus (P - 1) piece times. For large ones.
 #include <stdint.h>
 
-#include "algo/net/net_move_parts.h"
 #include "algo/net/net_gen.h"
+#include "algo/net/net_move_parts.h"
 #include "algo/registry.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/request.h"
 
 int

@@ -15,7 +15,7 @@
 
 #include "algo/net/net_reduce_parts.h"
 #include "algo/registry.h"
-#include "core/error.h"
+#include "base/error.h"
 
 int
 net_allreduce_ring(net_gen *g)

@@ -1,7 +1,7 @@
 // Barrier over collective counters in shared memory.
 //
 // Steps: (1) on entering collective s, every rank stores s in its own
-// counter line (done by coll.c when the collective starts) and wakes
+// counter line (done by mapped_driver.c when the collective starts) and wakes
 // sleeping peers; (2) it waits until every peer's counter is >= s;
 // (3) it checks that every peer called a barrier too (a barrier against a
 // broadcast is a mismatch, not a pass): by the descriptor hash in the same
@@ -10,8 +10,8 @@
 // Preconditions: none (any number of ranks; 1 rank returns at once).
 // Cost: alpha * 1 flag round (each rank reads n-1 lines); no payload.
 #include "algo/common/algos.h"
-#include "algo/registry.h"
 #include "algo/common/mapped_driver.h"
+#include "algo/registry.h"
 #include "core/engine.h"
 
 int

@@ -6,7 +6,7 @@
 
 #include "algo/net/net_gen.h"
 #include "algo/registry.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/request.h"
 
 int

@@ -17,8 +17,8 @@
 
 #include "algo/net/net_driver.h"
 #include "algo/registry.h"
+#include "base/log.h"
 #include "core/engine.h"
-#include "core/log.h"
 
 static void
 hier_fail(shoal_comm *comm, shoal_request *req, int st, const char *what)

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "algo/net/net_gen.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/request.h"
 
 int

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "algo/kernels/reduce_impl.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 
 // Integer AVG runs the vector SUM over this many bytes, then divides them
 // while they are still in the cache.

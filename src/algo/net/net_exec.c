@@ -13,16 +13,16 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
+#include "algo/common/mapped_driver.h"
+#include "algo/kernels/reduce.h"
 #include "algo/net/net_driver.h"
+#include "algo/net/sched.h"
 #include "algo/registry.h"
 #include "algo/select.h"
-#include "algo/net/sched.h"
-#include "algo/kernels/reduce.h"
-#include "algo/common/mapped_driver.h"
+#include "base/env.h"
+#include "base/log.h"
 #include "core/comm.h"
 #include "core/engine.h"
-#include "core/env.h"
-#include "core/log.h"
 #include "core/op_props.h"
 #include "transport/msg.h"
 

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "algo/registry.h"
-#include "core/error.h"
+#include "base/error.h"
 
 int
 net_ring_allgather(net_gen *g, const net_blocks *b, int shift, net_loc first,

@@ -58,14 +58,14 @@
 //     (scratch: 2 B); the last reduction may go to the receive buffer.
 //
 // The pieces shared by the reducing schedules (each algorithm's own file
-// says its steps: algo/allreduce/allreduce_ring.c and _rhd.c,
-// algo/reduce/reduce_flat.c and _ring.c, algo/reducescatter/
-// reduce_scatter_flat.c and _ring.c).
+// says its steps: algo/allreduce/allreduce_ring.c and allreduce_rhd.c,
+// algo/reduce/reduce_flat.c and reduce_ring.c, algo/reducescatter/
+// reduce_scatter_flat.c and reduce_scatter_ring.c).
 #include "algo/net/net_reduce_parts.h"
 
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 // ---------------------------------------------------------------------------
 // Shared pieces

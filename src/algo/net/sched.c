@@ -16,8 +16,8 @@
 #include "algo/net/net_gen.h"
 #include "algo/registry.h"
 #include "algo/select.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "core/op_props.h"
 #include "core/request.h"
 

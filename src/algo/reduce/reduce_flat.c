@@ -8,7 +8,7 @@
 
 #include "algo/net/net_reduce_parts.h"
 #include "algo/registry.h"
-#include "core/error.h"
+#include "base/error.h"
 
 int
 net_reduce_flat(net_gen *g)

@@ -9,7 +9,7 @@
 
 #include "algo/net/net_reduce_parts.h"
 #include "algo/registry.h"
-#include "core/error.h"
+#include "base/error.h"
 
 int
 net_reduce_scatter_ring(net_gen *g)

@@ -35,9 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
-#include "core/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "transport/shm/shm.h"
+#include "transport/upcalls.h"
 
 // Budget for buffered unexpected messages per communicator.
 #define P2P_UNEXPECTED_MAX (64LL << 20)

@@ -7,11 +7,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "core/auth.h"
-#include "core/log.h"
+#include "base/log.h"
+#include "platform/auth.h"
 #include "platform/net.h"
 #include "platform/unix_sock.h"
 #include "transport/shm/shm.h"
+#include "transport/upcalls.h"
 
 static int
 connect_lower(

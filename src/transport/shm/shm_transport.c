@@ -8,9 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "platform/futex.h"
 #include "transport/shm/shm.h"
+#include "transport/upcalls.h"
 
 static int
 shm_start(shoal_comm *comm)

@@ -11,8 +11,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "transport/shm/shm.h"
+#include "transport/upcalls.h"
 
 // Handles readable data or a hang-up on peer `r`'s socket. Returns 1 when
 // the socket is finished (removed from the set).

@@ -15,6 +15,7 @@
 #include "core/comm.h"
 #include "store/store.h"
 #include "transport/tcp/tcp_addr.h"
+#include "transport/upcalls.h"
 
 // Does interface `name` match one item of the comma-separated `list`
 // (exact name or prefix)?

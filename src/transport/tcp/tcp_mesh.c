@@ -25,12 +25,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
+#include "base/env.h"
+#include "base/log.h"
 #include "core/comm.h"
-#include "core/env.h"
-#include "core/log.h"
 #include "platform/net.h"
 #include "transport/tcp/tcp_net.h"
+#include "transport/upcalls.h"
 
 #define TCP_DEFAULT_SOCKS 2
 #define TCP_MAX_SOCKS     16

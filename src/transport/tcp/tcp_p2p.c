@@ -7,6 +7,7 @@
 
 #include "core/comm.h"
 #include "transport/tcp/tcp_net.h"
+#include "transport/upcalls.h"
 
 void
 shi_net_p2p_done(shoal_comm *comm, shi_msg *msg)

@@ -10,6 +10,7 @@
 
 #include "core/comm.h"
 #include "transport/tcp/tcp_net.h"
+#include "transport/upcalls.h"
 
 void
 shi_tcp_rma_send(

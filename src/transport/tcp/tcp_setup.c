@@ -9,12 +9,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/env.h"
 #include "core/comm.h"
-#include "core/env.h"
 #include "platform/net.h"
 #include "store/store.h"
 #include "transport/tcp/tcp_addr.h"
 #include "transport/tcp/tcp_net.h"
+#include "transport/upcalls.h"
 
 // shoal_alloc's range: SHOAL_SHM_HEAP_BYTES (the same variable as over
 // shared memory) of private memory, reserved, backed only once used.

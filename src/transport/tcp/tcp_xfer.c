@@ -11,12 +11,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "core/clock.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "core/comm.h"
-#include "core/log.h"
 #include "platform/net.h"
 #include "platform/tcp_window.h"
 #include "transport/tcp/tcp_net.h"
+#include "transport/upcalls.h"
 
 #define FRAME_BYTES sizeof(struct shi_tcp_frame)
 

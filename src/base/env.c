@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 #define ENV_LOOKED_FOR                                                        \
     "SHOAL_RANK/SHOAL_SIZE/SHOAL_STORE (shoalrun), RANK/WORLD_SIZE/"          \

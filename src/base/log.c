@@ -1,8 +1,8 @@
 // Logging (see log.h). The level is read once from SHOAL_DEBUG.
 #include "log.h"
 
-#include "core/clock.h"
-#include "core/log_impl.h"
+#include "base/clock.h"
+#include "base/log_impl.h"
 
 #include <pthread.h>
 #include <stdarg.h>

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "core/log.h"
+#include "base/log.h"
 
 #define SHI_LOG_LINE_MAX 2048
 

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "core/auth.h"
+#include "platform/auth.h"
 
 #define SHI_AUTH_NONCE_LEN 32
 #define SHI_AUTH_HELLO_LEN 44

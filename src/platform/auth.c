@@ -7,7 +7,7 @@
 // job's processes from strangers is who owns the other end of a connection
 // on this host (every rank, the launcher and the store server run as one
 // user): each side refuses a peer on this host that runs as another user.
-#include "core/auth.h"
+#include "platform/auth.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,9 +22,9 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
-#include "core/auth_msg.h"
-#include "core/error.h"
-#include "core/log.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "platform/auth_msg.h"
 #include "platform/net.h"
 #include "platform/sock_owner.h"
 #include "shoal.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/log_impl.h"
+#include "base/log_impl.h"
 
 #define QUEUE_LINES 64
 
