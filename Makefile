@@ -26,16 +26,36 @@ run: build python-env
 	OMP_NUM_THREADS=1 PYTHONWARNINGS=ignore $(PYENV)/bin/python -m torch.distributed.run \
 	    --standalone --nproc-per-node 4 examples/python/ddp_train.py --compare
 
-# Every test: the layering of the includes (scripts/check-layers.py), unit,
-# multi-process and failure tests, the install check, then the Python
-# tests.
+# Every area of tests: the layering of the includes and of the calls
+# (scripts/check-layers.py, check-calls.py), the file names in the docs
+# and comments (check-paths.py),
+# unit, multi-process and failure tests, the install check, the Python
+# tests, PyTorch's suite and the network-namespace hosts. By default a
+# sample (SAMPLE=1): a test that runs at several world sizes runs at one
+# (3 ranks where it has a 3-rank form; tests/runner.c and
+# tests/python/conftest.py say which), and the slowest Python tests whose
+# ground others cover (marked `full`) wait for make test-full; each part
+# prints how many it left out. SAMPLE=0 runs every test of these suites
+# (CI does); make test-full also runs the whole matrices. TEST_JOBS tests
+# run side by side.
+SAMPLE    ?= 1
+TEST_JOBS ?= 2
+export SHOAL_TEST_SAMPLE = $(SAMPLE)
 test: build
 	scripts/check-layers.py
-	$(BUILD)/tests/shoal_tests
+	scripts/check-calls.py $(BUILD)/CMakeFiles/shoal_objects.dir
+	scripts/check-paths.py
+	$(BUILD)/tests/shoal_tests -j $(TEST_JOBS)
 	tests/fuzz/replay.sh $(BUILD)
 	scripts/check-install.sh $(BUILD)
-	$(MAKE) --no-print-directory test-python
-	$(MAKE) --no-print-directory test-torch-suite TORCH_SUITE_ARGS="--world-sizes 2 --jobs 2"
+	$(MAKE) --no-print-directory python-env
+	@echo "PyTorch's suite (2 ranks) runs beside the Python tests (it mostly" \
+	    "waits); its report follows theirs"
+	@( $(TORCH_SUITE) --world-sizes 2 --jobs 2 > $(SUITE_LOG) 2>&1; \
+	   echo $$? > $(SUITE_LOG).rc ) & \
+	 ( $(PYTEST) -n $(TEST_JOBS) -m "not timed" --durations=10 ); py=$$?; \
+	 wait; cat $(SUITE_LOG); [ $$py = 0 ] && [ "$$(cat $(SUITE_LOG).rc)" = 0 ]
+	$(PYTEST) -m timed
 	$(MAKE) --no-print-directory test-net
 
 # Hosts as network namespaces (tests/net, about 2 s): skipped, not failed,
@@ -59,16 +79,24 @@ python-env: | deps
 	$(PYENV)/bin/python -m pip install --quiet --no-build-isolation --no-deps \
 	    -C build-dir=$(BUILD)/python-wheel .
 
+# Two passes: TEST_JOBS at a time, then the tests marked `timed` (they
+# compare measured times, so they run alone); exit status 5 is pytest's
+# "nothing selected", for a PYTEST_ARGS that picks no timed test.
+PYTEST      = cd tests/python && $(abspath $(PYENV))/bin/python -m pytest -q
+TORCH_SUITE = $(PYENV)/bin/python tests/torch_suite/run_suite.py
+SUITE_LOG   = $(abspath $(BUILD))/torch-suite.log
 test-python: python-env
-	cd tests/python && $(abspath $(PYENV))/bin/python -m pytest -q $(PYTEST_ARGS)
+	$(PYTEST) -n $(TEST_JOBS) -m "not timed" --durations=10 $(PYTEST_ARGS)
+	$(PYTEST) -m timed $(PYTEST_ARGS) || [ $$? = 5 ]
 
 # PyTorch's own distributed test suite (in the torch wheel) for gloo, for
 # backend "shoal", and for shoal run under gloo's name (every group a shoal
 # group) on 2 and 3 ranks; fails when shoal-as-gloo fails a test gloo passes.
-# `make test` runs it on 2 ranks (about 2.5 minutes), test-full on 2 and 3.
+# `make test` runs it on 2 ranks (about 2.5 minutes, beside the Python
+# tests), test-full on 2 and 3.
 .PHONY: test-torch-suite
 test-torch-suite: python-env
-	$(PYENV)/bin/python tests/torch_suite/run_suite.py $(TORCH_SUITE_ARGS)
+	$(TORCH_SUITE) $(TORCH_SUITE_ARGS)
 
 # torchft 0.2.0's own process-group tests (its process_group_test.py) over
 # its gloo wrapper and over shoal, side by side (tests/torchft). Installs
@@ -79,14 +107,20 @@ test-torchft: python-env
 	    $(PYENV)/bin/python -m pip install --quiet torchft==0.2.0 parameterized
 	$(PYENV)/bin/python tests/torchft/run_torchft_pg_test.py
 
-# The whole collective matrix (every dtype x op x count x world size), in C
-# and through torch.distributed, instead of the sample `make test` runs.
-# Takes much longer.
+# Every test at every world size, and the whole matrices (every collective,
+# dtype, op, count and world size in C and through torch.distributed; the
+# fault matrix; the network faults; PyTorch's suite on 2 and 3 ranks)
+# instead of the sample `make test` runs. Takes much longer.
 test-full: build
-	SHOAL_COLL_FULL=1 $(BUILD)/tests/shoal_tests mp_coll
-	SHOAL_FAULT_FULL=1 $(BUILD)/tests/shoal_tests fault
+	scripts/check-layers.py
+	scripts/check-calls.py $(BUILD)/CMakeFiles/shoal_objects.dir
+	scripts/check-paths.py
+	SHOAL_TEST_SAMPLE=0 SHOAL_COLL_FULL=1 SHOAL_FAULT_FULL=1 \
+	    $(BUILD)/tests/shoal_tests -j $(TEST_JOBS)
+	tests/fuzz/replay.sh $(BUILD)
+	scripts/check-install.sh $(BUILD)
 	SHOAL_NET_FULL=1 $(MAKE) --no-print-directory test-net
-	SHOAL_PY_FULL=1 $(MAKE) --no-print-directory test-python PYTEST_ARGS="test_c10d_ops.py test_window.py"
+	SHOAL_PY_FULL=1 $(MAKE) --no-print-directory test-python SAMPLE=0
 	$(MAKE) --no-print-directory test-torch-suite
 
 test-unit: build

@@ -9,7 +9,8 @@
 # and testing the Python package needs: Python with its headers and venv
 # module (Debian packages), a virtual environment at DIR created from
 # $PYTHON (python3) that also sees the system's packages, and in it
-# scikit-build-core, numpy, pytest, pytest-timeout and torch==2.13.0 unless
+# scikit-build-core, numpy, pytest, pytest-timeout, pytest-xdist and
+# torch==2.13.0 unless
 # already importable. Only missing things are installed; nothing happens
 # when all are present.
 set -euo pipefail
@@ -101,6 +102,7 @@ want scikit_build_core scikit-build-core
 want numpy numpy
 want pytest pytest
 want pytest_timeout pytest-timeout
+want xdist pytest-xdist
 want torch torch==2.13.0
 [ ${#pips[@]} -eq 0 ] && exit 0
 echo "install-deps: pip installing ${pips[*]}"

@@ -1,6 +1,14 @@
 """Fixtures: the rank pools (one per world size) and a check that shoal is
-importable (make test-python installs it into build/python-target)."""
+importable (make test-python installs it into build/python-target).
 
+With SHOAL_TEST_SAMPLE=1 (make test) the suite is a sample: a test
+parametrized by world size (`n` or `size`) runs at one size, 3 where it has
+3, else the fewest ranks above one, else one; and tests marked `full` (the
+slow ones whose ground a faster test covers too) do not run. The summary
+says how many were left out; make test-full runs everything.
+"""
+
+import collections
 import os
 import sys
 
@@ -9,6 +17,58 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Pools, free_port  # noqa: E402
+
+
+SAMPLE = os.environ.get("SHOAL_TEST_SAMPLE") == "1"
+_left_out = []
+
+
+def _world_size(item):
+    """(the world-size parameter's name, its value) of a test, or None."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for name in ("n", "size"):
+        if isinstance(params.get(name), int):
+            return name, params[name]
+    return None
+
+
+def _sampled_out(items):
+    """The tests a sample leaves out (see the module docstring)."""
+    families = collections.defaultdict(list)
+    out = [it for it in items if it.get_closest_marker("full")]
+    for it in items:
+        found = _world_size(it)
+        if found is None or it in out:
+            continue
+        name, n = found
+        others = tuple(sorted((k, repr(v)) for k, v in
+                              it.callspec.params.items() if k != name))
+        families[(it.module.__name__, it.originalname, others)].append(
+            (n, it))
+    for members in families.values():
+        sizes = {n for n, _ in members}
+        keep = 3 if 3 in sizes else min(
+            [s for s in sizes if s >= 2] or sizes)
+        out += [it for n, it in members if n != keep]
+    return out
+
+
+def pytest_collection_modifyitems(config, items):
+    if not SAMPLE:
+        return
+    out = set(_sampled_out(items))
+    if out:
+        _left_out.extend(out)
+        config.hook.pytest_deselected(items=list(out))
+        items[:] = [it for it in items if it not in out]
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _left_out:
+        terminalreporter.write_line(
+            f"a sample (SHOAL_TEST_SAMPLE=1): {len(_left_out)} tests of other "
+            "world sizes or marked full were left out; make test-full runs "
+            "them")
 
 
 def pytest_configure(config):

@@ -40,6 +40,22 @@ def free_port():
         return s.getsockname()[1]
 
 
+def free_master_port():
+    """A port p with p + 1 free too: under torchrun's variables shoal's store
+    listens on MASTER_PORT + 1, and with tests running side by side a taken
+    p + 1 would leave the job without a store."""
+    for _ in range(100):
+        with socket.socket() as a, socket.socket() as b:
+            a.bind(("127.0.0.1", 0))
+            p = a.getsockname()[1]
+            try:
+                b.bind(("127.0.0.1", p + 1))
+            except OSError:
+                continue
+            return p
+    return free_port()
+
+
 def rank_env(rank, size, store, secret, extra=None):
     env = dict(os.environ)
     for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",

@@ -20,8 +20,8 @@ SUM, MAX = dist.ReduceOp.SUM, dist.ReduceOp.MAX
 sec = datetime.timedelta(seconds=20)
 results = {}
 for i, backend in enumerate(("gloo", "shoal")):
-    store = dist.TCPStore("127.0.0.1", int(os.environ["TEST_PORT"]) + i, n,
-                          rank == 0)
+    port = int(os.environ["TEST_PORTS"].split(",")[i])
+    store = dist.TCPStore("127.0.0.1", port, n, rank == 0)
     dist.init_process_group(backend, store=store, rank=rank, world_size=n)
     pg = dist.group.WORLD
     got = {}
@@ -69,7 +69,8 @@ print(json.dumps(results["shoal"]))
 
 
 def test_short_forms_match_gloo():
-    outs = ok(job(2, code(FORMS), extra_env={"TEST_PORT": str(free_port())}))
+    ports = ",".join(str(free_port()) for _ in range(2))
+    outs = ok(job(2, code(FORMS), extra_env={"TEST_PORTS": ports}))
     got = [json.loads(o) for o in outs]
     assert len(got[0]) == 12, got[0]
     assert got[0]["allreduce(t, op)"] == [10.0, 12.0, 14.0, 16.0], got

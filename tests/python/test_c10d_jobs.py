@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from harness import HERE, free_port, rank_env
+from harness import HERE, free_master_port, free_port, rank_env
 
 torch = pytest.importorskip("torch")
 
@@ -23,7 +23,7 @@ EXAMPLES = os.path.join(HERE, "..", "..", "examples", "python")
 def job(size, argv, timeout=90, extra_env=None):
     """Runs argv (a Python program and its arguments) on `size` ranks with
     torchrun's variables; returns [(returncode, stdout, stderr)]."""
-    port = free_port()
+    port = free_master_port()
     procs = []
     for r in range(size):
         env = rank_env(r, size, f"127.0.0.1:{free_port()}", "x" * 32,
@@ -190,7 +190,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from shoal.c10d import ProcessGroupShoal
 
 rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-port = int(os.environ["TEST_PORT"])
+ports = [int(p) for p in os.environ["TEST_PORTS"].split(",")]
 cpu = torch.device("cpu")
 
 
@@ -213,7 +213,7 @@ def check(g, asked, members):
 
 
 for i, default in enumerate(("shoal", "gloo", "cpu:shoal")):
-    store = dist.TCPStore("127.0.0.1", port + i, n, rank == 0)
+    store = dist.TCPStore("127.0.0.1", ports[i], n, rank == 0)
     dist.init_process_group(default, store=store, rank=rank, world_size=n)
     check(dist.group.WORLD, default, range(n))
     for asked in (None, "shoal", "gloo", "cpu:gloo", "cpu:shoal"):
@@ -239,7 +239,7 @@ def test_new_groups_have_the_backend_asked_for():
     """new_group, new_subgroups and init_device_mesh under a shoal, gloo and
     "cpu:shoal" default group give a group of each backend asked for, and
     dist.get_backend names what really runs it."""
-    env = {"TEST_PORT": str(free_port())}
+    env = {"TEST_PORTS": ",".join(str(free_port()) for _ in range(3))}
     assert ok(job(4, code(BACKENDS), timeout=150, extra_env=env)) == \
         ["ok\n"] * 4
 
@@ -325,7 +325,8 @@ print("ok")  # rank 1 (exit) leaves at the end of the interpreter
 """
 
 
-@pytest.mark.parametrize("how", ["exit", "crash"])
+@pytest.mark.parametrize("how", [
+    pytest.param("exit", marks=pytest.mark.full), "crash"])
 def test_exit_without_destroy_says_goodbye(how):
     """Ranks that leave through the end of the interpreter or sys.exit()
     without destroy_process_group are not reported as dead; a rank that
@@ -403,13 +404,14 @@ def test_torchcomms_examples(name, tmp_path):
     assert os.listdir(tmp_path) == []  # the FileStore cleaned up
 
 
+@pytest.mark.full  # make run runs it
 def test_ddp_example_matches_gloo_under_torchrun():
     """As `make run` does: the real launcher, 4 ranks, both backends."""
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore",
                TORCHCOMM_ABORT_ON_ERROR="0")
     p = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
-         "4", "--master-port", str(free_port()),
+         "4", "--master-port", str(free_master_port()),
          os.path.join(EXAMPLES, "ddp_train.py"), "--compare", "--steps",
          "6", "--warmup", "1", "--width", "512"],
         capture_output=True, text=True, timeout=150, env=env, cwd=HERE)
@@ -432,19 +434,22 @@ def test_ddp_example_under_shoalrun():
     assert "shoal: 2 ranks" in p.stdout, p.stdout
 
 
+@pytest.mark.full  # DDP: under_shoalrun, test_ddp_hook
 def test_ddp_example_on_the_default_group():
     outs = ok(job(2, [os.path.join(EXAMPLES, "ddp_train.py"), "--steps",
                       "4", "--warmup", "1", "--width", "256"]))
     assert outs[0].startswith("shoal: 2 ranks"), outs
 
 
-@pytest.mark.parametrize("n, args", [(4, ["--compare"]), (2, [])])
+@pytest.mark.parametrize("n, args", [
+    pytest.param(4, ["--compare"], marks=pytest.mark.full), (2, [])])
 def test_fsdp_example(n, args):
     outs = ok(job(n, [os.path.join(EXAMPLES, "fsdp_train.py"), "--steps",
                       "3"] + args))
     assert ("(same)" if args else "shoal: FSDP2") in outs[0], outs
 
 
+@pytest.mark.full  # the TCP path's collectives run in the C tests
 def test_ddp_example_matches_gloo_over_tcp():
     """The TCP transport (as across hosts) under the real launcher: DDP
     through backend "shoal" trains like gloo."""
@@ -452,7 +457,7 @@ def test_ddp_example_matches_gloo_over_tcp():
                TORCHCOMM_ABORT_ON_ERROR="0", SHOAL_TRANSPORT="tcp")
     p = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
-         "3", "--master-port", str(free_port()),
+         "3", "--master-port", str(free_master_port()),
          os.path.join(EXAMPLES, "ddp_train.py"), "--compare", "--steps",
          "4", "--warmup", "1", "--width", "256"],
         capture_output=True, text=True, timeout=150, env=env, cwd=HERE)

@@ -25,6 +25,7 @@ def test_examples_4_ranks():
     run(4, "examples")
 
 
+@pytest.mark.full  # C: tcp_plan_*
 def test_examples_over_tcp():
     run(3, "examples", extra_env={"SHOAL_TRANSPORT": "tcp"})
 
@@ -38,6 +39,7 @@ def test_dtensor_redistributions_match_redistribute():
     run(4, "dtensor")
 
 
+@pytest.mark.full  # the 4-rank one
 def test_dtensor_redistributions_2_ranks():
     run(2, "dtensor")
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from harness import HERE, free_port, spawn
+from harness import HERE, free_master_port, free_port, spawn
 
 COMMON = """
 import os, sys, numpy as np, shoal
@@ -69,7 +69,7 @@ def torchrun(code, nproc=2, timeout=120):
     env.pop("PYTHONUNBUFFERED", None)  # one write per line: ranks share a pipe
     for name in ("SHOAL_RANK", "SHOAL_SIZE", "SHOAL_STORE"):
         env.pop(name, None)
-    port = free_port()
+    port = free_master_port()
     r = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
          str(nproc), "--master-addr", "127.0.0.1", "--master-port",
@@ -119,7 +119,8 @@ print("ok", rank)
         r.stdout + r.stderr)
 
 
-@pytest.mark.parametrize("launcher", ["torchrun", "shoalrun"])
+@pytest.mark.parametrize("launcher", [
+    "torchrun", pytest.param("shoalrun", marks=pytest.mark.full)])
 def test_torchcomms_behaviours(launcher):
     """What torchcomms' integration tests check, each behaviour on a
     communicator of its own, under both launchers (4 ranks)."""
@@ -209,8 +210,10 @@ dist.init_process_group(
     rank=rank, world_size=2)
 comm = dist.group.WORLD.comm
 t = torch.ones(1 << 10)
+flag = os.environ["INTERRUPTED_FLAG"]
 if rank == 1:  # late: rank 0 is interrupted while it waits for us
-    time.sleep(3)
+    while not os.path.exists(flag):  # however slowly rank 0 got there
+        time.sleep(0.01)
     try:
         comm.all_reduce(t, shoal.ReduceOp.SUM)
     except shoal.ShoalError as e:
@@ -233,6 +236,7 @@ try:
         w.wait()
 except KeyboardInterrupt:
     print(f"KeyboardInterrupt after {time.monotonic() - sent[0]:.3f} s")
+open(flag, "w").close()
 try:
     comm.all_reduce(t, shoal.ReduceOp.SUM)
 except shoal.AbortedError as e:
@@ -240,14 +244,19 @@ except shoal.AbortedError as e:
 """
 
 
-@pytest.mark.parametrize("mode", ["comm", "pg", "pg_future"])
-def test_ctrl_c_interrupts_a_wait(mode):
+@pytest.mark.parametrize("mode", [
+    "comm", pytest.param("pg", marks=pytest.mark.full),
+    pytest.param("pg_future", marks=pytest.mark.full)])
+def test_ctrl_c_interrupts_a_wait(mode, tmp_path):
     """SIGINT to a rank waiting in a collective (shoal API, process group,
     a future's wait) raises KeyboardInterrupt within about 100 ms, and the
-    communicator is aborted with that cause on every rank."""
+    communicator is aborted with that cause on every rank. The other rank
+    joins only once the first was interrupted (a file says so), so a slow
+    start of either cannot let the collective complete first."""
     pytest.importorskip("torch")
     code = f"MODE = {mode!r}\n" + INTERRUPTED
-    (rc0, out0, err0), (rc1, out1, err1) = spawn(2, code, store=False,
+    flag = {"INTERRUPTED_FLAG": str(tmp_path / "interrupted")}
+    (rc0, out0, err0), (rc1, out1, err1) = spawn(2, code, flag, store=False,
                                                 timeout=60)
     assert rc0 == 0 and rc1 == 0, (out0, err0, out1, err1)
     first, second = out0.splitlines()[:2]

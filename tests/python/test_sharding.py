@@ -120,6 +120,7 @@ def test_fit_gives_each_cache_level_its_beta():
     assert worst(fit_ranges(points, max_ranges=1)) > 0.25
 
 
+@pytest.mark.timed
 def test_cost_model_fits_shoal_tunes_sweep(tmp_path):
     """shoal-tune's sweep (all_gather and all_reduce) beside a tuning
     file gives constants fitted per size range; then calibrate():

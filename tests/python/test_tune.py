@@ -30,15 +30,18 @@ def passed(results, ranks=None):
                 f"rank {r}: exit {rc}\n{out}\n{err[-4000:]}"
 
 
+@pytest.mark.timed
 @pytest.mark.parametrize("kind", ["comm", "shoal", "gloo"])
 def test_lockstep_counts_the_slowest_rank(kind):
     passed(run(2, "lockstep", kind, free_port()))
 
 
+@pytest.mark.timed
 def test_lockstep_three_ranks():
     passed(run(3, "lockstep", "comm"))
 
 
+@pytest.mark.timed
 def test_cache_per_key():
     passed(run(2, "cache"))
 
@@ -48,15 +51,18 @@ def test_candidate_raising_on_one_rank_is_excluded(kind):
     passed(run(2, "raises_after_collective", kind, free_port()))
 
 
-@pytest.mark.parametrize("comm", ["tuned", "other"])
-@pytest.mark.parametrize("mode", ["hang", "raise_blocked"])
+@pytest.mark.parametrize("mode,comm", [
+    pytest.param("hang", "tuned", marks=pytest.mark.full),  # hang-other too
+    ("hang", "other"), ("raise_blocked", "tuned"),
+    ("raise_blocked", "other")])
 def test_candidate_stuck_on_one_rank_ends_by_the_deadline(mode, comm):
     """Also when the candidate's collective runs on another shoal
     communicator than the one tuned on (whose own timeout is 30 s)."""
     passed(run(2, "hangs", mode, comm))
 
 
-@pytest.mark.parametrize("kind", ["comm", "gloo"])
+@pytest.mark.parametrize("kind", [
+    "comm", pytest.param("gloo", marks=pytest.mark.full)])
 def test_missing_rank_is_named(kind):
     passed(run(3, "missing", kind, free_port()))
 
@@ -87,6 +93,7 @@ def test_without_a_group_outside_distributed_times_locally():
                        reps=3) == "quick"
 
 
+@pytest.mark.timed
 def test_the_faster_candidate_wins_in_either_order():
     """Two candidates of known costs (2 and 6 ms) while the first 20
     candidate calls of a select each take 12 ms more (a slow start:
@@ -125,6 +132,7 @@ EXAMPLE = os.path.join(HERE, "..", "..", "examples", "python",
                        "autotune_custom_op.py")
 
 
+@pytest.mark.full  # test_inductor_counts_come_from_its_config samples it
 def test_inductor_autotunes_the_spec_example_on_cpu():
     """The corrected spec example on 2 ranks of backend "shoal": inductor
     measures both choices in lockstep (the chunked one far slower), the

@@ -37,7 +37,39 @@ shm_files(void)
     return n;
 }
 
-// Processes running `shoal_mptest fault...` (fault, fault_loop).
+// Whether process `pid` (a /proc entry) was started by this test: it
+// carries the test's SHOAL_TEST_TAG (the runner gives every test its own),
+// so that tests running side by side do not count each other's ranks.
+static int
+of_this_test(const char *pid)
+{
+    const char *tag = getenv("SHOAL_TEST_TAG");
+    char        path[300], env[1 << 16], want[96];
+    size_t      n, len;
+    FILE       *f;
+
+    if (tag == NULL) {
+        return 1;
+    }
+    snprintf(path, sizeof(path), "/proc/%s/environ", pid);
+    snprintf(want, sizeof(want), "SHOAL_TEST_TAG=%s", tag);
+    if ((f = fopen(path, "re")) == NULL) {
+        return 0;
+    }
+    n = fread(env, 1, sizeof(env) - 1, f);
+    fclose(f);
+    env[n] = '\0';
+    len    = strlen(want);
+    for (size_t i = 0; i + len <= n; i += strlen(env + i) + 1) {
+        if (strncmp(env + i, want, len) == 0 && env[i + len] == '\0') {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+// Processes of this test running `shoal_mptest fault...` (fault,
+// fault_loop).
 static int
 fault_processes(void)
 {
@@ -51,6 +83,10 @@ fault_processes(void)
         snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
         if (e->d_name[0] < '0' || e->d_name[0] > '9'
             || (f = fopen(path, "re")) == NULL) {
+            continue;
+        }
+        if (!of_this_test(e->d_name)) {
+            fclose(f);
             continue;
         }
         size_t k = fread(cmd, 1, sizeof(cmd) - 1, f);
