@@ -1,6 +1,7 @@
 // Building blocks of the collectives (see xfer.h).
 #include "algo/common/xfer.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,9 +111,15 @@ shi_peer_view(shoal_comm *comm, int p, int side, size_t off, size_t len)
 // A failed copy aborts the communicator with the transport's message: a
 // peer whose process is gone is that peer dying (SHOAL_EPEER, as the
 // watcher would report it a moment later), anything else a system fault.
+// But a peer that found a fault first (ranks calling different
+// collectives) published its abort before it could exit: that abort, not
+// the absence it led to, is the cause, so it is looked for first.
 static int
 peer_copy_failed(shoal_comm *comm, int p, int st)
 {
+    if (comm->tp->poll_abort != NULL && comm->tp->poll_abort(comm)) {
+        return atomic_load(&comm->failed);
+    }
     shi_comm_abort(comm, st, "rank %d could not copy rank %d's buffer: %s",
         comm->rank, p, shi_error_text());
     return st;
