@@ -200,7 +200,8 @@ test-valgrind: build
 	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest window_errors
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest window_ring plain-quick
 
-# tools/soak: SOAK_CALLS checked collectives on SOAK_RANKS ranks, shm then TCP.
+# tools/soak: SOAK_CALLS checked collectives on SOAK_RANKS ranks, shm then TCP;
+# then tools/stall: tiny timed calls over TCP on 4 ranks, failing on a stall.
 SOAK_RANKS ?= 8
 SOAK_CALLS ?= 100000
 SOAK_ARGS  ?= --max-ratio 100
@@ -211,6 +212,8 @@ soak: build
 	    $(BUILD)/tools/shoal-soak --calls $(SOAK_CALLS) $(SOAK_ARGS) || st=1; \
 	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n $(SOAK_RANKS) \
 	    $(BUILD)/tools/shoal-soak --calls $(SOAK_CALLS) $(SOAK_ARGS) || st=1; \
+	SHOAL_TRANSPORT=tcp $(BUILD)/tools/shoalrun -n 4 \
+	    $(BUILD)/tools/shoal-stall --calls 20000 --fail-over-ms 2000 || st=1; \
 	exit $$st
 
 bench: build

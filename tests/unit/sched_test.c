@@ -36,6 +36,7 @@
 #include "base/error.h"
 #include "core/request.h"
 #include "test.h"
+#include "../../tools/perf/mix.h"
 
 #define SIM_MAXR 8
 #define SIM_NBUF 3
@@ -53,17 +54,6 @@ static const int sim_ops[]
 // Random numbers and inputs
 // ---------------------------------------------------------------------------
 
-static uint64_t
-sim_mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
 typedef struct sim_rng {
     uint64_t s;
 } sim_rng;
@@ -72,7 +62,7 @@ static uint64_t
 sim_next(sim_rng *g)
 {
     g->s += 0x9e3779b97f4a7c15ull;
-    return sim_mix(g->s);
+    return perf_mix64(g->s);
 }
 
 static void

@@ -8,28 +8,17 @@
 // are 0 or 1, so the bytes a correct transfer delivers are known exactly.
 #include <string.h>
 
+#include "mix.h"
 #include "perf.h"
-
-// A 32-bit finaliser (murmur3's): good avalanche, no state.
-static uint32_t
-mix32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x85ebca6bu;
-    x ^= x >> 13;
-    x *= 0xc2b2ae35u;
-    x ^= x >> 16;
-    return x;
-}
 
 uint32_t
 perf_seed(uint32_t what, uint32_t src, uint32_t size_index, uint32_t iteration)
 {
-    uint32_t h = mix32(what * 0x9e3779b9u + 1);
+    uint32_t h = perf_mix32(what * 0x9e3779b9u + 1);
 
-    h = mix32(h ^ (src + 0x7f4a7c15u));
-    h = mix32(h ^ (size_index * 0x27d4eb2fu));
-    return mix32(h ^ (iteration * 0x165667b1u));
+    h = perf_mix32(h ^ (src + 0x7f4a7c15u));
+    h = perf_mix32(h ^ (size_index * 0x27d4eb2fu));
+    return perf_mix32(h ^ (iteration * 0x165667b1u));
 }
 
 // IEEE half for an integer 0 <= k < 2048 (exact).
@@ -115,8 +104,9 @@ perf_pattern_make(perf_pattern *p, shoal_dtype dtype, uint32_t seed)
     p->esize = shoal_dtype_size(dtype);
     p->len   = PERF_PATTERN_TILE;
     for (uint32_t i = 0; i < PERF_PATTERN_TILE; i++) {
-        uint32_t r = mix32(seed ^ (i * 0x9e3779b9u));
-        encode(dtype, r, mix32(r + seed), p->tile + (size_t) i * p->esize);
+        uint32_t r = perf_mix32(seed ^ (i * 0x9e3779b9u));
+        encode(
+            dtype, r, perf_mix32(r + seed), p->tile + (size_t) i * p->esize);
     }
 }
 

@@ -19,19 +19,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "mix.h"
 #include "perf.h"
-
-// The same finaliser as pattern.c (murmur3's).
-static uint32_t
-ref_mix32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x85ebca6bu;
-    x ^= x >> 13;
-    x *= 0xc2b2ae35u;
-    x ^= x >> 16;
-    return x;
-}
 
 static int
 is_float(shoal_dtype dt)
@@ -256,8 +245,8 @@ perf_pattern_make_reduce(perf_pattern *p, shoal_dtype dtype, shoal_op_kind op,
     p->esize = shoal_dtype_size(dtype);
     p->len   = count < PERF_PATTERN_TILE ? count : PERF_PATTERN_TILE;
     for (uint32_t i = 0; i < p->len; i++) {
-        uint32_t       r   = ref_mix32(seed ^ (i * 0x9e3779b9u));
-        uint64_t       rnd = ((uint64_t) ref_mix32(r + seed) << 32) | r;
+        uint32_t       r   = perf_mix32(seed ^ (i * 0x9e3779b9u));
+        uint64_t       rnd = ((uint64_t) perf_mix32(r + seed) << 32) | r;
         unsigned char *dst = p->tile + (size_t) i * p->esize;
         if (dtype == SHOAL_BOOL) {
             dst[0] = (unsigned char) (r & 1u);

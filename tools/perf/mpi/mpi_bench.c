@@ -58,6 +58,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../mix.h"
+
 #define PINGPONG_BATCH 100
 #define PINGPONG_MAX   (64 * 1024)
 #define PATTERN_TILE   4099
@@ -259,26 +261,17 @@ count_wrong(const unsigned char *buf, size_t bytes, int it)
 // --- float patterns (the collectives)
 // ----------------------------------------
 
-static uint32_t
-mix32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x85ebca6bu;
-    x ^= x >> 13;
-    x *= 0xc2b2ae35u;
-    x ^= x >> 16;
-    return x;
-}
-
 // Integers in [-1024, 1023]: sums of up to 8192 ranks stay exact.
 static void
 make_ftile(float *tile, int op, int src, int it)
 {
-    uint32_t seed = mix32(mix32((uint32_t) op * 0x9e3779b9u + (uint32_t) src)
-        ^ ((uint32_t) it * 0x27d4eb2fu));
+    uint32_t seed
+        = perf_mix32(perf_mix32((uint32_t) op * 0x9e3779b9u + (uint32_t) src)
+            ^ ((uint32_t) it * 0x27d4eb2fu));
 
     for (int i = 0; i < PATTERN_TILE; i++) {
-        tile[i] = (float) ((int) (mix32(seed ^ (uint32_t) i) & 2047u) - 1024);
+        tile[i]
+            = (float) ((int) (perf_mix32(seed ^ (uint32_t) i) & 2047u) - 1024);
     }
 }
 

@@ -1,4 +1,4 @@
-// stall_repro: many tiny calls over TCP, timing each, to catch a rank that
+// shoal-stall: many tiny calls, timing each, to catch a rank that
 // sleeps while its operation could proceed (a missed wake-up shows as a
 // call of about the engine's sleep cap, 100 ms, on every rank at once).
 //
@@ -10,12 +10,11 @@
 // (50); rank 0 prints the totals. With --idle-ms N it measures instead
 // the CPU rank 0 uses while it waits: its receive is pending for N ms
 // with only the progress thread driving it, then N ms more with the
-// caller waiting too. Not built by CMake; build and run with:
-//   cc -O2 -std=c11 -Iinclude tools/stall/stall_repro.c -o stall_repro
-//      -Lbuild-stall -lshoal -Wl,-rpath,$PWD/build-stall
-//   SHOAL_TRANSPORT=tcp build-stall/tools/shoalrun -n 4 ./stall_repro
-//      --calls 20000 --seed 1
-// (each command on one line).
+// caller waiting too. --fail-over-ms N makes a call slower than N ms (a
+// stall, not a missed wake-up: those cost about 100 ms) fail the run.
+// make soak runs it over TCP on 4 ranks:
+//   SHOAL_TRANSPORT=tcp build/tools/shoalrun -n 4 build/tools/shoal-stall
+//      --calls 20000 --seed 1 --fail-over-ms 2000
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
@@ -178,7 +177,7 @@ int
 main(int argc, char **argv)
 {
     repro  r     = { 0 };
-    long   calls = 20000, slow_ms = 50, idle_ms = 0;
+    long   calls = 20000, slow_ms = 50, idle_ms = 0, fail_ms = 0;
     double worst = 0;
     long   slow  = 0;
 
@@ -192,6 +191,11 @@ main(int argc, char **argv)
             idle_ms = atol(argv[i + 1]);
         } else if (strcmp(argv[i], "--slow-ms") == 0) {
             slow_ms = atol(argv[i + 1]);
+        } else if (strcmp(argv[i], "--fail-over-ms") == 0) {
+            fail_ms = atol(argv[i + 1]);
+        } else {
+            fprintf(stderr, "shoal-stall: unknown option %s\n", argv[i]);
+            return 2;
         }
     }
     if (shoal_comm_create(&r.comm, NULL) != SHOAL_OK) {
@@ -241,10 +245,17 @@ main(int argc, char **argv)
             total += all[2 * p];
             max = all[2 * p + 1] > max ? all[2 * p + 1] : max;
         }
-        printf("stall_repro: %ld calls on %d ranks: %.0f calls over %ld ms "
+        printf("shoal-stall: %ld calls on %d ranks: %.0f calls over %ld ms "
                "(all ranks), worst %.1f ms\n",
             calls, r.n, total, slow_ms, max);
     }
     shoal_comm_destroy(r.comm);
+    if (fail_ms > 0 && worst > (double) fail_ms) {
+        fprintf(stderr,
+            "shoal-stall: rank %d: a call took %.1f ms, over the %ld ms "
+            "allowed (--fail-over-ms)\n",
+            r.rank, worst, fail_ms);
+        return 1;
+    }
     return 0;
 }
