@@ -208,14 +208,14 @@ SHOAL_API int64_t shoal_comm_timeout(const shoal_comm *comm);
 // Options of one operation; they travel with that operation alone.
 typedef struct shoal_call_opts {
     int64_t timeout_ms; // its deadline; <= 0: the communicator's default
-    // Collectives but barrier and broadcast (which refuse it with
-    // SHOAL_ENOTSUP): run this algorithm (a name shoal_comm_algorithms
-    // lists) instead of the selection table's choice; NULL: the table's. Every
-    // rank must pass the same (a different one fails the call with
+    // Collectives: run this algorithm (a name shoal_comm_algorithms
+    // lists) instead of the selection table's choice; NULL: the table's.
+    // Every rank must pass the same (a different one fails the call with
     // SHOAL_EMISMATCH, as other differing arguments do). One that cannot
-    // run the call on this communicator fails it with SHOAL_ENOTSUP
-    // before anything is sent; the communicator stays usable. The string
-    // must stay valid until the operation is called.
+    // run the call on this communicator (or this call: the host-aware
+    // all_reduce and 16-bit floats) fails it with SHOAL_ENOTSUP before
+    // anything is sent; the communicator stays usable. The string must
+    // stay valid until the operation is called.
     const char *algo;
     // Non-zero: the caller waits for this operation (shoal_wait or
     // shoal_wait_for) right after issuing it, driving it itself, so the

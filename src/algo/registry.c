@@ -16,12 +16,14 @@
 // A mapped-memory algorithm: runs the request itself.
 #define RUN(c, a, name, needs, cost, step)                                    \
     {                                                                         \
-        SHI_COLL_##c, SHI_ALGO_##a, name, MAPPED, needs, cost, step, NULL     \
+        SHI_COLL_##c, SHI_ALGO_##a, name, MAPPED, needs, cost, step, NULL,    \
+            NULL                                                              \
     }
 // A message schedule: built per call, run by algo/net/net_exec.c.
 #define SCHED(c, a, name, cost, build)                                        \
     {                                                                         \
-        SHI_COLL_##c, SHI_ALGO_##a, name, MESSAGES, 0, cost, NULL, build      \
+        SHI_COLL_##c, SHI_ALGO_##a, name, MESSAGES, 0, cost, NULL, build,     \
+            NULL                                                              \
     }
 
 static const shi_algo_desc algo_rows[] = {
@@ -77,9 +79,10 @@ static const shi_algo_desc algo_rows[] = {
     // Across hosts with several ranks on a host: shared memory within
     // each host, messages between them (algo/common/hier.c).
     { SHI_COLL_ALLREDUCE, SHI_ALGO_HIER, "hier", MESSAGES, HOSTS,
-        net_hier_cost, shi_allreduce_hier_step, NULL },
+        net_hier_cost, shi_allreduce_hier_step, NULL,
+        shi_allreduce_hier_accepts },
     { SHI_COLL_BROADCAST, SHI_ALGO_HIER, "hier", MESSAGES, HOSTS,
-        net_hier_cost, shi_bcast_hier_step, NULL },
+        net_hier_cost, shi_bcast_hier_step, NULL, NULL },
 };
 
 #define NROWS ((int) (sizeof(algo_rows) / sizeof(algo_rows[0])))

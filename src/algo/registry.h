@@ -74,6 +74,10 @@ shi_cost_log2(int n)
 typedef int (*shi_step_fn)(shoal_comm *comm, shoal_request *req);
 // Builds one rank's message schedule (algo/net/net_gen.h).
 typedef int (*shi_build_fn)(struct net_gen *g);
+// Whether the algorithm can run this call (its dtype, op, sizes are set);
+// NULL in a row: every call of its collective. Selection skips a rule
+// whose algorithm refuses and a call that names one fails.
+typedef int (*shi_accepts_fn)(const shoal_request *req);
 
 typedef struct shi_algo_desc {
     shi_coll          coll;
@@ -84,7 +88,15 @@ typedef struct shi_algo_desc {
     shi_cost_fn       cost;
     shi_step_fn       step; // runs the request itself, or
     shi_build_fn      build; // a message schedule the executor runs
+    shi_accepts_fn    accepts; // NULL: every call
 } shi_algo_desc;
+
+// Whether row `d` can run `req` (a NULL row: no, never).
+static inline int
+shi_algo_accepts(const shi_algo_desc *d, const shoal_request *req)
+{
+    return d != NULL && (d->accepts == NULL || d->accepts(req));
+}
 
 // The row for (coll, algo), or NULL if that algorithm cannot run it.
 const shi_algo_desc *shi_algo_find(shi_coll coll, shi_algo algo);

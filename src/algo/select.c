@@ -131,27 +131,6 @@ static const shi_select_rule select_defaults[] = {
 _Static_assert(
     SEL_NDEFAULTS <= SHI_SELECT_MAX_RULES, "the defaults must fit in a table");
 
-static const char *const select_coll_names[SHI_COLL_COUNT] = {
-    [SHI_COLL_ALLREDUCE]      = "allreduce",
-    [SHI_COLL_REDUCE]         = "reduce",
-    [SHI_COLL_ALLGATHER]      = "allgather",
-    [SHI_COLL_REDUCE_SCATTER] = "reducescatter",
-    [SHI_COLL_ALLTOALL]       = "alltoall",
-    [SHI_COLL_GATHER]         = "gather",
-    [SHI_COLL_SCATTER]        = "scatter",
-    [SHI_COLL_BROADCAST]      = "broadcast",
-    [SHI_COLL_BARRIER]        = "barrier",
-};
-
-const char *
-shi_coll_name(int coll)
-{
-    if (coll < 0 || coll >= SHI_COLL_COUNT) {
-        return NULL;
-    }
-    return select_coll_names[coll];
-}
-
 void
 shi_select_defaults(shi_select_table *t)
 {
@@ -175,31 +154,6 @@ select_usable(shi_algo algo, unsigned usable)
 {
     return algo > SHI_ALGO_NONE && algo < SHI_ALGO_COUNT
         && (usable & SHI_ALGO_BIT(algo)) != 0;
-}
-
-shi_coll
-shi_coll_of_op(int op_kind)
-{
-    static const shi_coll of_op[] = {
-        [SHI_OP_SEND]            = SHI_COLL_COUNT,
-        [SHI_OP_RECV]            = SHI_COLL_COUNT,
-        [SHI_OP_BARRIER]         = SHI_COLL_BARRIER,
-        [SHI_OP_BCAST]           = SHI_COLL_BROADCAST,
-        [SHI_OP_ALLREDUCE]       = SHI_COLL_ALLREDUCE,
-        [SHI_OP_REDUCE]          = SHI_COLL_REDUCE,
-        [SHI_OP_ALLGATHER]       = SHI_COLL_ALLGATHER,
-        [SHI_OP_ALLGATHERV]      = SHI_COLL_ALLGATHER,
-        [SHI_OP_REDUCE_SCATTER]  = SHI_COLL_REDUCE_SCATTER,
-        [SHI_OP_REDUCE_SCATTERV] = SHI_COLL_REDUCE_SCATTER,
-        [SHI_OP_ALLTOALL]        = SHI_COLL_ALLTOALL,
-        [SHI_OP_ALLTOALLV]       = SHI_COLL_ALLTOALL,
-        [SHI_OP_GATHER]          = SHI_COLL_GATHER,
-        [SHI_OP_SCATTER]         = SHI_COLL_SCATTER,
-    };
-
-    return op_kind > 0 && op_kind < (int) (sizeof(of_op) / sizeof(of_op[0]))
-        ? of_op[op_kind]
-        : SHI_COLL_COUNT;
 }
 
 shi_algo
@@ -341,7 +295,7 @@ select_lookup_coll(select_span s)
     }
     select_span bare = { name, n };
     for (int c = 0; c < SHI_COLL_COUNT; c++) {
-        if (select_span_is(bare, select_coll_names[c])) {
+        if (select_span_is(bare, shi_coll_name(c))) {
             return c;
         }
     }
@@ -512,19 +466,19 @@ select_parse_item(shi_select_table *out, int coll, select_span item)
     if (name.n == 0) {
         return shi_error(SHOAL_EINVAL,
             "SHOAL_ALGO: missing algorithm name in '%.*s' for %s", SEL_Q(item),
-            select_coll_names[coll]);
+            shi_coll_name(coll));
     }
     shi_algo_mask_names(shi_algos_for((shi_coll) coll), names, sizeof(names));
     algo = select_lookup_algo(name);
     if (algo < 0) {
         return shi_error(SHOAL_EINVAL,
             "SHOAL_ALGO: unknown algorithm '%.*s' for %s (it can use %s)",
-            SEL_Q(name), select_coll_names[coll], names);
+            SEL_Q(name), shi_coll_name(coll), names);
     }
     if (!(shi_algos_for((shi_coll) coll) & SHI_ALGO_BIT(algo))) {
         return shi_error(SHOAL_EINVAL,
             "SHOAL_ALGO: algorithm '%.*s' cannot run %s (it can use %s)",
-            SEL_Q(name), select_coll_names[coll], names);
+            SEL_Q(name), shi_coll_name(coll), names);
     }
     r.algo = (shi_algo) algo;
     if (has_bytes) {
@@ -566,13 +520,8 @@ select_parse_segment(shi_select_table *out, select_span seg)
     }
     coll = select_lookup_coll(cname);
     if (coll < 0) {
-        char   known[160];
-        size_t pos = 0;
-        for (int c = 0; c < SHI_COLL_COUNT && pos < sizeof(known); c++) {
-            int n = snprintf(known + pos, sizeof(known) - pos, "%s%s",
-                c ? ", " : "", select_coll_names[c]);
-            pos += n > 0 ? (size_t) n : 0;
-        }
+        char known[160];
+        shi_coll_list(known, sizeof(known), 0);
         return shi_error(SHOAL_EINVAL,
             "SHOAL_ALGO: unknown collective '%.*s' in '%.*s' (known: %s)",
             SEL_Q(cname), SEL_Q(seg), known);

@@ -15,18 +15,7 @@
 
 #include <stddef.h>
 
-typedef enum shi_coll {
-    SHI_COLL_ALLREDUCE = 0,
-    SHI_COLL_REDUCE,
-    SHI_COLL_ALLGATHER,
-    SHI_COLL_REDUCE_SCATTER,
-    SHI_COLL_ALLTOALL,
-    SHI_COLL_GATHER,
-    SHI_COLL_SCATTER,
-    SHI_COLL_BROADCAST,
-    SHI_COLL_BARRIER,
-    SHI_COLL_COUNT
-} shi_coll;
+#include "core/op_props.h"
 
 // The algorithms' names as identifiers; what each one runs, on which
 // transport class, at what cost, is in the registry (registry.c).
@@ -76,9 +65,8 @@ typedef struct shi_select_table {
     shi_select_rule rules[SHI_SELECT_MAX_RULES]; // first match wins
 } shi_select_table;
 
-// Names ("allreduce", "oneshot"); NULL for out-of-range values. An
-// algorithm's name is its registry rows' (registry.c).
-const char *shi_coll_name(int coll);
+// An algorithm's name ("oneshot"), its registry rows' (registry.c); NULL
+// for out-of-range values. A collective's is in its op_props rows.
 const char *shi_algo_name(int algo);
 
 // The collective named `name` (underscores ignored: "all_reduce"), or -1.
@@ -104,12 +92,6 @@ int shi_select_parse(shi_select_table *t, const char *spec);
 // (shi_select_parse: SHI_RULE_ENV).
 int shi_select_parse_as(
     shi_select_table *t, const char *spec, shi_rule_source source);
-
-// The collective whose rules select the algorithm of an operation kind
-// (enum shi_op_kind in core/request.h): all_gather_v selects as
-// all_gather, and so on. Kinds without collective (send, recv) give
-// SHI_COLL_COUNT.
-shi_coll shi_coll_of_op(int op_kind);
 
 // The algorithm for a call: the first rule matching (coll, bytes, nranks)
 // whose algorithm is in `available`; if none matches, the first available

@@ -1,5 +1,5 @@
-// Public entry points of the collectives with two buffers: argument and
-// overlap checks, the choice of algorithm, then a request for the engine.
+// Public entry points of the collectives: argument and overlap checks, the
+// choice of algorithm (once, here), then a request for the engine.
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -77,9 +77,11 @@ check_buffers(shoal_comm *comm, const struct coll_call *c, size_t es)
 
     shi_op_buffer_elems(&shape, &send, &recv);
     if ((send > 0 && c->send == NULL) || (recv > 0 && c->recv == NULL)) {
+        const char *which = send > 0 && c->send == NULL ? "sendbuf"
+            : c->kind == SHI_OP_BCAST                   ? "buf"
+                                                        : "recvbuf";
         return coll_error(comm, "%s: %s is NULL but holds %zu elements",
-            c->name, send > 0 && c->send == NULL ? "sendbuf" : "recvbuf",
-            send > 0 && c->send == NULL ? send : recv);
+            c->name, which, send > 0 && c->send == NULL ? send : recv);
     }
     if (send > SIZE_MAX / es / 2 || recv > SIZE_MAX / es / 2) {
         return coll_error(
@@ -141,6 +143,10 @@ selection_bytes(shoal_comm *comm, const struct coll_call *c, size_t es)
             return shi_counts_sum(c->counts, comm->size) * es;
         case SHI_OP_ALLTOALLV:
             return 0; // per-rank sizes differ
+        case SHI_OP_BCAST:
+            return c->count * es;
+        case SHI_OP_BARRIER:
+            return 0;
     }
     return c->count * es * (size_t) comm->size;
 }
@@ -204,8 +210,6 @@ forced_algo(
     return SHOAL_OK;
 }
 
-_Static_assert(
-    SHI_COLL_COUNT <= SHI_COMM_COLLS, "comm.h's algo_noted is short");
 _Static_assert(SHI_ALGO_COUNT *SHI_RULE_SOURCES <= 64,
     "algo_noted holds a bit per (algorithm, source)");
 
@@ -237,23 +241,51 @@ note_choice(shoal_comm *comm, const struct coll_call *c, int algo,
 }
 
 // The algorithm of a call: the call's own (opts.algo), else the table's.
+// An algorithm whose row refuses the call (shi_algo_accepts) is passed
+// over by the table, so the next rule decides, and refused when the call
+// names it.
 static int
 choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
-    size_t es, int *out)
+    size_t es, shoal_request *req)
 {
-    shi_rule_source source = SHI_RULE_CALL;
-    size_t          bytes  = selection_bytes(comm, c, es);
-    int             st;
+    shi_rule_source source  = SHI_RULE_CALL;
+    shi_coll        coll    = shi_coll_of_op(c->kind);
+    size_t          bytes   = selection_bytes(comm, c, es);
+    unsigned        offered = comm->algos_available;
+    int             algo    = SHI_ALGO_NONE, st;
 
     if (forced != NULL) {
-        if ((st = forced_algo(comm, c, forced, out)) != SHOAL_OK) {
+        if ((st = forced_algo(comm, c, forced, &algo)) != SHOAL_OK) {
             return st;
         }
+        if (!shi_algo_accepts(shi_algo_find(coll, (shi_algo) algo), req)) {
+            return shi_comm_error(comm,
+                shi_error(SHOAL_ENOTSUP,
+                    "%s: algorithm '%s' cannot run a %s call (its file says "
+                    "why); name another or pass NULL",
+                    c->name, forced, shoal_dtype_name(c->dtype)));
+        }
     } else {
-        *out = shi_select_why(comm->select, shi_coll_of_op(c->kind), bytes,
-            comm->size, comm->algos_available, &source);
+        for (;;) {
+            algo = shi_select_why(
+                comm->select, coll, bytes, comm->size, offered, &source);
+            if (algo == SHI_ALGO_NONE
+                || shi_algo_accepts(
+                    shi_algo_find(coll, (shi_algo) algo), req)) {
+                break;
+            }
+            offered &= ~SHI_ALGO_BIT(algo);
+        }
+        if (algo == SHI_ALGO_NONE) {
+            return shi_comm_error(comm,
+                shi_error(SHOAL_ENOTSUP,
+                    "%s: no algorithm of communicator '%s' (%s transport) "
+                    "can run this call",
+                    c->name, comm->name, comm->tp->name));
+        }
     }
-    note_choice(comm, c, *out, source, bytes);
+    note_choice(comm, c, algo, source, bytes);
+    req->algo = algo;
     return SHOAL_OK;
 }
 
@@ -281,7 +313,7 @@ coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
     req.op           = c->op;
     req.timeout_ms   = opts.timeout_ms;
     req.caller_waits = opts.caller_waits;
-    if ((st = choose_algo(comm, c, opts.algo, es, &req.algo)) != SHOAL_OK) {
+    if ((st = choose_algo(comm, c, opts.algo, es, &req)) != SHOAL_OK) {
         return st;
     }
     req.counts_hash
@@ -548,6 +580,54 @@ shoal_iscatter(shoal_comm *comm, const void *sendbuf, void *recvbuf,
 
 // ---- algorithms, for tuners ---------------------------------------------
 
+int
+shoal_broadcast(
+    shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype, int root)
+{
+    return coll_run(comm,
+        &CALL(.name = "broadcast", .kind = SHI_OP_BCAST, .recv = buf,
+            .count = count, .dtype = dtype, .root = root),
+        NULL);
+}
+
+int
+shoal_ibroadcast(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
+    int root, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_missing_req("ibroadcast");
+    }
+    return coll_run(comm,
+        &CALL(.name = "broadcast", .kind = SHI_OP_BCAST, .recv = buf,
+            .count = count, .dtype = dtype, .root = root),
+        req);
+}
+
+#define BARRIER_CALL                                                          \
+    CALL(.name = "barrier", .kind = SHI_OP_BARRIER, .dtype = SHOAL_UINT8,     \
+        .root = -1)
+
+// The barrier implies a sync (the native communicator view's contract):
+// when it returns, every operation this rank issued before it completed.
+// The sync comes after the ranks met, so a send whose receive a peer posts
+// after its own barrier does not hold the barrier up.
+int
+shoal_barrier(shoal_comm *comm)
+{
+    int st = coll_run(comm, &BARRIER_CALL, NULL);
+
+    return st == SHOAL_OK ? shoal_comm_sync(comm) : st;
+}
+
+int
+shoal_ibarrier(shoal_comm *comm, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_missing_req("ibarrier");
+    }
+    return coll_run(comm, &BARRIER_CALL, req);
+}
+
 static int
 coll_named(shoal_comm *comm, const char *what, const char *collective)
 {
@@ -557,12 +637,11 @@ coll_named(shoal_comm *comm, const char *what, const char *collective)
         return shi_error(SHOAL_EINVAL, "%s: the communicator is NULL", what);
     }
     if (coll < 0) {
+        char known[256];
+        shi_coll_list(known, sizeof(known), 1);
         return shi_comm_error(comm,
-            shi_error(SHOAL_EINVAL,
-                "%s: unknown collective '%s' (known: all_reduce, reduce, "
-                "all_gather, reduce_scatter, all_to_all, gather, scatter, "
-                "broadcast, barrier)",
-                what, collective != NULL ? collective : "(null)"));
+            shi_error(SHOAL_EINVAL, "%s: unknown collective '%s' (known: %s)",
+                what, collective != NULL ? collective : "(null)", known));
     }
     return coll;
 }

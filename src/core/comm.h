@@ -8,14 +8,12 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "core/op_props.h"
 #include "core/request.h"
 #include "platform/auth.h"
 #include "shoal.h"
 #include "transport/transport.h"
 #include "transport/upcalls.h"
-
-// Collectives the algorithm tables know (SHI_COLL_COUNT, algo/select.h).
-#define SHI_COMM_COLLS 9
 
 struct shi_select_table;
 struct shm_segment;
@@ -141,7 +139,7 @@ struct shoal_comm {
     struct shi_select_table *select;
     // Per collective, the (algorithm, rule source) pairs already named in
     // an INFO line (coll_api.c), so each is said once per communicator.
-    _Atomic uint64_t algo_noted[SHI_COMM_COLLS];
+    _Atomic uint64_t algo_noted[SHI_COLL_COUNT];
     // The collective driver of the transport's class (coll_setup.c): one
     // step over the head collectives, and what an abort leaves to clean.
     int (*coll_step)(shoal_comm *comm);

@@ -1,37 +1,51 @@
 // The operations' properties (see op_props.h).
 #include "core/op_props.h"
 
+#include <stddef.h>
+#include <stdio.h>
+
 #include "core/request.h"
 
-#define COLL(n, r, red, c, rc, ip)                                            \
+#define COLL(n, r, red, c, rc, ip, coll, sel)                                 \
     {                                                                         \
-        n, 1, r, red, c, rc, SHI_IN_PLACE_##ip                                \
+        n, 1, r, red, c, rc, SHI_IN_PLACE_##ip, SHI_COLL_##coll, sel          \
+    }
+#define NOT_COLL(n)                                                           \
+    {                                                                         \
+        n, 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE, SHI_COLL_COUNT, NULL             \
     }
 
 const shi_op_props shi_op_props_table[SHI_OP_KINDS] = {
-    [SHI_OP_SEND]       = { "send", 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE },
-    [SHI_OP_RECV]       = { "recv", 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE },
-    [SHI_OP_BARRIER]    = COLL("barrier", 0, 0, 0, 0, NONE),
-    [SHI_OP_BCAST]      = COLL("broadcast", 1, 0, 0, 0, NONE),
-    [SHI_OP_ALLREDUCE]  = COLL("all_reduce", 0, 1, 0, 0, SAME),
-    [SHI_OP_REDUCE]     = COLL("reduce", 1, 1, 0, 0, SAME),
-    [SHI_OP_ALLGATHER]  = COLL("all_gather", 0, 0, 0, 0, SEND_AT_MY_BLOCK),
-    [SHI_OP_ALLGATHERV] = COLL("all_gather_v", 0, 0, 1, 0, SEND_AT_MY_BLOCK),
-    [SHI_OP_REDUCE_SCATTER]
-    = COLL("reduce_scatter", 0, 1, 0, 0, RECV_AT_MY_BLOCK),
-    [SHI_OP_REDUCE_SCATTERV]
-    = COLL("reduce_scatter_v", 0, 1, 1, 0, RECV_AT_MY_BLOCK),
-    [SHI_OP_ALLTOALL]    = COLL("all_to_all", 0, 0, 0, 0, NONE),
-    [SHI_OP_ALLTOALLV]   = COLL("all_to_all_v", 0, 0, 1, 1, NONE),
-    [SHI_OP_GATHER]      = COLL("gather", 1, 0, 0, 0, ROOT_SEND_AT_ITS_BLOCK),
-    [SHI_OP_SCATTER]     = COLL("scatter", 1, 0, 0, 0, ROOT_RECV_AT_ITS_BLOCK),
-    [SHI_OP_PUT]         = { "put", 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE },
-    [SHI_OP_SIGNAL]      = { "signal", 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE },
-    [SHI_OP_WAIT_SIGNAL] = { "wait_signal", 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE },
+    [SHI_OP_SEND]    = NOT_COLL("send"),
+    [SHI_OP_RECV]    = NOT_COLL("recv"),
+    [SHI_OP_BARRIER] = COLL("barrier", 0, 0, 0, 0, NONE, BARRIER, "barrier"),
+    [SHI_OP_BCAST]
+    = COLL("broadcast", 1, 0, 0, 0, NONE, BROADCAST, "broadcast"),
+    [SHI_OP_ALLREDUCE]
+    = COLL("all_reduce", 0, 1, 0, 0, SAME, ALLREDUCE, "allreduce"),
+    [SHI_OP_REDUCE] = COLL("reduce", 1, 1, 0, 0, SAME, REDUCE, "reduce"),
+    [SHI_OP_ALLGATHER]
+    = COLL("all_gather", 0, 0, 0, 0, SEND_AT_MY_BLOCK, ALLGATHER, "allgather"),
+    [SHI_OP_ALLGATHERV] = COLL(
+        "all_gather_v", 0, 0, 1, 0, SEND_AT_MY_BLOCK, ALLGATHER, "allgather"),
+    [SHI_OP_REDUCE_SCATTER]  = COLL("reduce_scatter", 0, 1, 0, 0,
+         RECV_AT_MY_BLOCK, REDUCE_SCATTER, "reducescatter"),
+    [SHI_OP_REDUCE_SCATTERV] = COLL("reduce_scatter_v", 0, 1, 1, 0,
+        RECV_AT_MY_BLOCK, REDUCE_SCATTER, "reducescatter"),
+    [SHI_OP_ALLTOALL]
+    = COLL("all_to_all", 0, 0, 0, 0, NONE, ALLTOALL, "alltoall"),
+    [SHI_OP_ALLTOALLV]
+    = COLL("all_to_all_v", 0, 0, 1, 1, NONE, ALLTOALL, "alltoall"),
+    [SHI_OP_GATHER]
+    = COLL("gather", 1, 0, 0, 0, ROOT_SEND_AT_ITS_BLOCK, GATHER, "gather"),
+    [SHI_OP_SCATTER]
+    = COLL("scatter", 1, 0, 0, 0, ROOT_RECV_AT_ITS_BLOCK, SCATTER, "scatter"),
+    [SHI_OP_PUT]         = NOT_COLL("put"),
+    [SHI_OP_SIGNAL]      = NOT_COLL("signal"),
+    [SHI_OP_WAIT_SIGNAL] = NOT_COLL("wait_signal"),
 };
 
-const shi_op_props shi_op_props_unknown
-    = { "operation", 0, 0, 0, 0, 0, SHI_IN_PLACE_NONE };
+const shi_op_props shi_op_props_unknown = NOT_COLL("operation");
 
 _Static_assert(SHI_OP_WAIT_SIGNAL + 1 == SHI_OP_KINDS,
     "SHI_OP_KINDS is one past the last operation kind");
@@ -69,8 +83,11 @@ shi_op_buffer_elems(const shi_op_shape *s, size_t *send, size_t *recv)
 
     switch (s->kind) {
         case SHI_OP_ALLREDUCE:
-        case SHI_OP_BCAST:
             *send = *recv = s->count;
+            return;
+        case SHI_OP_BCAST: // one buffer, the request's (recv) one
+            *send = 0;
+            *recv = s->count;
             return;
         case SHI_OP_REDUCE:
             *send = s->count;
@@ -131,4 +148,47 @@ shi_op_in_place(
             return rcv == snd + shi_op_block_displ(s, root) * esize;
     }
     return 0;
+}
+
+// The first row selected as `coll`: its plain form, which comes first.
+static const shi_op_props *
+coll_row(int coll)
+{
+    for (int k = 1; coll >= 0 && coll < SHI_COLL_COUNT && k < SHI_OP_KINDS;
+         k++) {
+        if (shi_op_props_table[k].name != NULL
+            && shi_op_props_table[k].coll == (shi_coll) coll) {
+            return &shi_op_props_table[k];
+        }
+    }
+    return NULL;
+}
+
+const char *
+shi_coll_name(int coll)
+{
+    const shi_op_props *p = coll_row(coll);
+
+    return p != NULL ? p->select_name : NULL;
+}
+
+const char *
+shi_coll_api_name(int coll)
+{
+    const shi_op_props *p = coll_row(coll);
+
+    return p != NULL ? p->name : NULL;
+}
+
+void
+shi_coll_list(char *buf, size_t len, int api_names)
+{
+    size_t pos = 0;
+
+    buf[0] = '\0';
+    for (int c = 0; c < SHI_COLL_COUNT && pos < len; c++) {
+        int n = snprintf(buf + pos, len - pos, "%s%s", c > 0 ? ", " : "",
+            api_names ? shi_coll_api_name(c) : shi_coll_name(c));
+        pos += n > 0 ? (size_t) n : 0;
+    }
 }

@@ -1,6 +1,7 @@
 // One table of the operations' properties: name, whether a root takes
 // part, whether it reduces, which per-rank count arrays it takes, its
-// in-place form, and the elements of each buffer on a rank. The argument
+// in-place form, the collective its algorithms are selected as, and the
+// elements of each buffer on a rank. The argument
 // checks (coll_api.c), the messages (request.c) and every
 // transport's algorithms (the schedule executor's in-place rule) read it,
 // so a rule is written once.
@@ -20,6 +21,22 @@ enum shi_in_place {
     SHI_IN_PLACE_ROOT_RECV_AT_ITS_BLOCK, // root: recv == send + root's block
 };
 
+// The collectives as the algorithm registry and the selection rules know
+// them: a v-form is selected as its plain form (all_gather_v as
+// all_gather). SHI_COLL_COUNT: not a collective (send, recv, windows).
+typedef enum shi_coll {
+    SHI_COLL_ALLREDUCE = 0,
+    SHI_COLL_REDUCE,
+    SHI_COLL_ALLGATHER,
+    SHI_COLL_REDUCE_SCATTER,
+    SHI_COLL_ALLTOALL,
+    SHI_COLL_GATHER,
+    SHI_COLL_SCATTER,
+    SHI_COLL_BROADCAST,
+    SHI_COLL_BARRIER,
+    SHI_COLL_COUNT
+} shi_coll;
+
 typedef struct shi_op_props {
     const char       *name; // "all_reduce"
     int               collective; // not point to point
@@ -28,6 +45,8 @@ typedef struct shi_op_props {
     int               counts; // takes per-rank counts (v-forms)
     int               rcounts; // takes per-rank receive counts too
     enum shi_in_place in_place;
+    shi_coll          coll; // selected as; SHI_COLL_COUNT: none
+    const char       *select_name; // coll's name in SHOAL_ALGO: "allreduce"
 } shi_op_props;
 
 // The table, by operation kind (enum shi_op_kind), and the row of an
@@ -46,6 +65,22 @@ shi_op_props_of(int kind)
     }
     return &shi_op_props_table[kind];
 }
+
+// The collective whose rules select the algorithm of operation kind
+// `kind` (SHI_COLL_COUNT for send, recv and the windows' operations).
+static inline shi_coll
+shi_coll_of_op(int kind)
+{
+    return shi_op_props_of(kind)->coll;
+}
+
+// Collective `coll`'s name in SHOAL_ALGO and tuning files ("allreduce")
+// and in the API ("all_reduce"); NULL for out-of-range values.
+const char *shi_coll_name(int coll);
+const char *shi_coll_api_name(int coll);
+// Every collective's name, ", "-separated, into buf (api_names: "all_reduce",
+// else "allreduce").
+void shi_coll_list(char *buf, size_t len, int api_names);
 
 // The shape of one call as every rule below needs it.
 typedef struct shi_op_shape {

@@ -119,19 +119,6 @@ check_p2p(shoal_comm *comm, int kind, const void *buf, size_t count, int dtype,
     return st;
 }
 
-// Barrier and broadcast run their transport's one algorithm of each kind
-// (broadcast's host-aware split aside): a call naming one is refused
-// rather than silently run otherwise.
-static int
-unchosen_algo(shoal_comm *comm, const char *op, const char *algo)
-{
-    shi_error(SHOAL_ENOTSUP,
-        "%s: shoal_call_opts.algo ('%s') is not taken by %s (it runs its "
-        "transport's own algorithm); pass NULL",
-        op, algo, op);
-    return shi_comm_error(comm, SHOAL_ENOTSUP);
-}
-
 // Runs a filled request to completion on the caller's stack.
 int
 shi_run_blocking(shoal_comm *comm, shoal_request *req)
@@ -314,89 +301,6 @@ shoal_request_source(const shoal_request *req)
             shoal_status_name(st));
     }
     return req->source;
-}
-
-static int
-barrier(shoal_comm *comm, shoal_request **out)
-{
-    shoal_call_opts opts = shi_call_opts_take();
-    shoal_request   req;
-
-    if (comm == NULL) {
-        return shi_error(SHOAL_EINVAL, "barrier: the communicator is NULL");
-    }
-    if (opts.algo != NULL) {
-        return unchosen_algo(comm, "barrier", opts.algo);
-    }
-    shi_req_fill(&req, SHI_OP_BARRIER, NULL, 0, SHOAL_UINT8, -1);
-    req.timeout_ms   = opts.timeout_ms;
-    req.caller_waits = opts.caller_waits;
-    return out != NULL ? shi_start_async(comm, &req, out)
-                       : shi_run_blocking(comm, &req);
-}
-
-// The barrier implies a sync (the native communicator view's contract):
-// when it returns, every operation this rank issued before it completed.
-// The sync comes after the ranks met, so a send whose receive a peer posts
-// after its own barrier does not hold the barrier up.
-int
-shoal_barrier(shoal_comm *comm)
-{
-    int st = barrier(comm, NULL);
-
-    return st == SHOAL_OK ? shoal_comm_sync(comm) : st;
-}
-
-int
-shoal_ibarrier(shoal_comm *comm, shoal_request **req)
-{
-    if (req == NULL) {
-        return shi_missing_req("ibarrier");
-    }
-    *req = NULL;
-    return barrier(comm, req);
-}
-
-static int
-broadcast(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
-    int root, shoal_request **out)
-{
-    shoal_call_opts opts = shi_call_opts_take();
-    shoal_request   req;
-    int st = check_buffer(comm, "broadcast", buf, count, (int) dtype);
-
-    if (st == SHOAL_OK) {
-        st = check_rank(comm, "broadcast", "root", root);
-    }
-    if (st == SHOAL_OK && opts.algo != NULL) {
-        st = unchosen_algo(comm, "broadcast", opts.algo);
-    }
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    shi_req_fill(&req, SHI_OP_BCAST, buf, count, (int) dtype, root);
-    req.timeout_ms   = opts.timeout_ms;
-    req.caller_waits = opts.caller_waits;
-    return out != NULL ? shi_start_async(comm, &req, out)
-                       : shi_run_blocking(comm, &req);
-}
-
-int
-shoal_broadcast(
-    shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype, int root)
-{
-    return broadcast(comm, buf, count, dtype, root, NULL);
-}
-
-int
-shoal_ibroadcast(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
-    int root, shoal_request **req)
-{
-    if (req == NULL) {
-        return shi_missing_req("ibroadcast");
-    }
-    *req = NULL;
-    return broadcast(comm, buf, count, dtype, root, req);
 }
 
 int

@@ -1,6 +1,8 @@
 // forced_algo: shoal_call_opts.algo runs the named algorithm. For every
-// algorithm the communicator lists for all_reduce and all_gather, a small
-// and a large call forced to it give the right result; the table's own
+// algorithm the communicator lists for all_reduce, all_gather, broadcast
+// and barrier, a small and a large call forced to it give the right
+// result; an algorithm that refuses a call (the host-aware all_reduce of
+// float16) fails it with SHOAL_ENOTSUP; the table's own
 // choice is one of the listed; an algorithm that cannot run the call fails
 // it with SHOAL_ENOTSUP before anything is sent (the communicator stays
 // usable); ranks forcing different algorithms fail with SHOAL_EMISMATCH
@@ -62,6 +64,35 @@ all_gather_with(shoal_comm *comm, const char *algo, size_t n)
 }
 
 static int
+broadcast_with(shoal_comm *comm, const char *algo, size_t n)
+{
+    int      size = shoal_comm_size(comm), rank = shoal_comm_rank(comm);
+    int      root = size - 1;
+    int32_t *x    = malloc(n * sizeof(int32_t));
+
+    MP_CHECK(x != NULL);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = rank == root ? (int32_t) (i * 3 + 1) : -1;
+    }
+    MP_OK(forced(algo));
+    MP_OK(shoal_broadcast(comm, x, n, SHOAL_INT32, root));
+    for (size_t i = 0; i < n; i++) {
+        MP_CHECK(x[i] == (int32_t) (i * 3 + 1));
+    }
+    free(x);
+    return 0;
+}
+
+static int
+barrier_with(shoal_comm *comm, const char *algo, size_t n)
+{
+    (void) n;
+    MP_OK(forced(algo));
+    MP_OK(shoal_barrier(comm));
+    return 0;
+}
+
+static int
 each_algorithm(shoal_comm *comm, const char *coll,
     int (*run)(shoal_comm *, const char *, size_t))
 {
@@ -90,8 +121,35 @@ mp_case_forced_algo(shoal_comm *comm, int argc, char **argv)
     (void) argc;
     (void) argv;
     if (each_algorithm(comm, "all_reduce", all_reduce_with)
-        || each_algorithm(comm, "allgather", all_gather_with)) {
+        || each_algorithm(comm, "allgather", all_gather_with)
+        || each_algorithm(comm, "broadcast", broadcast_with)
+        || each_algorithm(comm, "barrier", barrier_with)) {
         return 1;
+    }
+    // The host-aware all_reduce refuses 16-bit floats (it would round each
+    // host's partial sum): named, the call fails; else the table passes
+    // over it.
+    const char *algos[16];
+    int         nalgos = shoal_comm_algorithms(comm, "all_reduce", algos, 16);
+    for (int i = 0; i < nalgos; i++) {
+        uint16_t h[4] = { 0x3c00, 0x3c00, 0x3c00, 0x3c00 }; // 1.0
+        if (strcmp(algos[i], "hier") != 0) {
+            continue;
+        }
+        MP_OK(forced("hier"));
+        MP_EXPECT(shoal_all_reduce(comm, h, h, 4, SHOAL_FLOAT16,
+                      SHOAL_REDUCE_OP(SHOAL_SUM)),
+            SHOAL_ENOTSUP);
+        MP_CHECK(strstr(shoal_last_error(), "float16") != NULL);
+        MP_OK(shoal_all_reduce(
+            comm, h, h, 4, SHOAL_FLOAT16, SHOAL_REDUCE_OP(SHOAL_SUM)));
+        int e = 0, size = shoal_comm_size(comm); // the half of `size`
+        while ((2 << e) <= size) {
+            e++;
+        }
+        uint16_t want
+            = (uint16_t) (((15 + e) << 10) | (((size << 10) >> e) & 0x3ff));
+        MP_CHECK(h[0] == want && h[3] == want);
     }
     MP_EXPECT(shoal_comm_algorithms(comm, "allsum", NULL, 0), SHOAL_EINVAL);
     // An algorithm that cannot run the call: refused, nothing sent.

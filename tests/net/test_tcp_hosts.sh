@@ -99,6 +99,10 @@ run_job "0 0 1 1" "SHOAL_ALGO=allreduce:hier" coll_all_reduce $matrix
 # algorithm for these types).
 run_job "0 1 2" "" coll_half
 run_job "0 0 1 1" "" coll_half
+run_job "0 0 1 1" "SHOAL_ALGO=allreduce:hier" coll_half
+# Every algorithm forced per call, the host-aware ones included (which
+# refuse a float16 all-reduce when named).
+run_job "0 0 1 1" "" forced_algo
 run_job "0 1 0 1 1" "" bcast
 run_job "0 1 0 1 1" "SHOAL_ALGO=broadcast:hier" bcast
 echo "test_tcp_hosts: collectives across 2 and 3 hosts ok"

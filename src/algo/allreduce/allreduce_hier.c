@@ -13,11 +13,21 @@
 // AVG sums in both stages and the leader divides by the world size;
 // PREMUL_SUM scales in stage 1 and sums in stage 2. Every rank ends with
 // the leader's bits.
+// Refuses float16 and bfloat16: its stages would round each host's
+// partial sum to the 16-bit type, where shoal.h promises one rounding of
+// the float32 sum (and shared memory's bits); the ring's schedule reduces
+// raw inputs for these types (net_reduce_parts.c).
 #include "algo/common/algos.h"
 #include "algo/common/hier.h"
 #include "algo/kernels/reduce.h"
 #include "algo/net/net_gen.h"
 #include "algo/registry.h"
+
+int
+shi_allreduce_hier_accepts(const shoal_request *req)
+{
+    return req->dtype != SHOAL_FLOAT16 && req->dtype != SHOAL_BFLOAT16;
+}
 
 static shoal_reduce_op
 stage_op(shoal_reduce_op op, int stage)

@@ -25,6 +25,7 @@ int shi_barrier_flags_step(shoal_comm *comm, shoal_request *req);
 int shi_bcast_outbox_step(shoal_comm *comm, shoal_request *req);
 // Host-aware all-reduce and broadcast (algo/common/hier.c drives them).
 int shi_allreduce_hier_step(shoal_comm *comm, shoal_request *req);
+int shi_allreduce_hier_accepts(const shoal_request *req);
 int shi_bcast_hier_step(shoal_comm *comm, shoal_request *req);
 // One-shot and staging, with the inline path for a cache line's worth.
 int shi_oneshot_run(shoal_comm *comm, shoal_request *req);

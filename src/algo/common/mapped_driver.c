@@ -179,9 +179,8 @@ shi_coll_verify(shoal_comm *comm, uint32_t upto)
     return 0;
 }
 
-// One step of the head collective's algorithm (its registry row; barrier
-// and broadcast are not selected at submission: their one mapped-memory
-// algorithm each).
+// One step of the head collective's algorithm: the registry row of the
+// one chosen at submission.
 static int
 run_algorithm(shoal_comm *comm, shoal_request *req)
 {
@@ -189,11 +188,6 @@ run_algorithm(shoal_comm *comm, shoal_request *req)
 
     if (d != NULL) { // found at the first step
         return d->step(comm, req);
-    }
-    if (req->kind == SHI_OP_BARRIER) {
-        req->algo = SHI_ALGO_FLAGS;
-    } else if (req->kind == SHI_OP_BCAST) {
-        req->algo = SHI_ALGO_OUTBOX;
     }
     d         = shi_algo_find(shi_coll_of_op(req->kind), (shi_algo) req->algo);
     req->impl = d;

@@ -327,39 +327,6 @@ net_advance(shoal_comm *comm, shoal_request *req)
     return n;
 }
 
-// float16 and bfloat16 all-reduces do not take the host-aware algorithm:
-// its stages round each host's partial sum to the 16-bit type, where
-// shoal.h promises one rounding of the float32 sum and shared memory's
-// bits. The ring's schedule reduces raw inputs for these types (see
-// net_reduce_parts.c), at the cost of every rank, not one per host, using the
-// network.
-static int
-hier_rounds_partials(const shoal_request *req)
-{
-    return req->algo == SHI_ALGO_HIER && req->kind == SHI_OP_ALLREDUCE
-        && (req->dtype == SHOAL_FLOAT16 || req->dtype == SHOAL_BFLOAT16);
-}
-
-// The algorithm of a collective about to start: barrier and broadcast are
-// not selected at submission.
-static const shi_algo_desc *
-choose(shoal_comm *comm, shoal_request *req)
-{
-    shi_coll coll = shi_coll_of_op(req->kind);
-
-    if (!(comm->algos_available & SHI_ALGO_BIT(req->algo))
-        || shi_algo_find(coll, req->algo) == NULL) {
-        size_t bytes
-            = req->kind == SHI_OP_BCAST ? req->count * shi_req_esize(req) : 0;
-        req->algo = shi_select(
-            comm->select, coll, bytes, comm->size, comm->algos_available);
-    }
-    if (hier_rounds_partials(req)) {
-        req->algo = SHI_ALGO_RING;
-    }
-    return shi_algo_find(coll, req->algo);
-}
-
 int
 shi_net_coll_step(shoal_comm *comm)
 {
@@ -371,8 +338,8 @@ shi_net_coll_step(shoal_comm *comm)
             return n;
         }
         const shi_algo_desc *d = req->impl;
-        if (d == NULL) { // not started: choose, once
-            d         = choose(comm, req);
+        if (d == NULL) { // not started: the row chosen at submission
+            d         = shi_algo_find(shi_coll_of_op(req->kind), req->algo);
             req->impl = d;
         }
         if (d != NULL && d->step != NULL) { // runs itself (host-aware)
