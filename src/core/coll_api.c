@@ -18,7 +18,6 @@
 
 // What one call looks like before checks.
 struct coll_call {
-    const char     *name;
     int             kind;
     const void     *send;
     void           *recv;
@@ -28,6 +27,13 @@ struct coll_call {
     shoal_reduce_op op;
     int             root; // -1: none
 };
+
+// The collective's name in messages ("all_reduce").
+static inline const char *
+call_name(const struct coll_call *c)
+{
+    return shi_op_props_of(c->kind)->name;
+}
 
 static int coll_error(shoal_comm *comm, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -61,10 +67,10 @@ check_counts(shoal_comm *comm, const struct coll_call *c)
     const shi_op_props *p = shi_op_props_of(c->kind);
 
     if (p->counts && c->counts == NULL) {
-        return coll_error(comm, "%s: the counts array is NULL", c->name);
+        return coll_error(comm, "%s: the counts array is NULL", call_name(c));
     }
     if (p->rcounts && c->rcounts == NULL) {
-        return coll_error(comm, "%s: recvcounts is NULL", c->name);
+        return coll_error(comm, "%s: recvcounts is NULL", call_name(c));
     }
     return SHOAL_OK;
 }
@@ -81,11 +87,11 @@ check_buffers(shoal_comm *comm, const struct coll_call *c, size_t es)
             : c->kind == SHI_OP_BCAST                   ? "buf"
                                                         : "recvbuf";
         return coll_error(comm, "%s: %s is NULL but holds %zu elements",
-            c->name, which, send > 0 && c->send == NULL ? send : recv);
+            call_name(c), which, send > 0 && c->send == NULL ? send : recv);
     }
     if (send > SIZE_MAX / es / 2 || recv > SIZE_MAX / es / 2) {
         return coll_error(
-            comm, "%s: counts overflow the buffer size", c->name);
+            comm, "%s: counts overflow the buffer size", call_name(c));
     }
     const unsigned char *s = c->send, *r = c->recv;
     int                  overlap
@@ -95,7 +101,7 @@ check_buffers(shoal_comm *comm, const struct coll_call *c, size_t es)
             "%s: sendbuf and recvbuf overlap, which is "
             "not this collective's in-place form (see "
             "shoal.h)",
-            c->name);
+            call_name(c));
     }
     return SHOAL_OK;
 }
@@ -108,21 +114,21 @@ check_call(shoal_comm *comm, const struct coll_call *c)
 
     if (comm == NULL) {
         return shi_error(
-            SHOAL_EINVAL, "%s: the communicator is NULL", c->name);
+            SHOAL_EINVAL, "%s: the communicator is NULL", call_name(c));
     }
     if (es == 0) {
         return coll_error(comm, "%s: unknown dtype %d (see shoal_dtype)",
-            c->name, (int) c->dtype);
+            call_name(c), (int) c->dtype);
     }
     const shi_op_props *p = shi_op_props_of(c->kind);
 
     if (p->rooted && (c->root < 0 || c->root >= comm->size)) {
-        return coll_error(comm, "%s: root %d is outside 0..%d", c->name,
+        return coll_error(comm, "%s: root %d is outside 0..%d", call_name(c),
             c->root, comm->size - 1);
     }
     if (p->reduces && shi_reduce_check(c->dtype, c->op) != SHOAL_OK) {
         return shi_comm_error(
-            comm, shi_error_wrap(SHOAL_EINVAL, "%s", c->name));
+            comm, shi_error_wrap(SHOAL_EINVAL, "%s", call_name(c)));
     }
     if ((st = check_counts(comm, c)) != SHOAL_OK) {
         return st;
@@ -204,7 +210,7 @@ forced_algo(
             shi_error(SHOAL_ENOTSUP,
                 "%s: algorithm '%s' cannot run it on communicator '%s' (%s "
                 "transport); available: %s",
-                c->name, name, comm->name, comm->tp->name, have));
+                call_name(c), name, comm->name, comm->tp->name, have));
     }
     *out = (int) a;
     return SHOAL_OK;
@@ -232,7 +238,7 @@ note_choice(shoal_comm *comm, const struct coll_call *c, int algo,
         shi_log(first ? SHI_LOG_INFO : SHI_LOG_TRACE,
             "communicator '%s': %s of %zu bytes on %d ranks runs %s, chosen "
             "by %s%s",
-            comm->name, c->name, bytes, comm->size, shi_algo_name(algo),
+            comm->name, call_name(c), bytes, comm->size, shi_algo_name(algo),
             shi_rule_source_name(source),
             first ? " (said once per algorithm and source; "
                     "SHOAL_DEBUG=TRACE says it for every call)"
@@ -263,7 +269,7 @@ choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
                 shi_error(SHOAL_ENOTSUP,
                     "%s: algorithm '%s' cannot run a %s call (its file says "
                     "why); name another or pass NULL",
-                    c->name, forced, shoal_dtype_name(c->dtype)));
+                    call_name(c), forced, shoal_dtype_name(c->dtype)));
         }
     } else {
         for (;;) {
@@ -281,7 +287,7 @@ choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
                 shi_error(SHOAL_ENOTSUP,
                     "%s: no algorithm of communicator '%s' (%s transport) "
                     "can run this call",
-                    c->name, comm->name, comm->tp->name));
+                    call_name(c), comm->name, comm->tp->name));
         }
     }
     note_choice(comm, c, algo, source, bytes);
@@ -329,42 +335,48 @@ coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
     return st;
 }
 
+// The i-form of a collective: coll_run with a request to return.
+static int
+coll_start(shoal_comm *comm, const struct coll_call *c, shoal_request **req)
+{
+    if (req == NULL) {
+        char what[40];
+        snprintf(what, sizeof(what), "i%s", call_name(c));
+        return shi_missing_req(what);
+    }
+    return coll_run(comm, c, req);
+}
+
+// Each collective's call, as both its entry points describe it.
 #define CALL(...) ((struct coll_call) { __VA_ARGS__ })
+
+#define ALL_REDUCE_CALL                                                       \
+    CALL(.kind = SHI_OP_ALLREDUCE, .send = sendbuf, .recv = recvbuf,          \
+        .count = count, .dtype = dtype, .op = op, .root = -1)
 
 int
 shoal_all_reduce(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, shoal_reduce_op op)
 {
-    return coll_run(comm,
-        &CALL(.name = "all_reduce", .kind = SHI_OP_ALLREDUCE, .send = sendbuf,
-            .recv = recvbuf, .count = count, .dtype = dtype, .op = op,
-            .root = -1),
-        NULL);
+    return coll_run(comm, &ALL_REDUCE_CALL, NULL);
 }
 
 int
 shoal_iall_reduce(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, shoal_reduce_op op, shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("iall_reduce");
-    }
-    return coll_run(comm,
-        &CALL(.name = "all_reduce", .kind = SHI_OP_ALLREDUCE, .send = sendbuf,
-            .recv = recvbuf, .count = count, .dtype = dtype, .op = op,
-            .root = -1),
-        req);
+    return coll_start(comm, &ALL_REDUCE_CALL, req);
 }
+
+#define REDUCE_CALL                                                           \
+    CALL(.kind = SHI_OP_REDUCE, .send = sendbuf, .recv = recvbuf,             \
+        .count = count, .dtype = dtype, .op = op, .root = root)
 
 int
 shoal_reduce(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, shoal_reduce_op op, int root)
 {
-    return coll_run(comm,
-        &CALL(.name = "reduce", .kind = SHI_OP_REDUCE, .send = sendbuf,
-            .recv = recvbuf, .count = count, .dtype = dtype, .op = op,
-            .root = root),
-        NULL);
+    return coll_run(comm, &REDUCE_CALL, NULL);
 }
 
 int
@@ -372,73 +384,54 @@ shoal_ireduce(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, shoal_reduce_op op, int root,
     shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("ireduce");
-    }
-    return coll_run(comm,
-        &CALL(.name = "reduce", .kind = SHI_OP_REDUCE, .send = sendbuf,
-            .recv = recvbuf, .count = count, .dtype = dtype, .op = op,
-            .root = root),
-        req);
+    return coll_start(comm, &REDUCE_CALL, req);
 }
+
+#define ALL_GATHER_CALL                                                       \
+    CALL(.kind = SHI_OP_ALLGATHER, .send = sendbuf, .recv = recvbuf,          \
+        .count = count, .dtype = dtype, .root = -1)
 
 int
 shoal_all_gather(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype)
 {
-    return coll_run(comm,
-        &CALL(.name = "all_gather", .kind = SHI_OP_ALLGATHER, .send = sendbuf,
-            .recv = recvbuf, .count = count, .dtype = dtype, .root = -1),
-        NULL);
+    return coll_run(comm, &ALL_GATHER_CALL, NULL);
 }
 
 int
 shoal_iall_gather(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("iall_gather");
-    }
-    return coll_run(comm,
-        &CALL(.name = "all_gather", .kind = SHI_OP_ALLGATHER, .send = sendbuf,
-            .recv = recvbuf, .count = count, .dtype = dtype, .root = -1),
-        req);
+    return coll_start(comm, &ALL_GATHER_CALL, req);
 }
+
+#define ALL_GATHER_V_CALL                                                     \
+    CALL(.kind = SHI_OP_ALLGATHERV, .send = sendbuf, .recv = recvbuf,         \
+        .counts = recvcounts, .dtype = dtype, .root = -1)
 
 int
 shoal_all_gather_v(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     const size_t *recvcounts, shoal_dtype dtype)
 {
-    return coll_run(comm,
-        &CALL(.name = "all_gather_v", .kind = SHI_OP_ALLGATHERV,
-            .send = sendbuf, .recv = recvbuf, .counts = recvcounts,
-            .dtype = dtype, .root = -1),
-        NULL);
+    return coll_run(comm, &ALL_GATHER_V_CALL, NULL);
 }
 
 int
 shoal_iall_gather_v(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     const size_t *recvcounts, shoal_dtype dtype, shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("iall_gather_v");
-    }
-    return coll_run(comm,
-        &CALL(.name = "all_gather_v", .kind = SHI_OP_ALLGATHERV,
-            .send = sendbuf, .recv = recvbuf, .counts = recvcounts,
-            .dtype = dtype, .root = -1),
-        req);
+    return coll_start(comm, &ALL_GATHER_V_CALL, req);
 }
+
+#define REDUCE_SCATTER_CALL                                                   \
+    CALL(.kind = SHI_OP_REDUCE_SCATTER, .send = sendbuf, .recv = recvbuf,     \
+        .count = recvcount, .dtype = dtype, .op = op, .root = -1)
 
 int
 shoal_reduce_scatter(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t recvcount, shoal_dtype dtype, shoal_reduce_op op)
 {
-    return coll_run(comm,
-        &CALL(.name = "reduce_scatter", .kind = SHI_OP_REDUCE_SCATTER,
-            .send = sendbuf, .recv = recvbuf, .count = recvcount,
-            .dtype = dtype, .op = op, .root = -1),
-        NULL);
+    return coll_run(comm, &REDUCE_SCATTER_CALL, NULL);
 }
 
 int
@@ -446,25 +439,18 @@ shoal_ireduce_scatter(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t recvcount, shoal_dtype dtype, shoal_reduce_op op,
     shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("ireduce_scatter");
-    }
-    return coll_run(comm,
-        &CALL(.name = "reduce_scatter", .kind = SHI_OP_REDUCE_SCATTER,
-            .send = sendbuf, .recv = recvbuf, .count = recvcount,
-            .dtype = dtype, .op = op, .root = -1),
-        req);
+    return coll_start(comm, &REDUCE_SCATTER_CALL, req);
 }
+
+#define REDUCE_SCATTER_V_CALL                                                 \
+    CALL(.kind = SHI_OP_REDUCE_SCATTERV, .send = sendbuf, .recv = recvbuf,    \
+        .counts = recvcounts, .dtype = dtype, .op = op, .root = -1)
 
 int
 shoal_reduce_scatter_v(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     const size_t *recvcounts, shoal_dtype dtype, shoal_reduce_op op)
 {
-    return coll_run(comm,
-        &CALL(.name = "reduce_scatter_v", .kind = SHI_OP_REDUCE_SCATTERV,
-            .send = sendbuf, .recv = recvbuf, .counts = recvcounts,
-            .dtype = dtype, .op = op, .root = -1),
-        NULL);
+    return coll_run(comm, &REDUCE_SCATTER_V_CALL, NULL);
 }
 
 int
@@ -472,49 +458,38 @@ shoal_ireduce_scatter_v(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     const size_t *recvcounts, shoal_dtype dtype, shoal_reduce_op op,
     shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("ireduce_scatter_v");
-    }
-    return coll_run(comm,
-        &CALL(.name = "reduce_scatter_v", .kind = SHI_OP_REDUCE_SCATTERV,
-            .send = sendbuf, .recv = recvbuf, .counts = recvcounts,
-            .dtype = dtype, .op = op, .root = -1),
-        req);
+    return coll_start(comm, &REDUCE_SCATTER_V_CALL, req);
 }
+
+#define ALL_TO_ALL_CALL                                                       \
+    CALL(.kind = SHI_OP_ALLTOALL, .send = sendbuf, .recv = recvbuf,           \
+        .count = count, .dtype = dtype, .root = -1)
 
 int
 shoal_all_to_all(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype)
 {
-    return coll_run(comm,
-        &CALL(.name = "all_to_all", .kind = SHI_OP_ALLTOALL, .send = sendbuf,
-            .recv = recvbuf, .count = count, .dtype = dtype, .root = -1),
-        NULL);
+    return coll_run(comm, &ALL_TO_ALL_CALL, NULL);
 }
 
 int
 shoal_iall_to_all(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("iall_to_all");
-    }
-    return coll_run(comm,
-        &CALL(.name = "all_to_all", .kind = SHI_OP_ALLTOALL, .send = sendbuf,
-            .recv = recvbuf, .count = count, .dtype = dtype, .root = -1),
-        req);
+    return coll_start(comm, &ALL_TO_ALL_CALL, req);
 }
+
+#define ALL_TO_ALL_V_CALL                                                     \
+    CALL(.kind = SHI_OP_ALLTOALLV, .send = sendbuf, .recv = recvbuf,          \
+        .counts = sendcounts, .rcounts = recvcounts, .dtype = dtype,          \
+        .root = -1)
 
 int
 shoal_all_to_all_v(shoal_comm *comm, const void *sendbuf,
     const size_t *sendcounts, void *recvbuf, const size_t *recvcounts,
     shoal_dtype dtype)
 {
-    return coll_run(comm,
-        &CALL(.name = "all_to_all_v", .kind = SHI_OP_ALLTOALLV,
-            .send = sendbuf, .recv = recvbuf, .counts = sendcounts,
-            .rcounts = recvcounts, .dtype = dtype, .root = -1),
-        NULL);
+    return coll_run(comm, &ALL_TO_ALL_V_CALL, NULL);
 }
 
 int
@@ -522,90 +497,65 @@ shoal_iall_to_all_v(shoal_comm *comm, const void *sendbuf,
     const size_t *sendcounts, void *recvbuf, const size_t *recvcounts,
     shoal_dtype dtype, shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("iall_to_all_v");
-    }
-    return coll_run(comm,
-        &CALL(.name = "all_to_all_v", .kind = SHI_OP_ALLTOALLV,
-            .send = sendbuf, .recv = recvbuf, .counts = sendcounts,
-            .rcounts = recvcounts, .dtype = dtype, .root = -1),
-        req);
+    return coll_start(comm, &ALL_TO_ALL_V_CALL, req);
 }
+
+#define GATHER_CALL                                                           \
+    CALL(.kind = SHI_OP_GATHER, .send = sendbuf, .recv = recvbuf,             \
+        .count = count, .dtype = dtype, .root = root)
 
 int
 shoal_gather(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, int root)
 {
-    return coll_run(comm,
-        &CALL(.name = "gather", .kind = SHI_OP_GATHER, .send = sendbuf,
-            .recv = recvbuf, .count = count, .dtype = dtype, .root = root),
-        NULL);
+    return coll_run(comm, &GATHER_CALL, NULL);
 }
 
 int
 shoal_igather(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, int root, shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("igather");
-    }
-    return coll_run(comm,
-        &CALL(.name = "gather", .kind = SHI_OP_GATHER, .send = sendbuf,
-            .recv = recvbuf, .count = count, .dtype = dtype, .root = root),
-        req);
+    return coll_start(comm, &GATHER_CALL, req);
 }
+
+#define SCATTER_CALL                                                          \
+    CALL(.kind = SHI_OP_SCATTER, .send = sendbuf, .recv = recvbuf,            \
+        .count = count, .dtype = dtype, .root = root)
 
 int
 shoal_scatter(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, int root)
 {
-    return coll_run(comm,
-        &CALL(.name = "scatter", .kind = SHI_OP_SCATTER, .send = sendbuf,
-            .recv = recvbuf, .count = count, .dtype = dtype, .root = root),
-        NULL);
+    return coll_run(comm, &SCATTER_CALL, NULL);
 }
 
 int
 shoal_iscatter(shoal_comm *comm, const void *sendbuf, void *recvbuf,
     size_t count, shoal_dtype dtype, int root, shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("iscatter");
-    }
-    return coll_run(comm,
-        &CALL(.name = "scatter", .kind = SHI_OP_SCATTER, .send = sendbuf,
-            .recv = recvbuf, .count = count, .dtype = dtype, .root = root),
-        req);
+    return coll_start(comm, &SCATTER_CALL, req);
 }
 
-// ---- algorithms, for tuners ---------------------------------------------
+#define BROADCAST_CALL                                                        \
+    CALL(.kind = SHI_OP_BCAST, .recv = buf, .count = count, .dtype = dtype,   \
+        .root = root)
 
 int
 shoal_broadcast(
     shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype, int root)
 {
-    return coll_run(comm,
-        &CALL(.name = "broadcast", .kind = SHI_OP_BCAST, .recv = buf,
-            .count = count, .dtype = dtype, .root = root),
-        NULL);
+    return coll_run(comm, &BROADCAST_CALL, NULL);
 }
 
 int
 shoal_ibroadcast(shoal_comm *comm, void *buf, size_t count, shoal_dtype dtype,
     int root, shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("ibroadcast");
-    }
-    return coll_run(comm,
-        &CALL(.name = "broadcast", .kind = SHI_OP_BCAST, .recv = buf,
-            .count = count, .dtype = dtype, .root = root),
-        req);
+    return coll_start(comm, &BROADCAST_CALL, req);
 }
 
 #define BARRIER_CALL                                                          \
-    CALL(.name = "barrier", .kind = SHI_OP_BARRIER, .dtype = SHOAL_UINT8,     \
-        .root = -1)
+    CALL(.kind = SHI_OP_BARRIER, .dtype = SHOAL_UINT8, .root = -1)
 
 // The barrier implies a sync (the native communicator view's contract):
 // when it returns, every operation this rank issued before it completed.
@@ -622,10 +572,7 @@ shoal_barrier(shoal_comm *comm)
 int
 shoal_ibarrier(shoal_comm *comm, shoal_request **req)
 {
-    if (req == NULL) {
-        return shi_missing_req("ibarrier");
-    }
-    return coll_run(comm, &BARRIER_CALL, req);
+    return coll_start(comm, &BARRIER_CALL, req);
 }
 
 static int
