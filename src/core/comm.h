@@ -27,31 +27,10 @@ enum shi_peer_state {
     SHI_PEER_DEAD, // connection lost without a goodbye
 };
 
-// A message that arrived before its receive was posted (small ones only).
-struct shi_unexpected {
-    struct shi_unexpected *next;
-    uint64_t               arrival; // comm->p2p_arrivals when first seen
-    int                    tag;
-    size_t                 bytes;
-    unsigned char          data[];
-};
-
 struct shi_peer {
     atomic_int state;
     int        pid;
     char       host[64];
-    // Point-to-point state, under the comm lock.
-    shi_req_queue          sends; // sends to this peer, in issue order
-    shi_req_queue          recvs; // posted receives from it, in post order
-    struct shi_unexpected *unexpected, *unexpected_tail;
-    shoal_request         *active_recv; // consuming a multi-slot message
-    // Arrival number of the message waiting at the head of the channel for
-    // its receive (too large to buffer), 0 if none: any-source receives
-    // take messages in arrival order, buffered or not.
-    uint64_t head_seen;
-    uint64_t send_slot; // next slot we write to it
-    uint64_t send_free; // slots known free up to (exclusive)
-    uint64_t recv_slot; // next slot we read from it
     // Collective state.
     uint64_t box_slot; // next slot of this peer's outbox
     uint32_t coll_checked; // collectives verified against this peer
@@ -112,8 +91,6 @@ struct shoal_comm {
     int            shutdown;
     uint32_t       coll_seq;
     uint64_t       p2p_seq;
-    int64_t        unexpected_bytes;
-    shi_req_queue  any_recvs; // any-source receives not matched, post order
     shoal_request *owned; // non-blocking requests not freed yet (onext)
     // The first failure among untracked requests (a send or receive issued
     // without a request handle), until shoal_comm_sync reports it.
@@ -121,7 +98,6 @@ struct shoal_comm {
     char      untracked_text[SHI_ERROR_TEXT_MAX];
     unsigned  fork_generation; // forked.c: the process it belongs to
     int       creator_pid;
-    uint64_t  p2p_arrivals; // messages seen before their receive
     int       p2p_active; // incomplete sends and receives
     pthread_t progress_thread;
     int       progress_started;

@@ -62,16 +62,9 @@ shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
     req->xfer = NULL;
     if (req->step != NULL) {
         shi_queue_remove(&comm->stepped, req);
-    } else if (req->kind == SHI_OP_SEND) {
-        shi_queue_remove(&comm->peers[req->peer].sends, req);
-    } else if (req->kind == SHI_OP_RECV && req->source < 0) {
-        shi_queue_remove(&comm->any_recvs, req); // any-source, not matched
-    } else if (req->kind == SHI_OP_RECV) {
-        struct shi_peer *p = &comm->peers[req->source];
-        if (p->active_recv == req) {
-            p->active_recv = NULL;
-        } else {
-            shi_queue_remove(&p->recvs, req);
+    } else if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
+        if (comm->tp->p2p_forget != NULL) {
+            comm->tp->p2p_forget(comm, req);
         }
     } else {
         shi_queue_remove(&comm->colls, req);

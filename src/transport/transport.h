@@ -96,6 +96,11 @@ struct shi_transport_ops {
     // Whether p2p_post takes requests whose bytes lie in a strided layout
     // (req->layout); where 0 the layers above pack them first.
     int p2p_strided;
+    // A posted send or receive ends before the transport finished it (the
+    // communicator failed, or its deadline passed): take it out of the
+    // transport's queues. Under the lock. NULL where abort_flush already
+    // dropped everything of a failed operation.
+    void (*p2p_forget)(struct shoal_comm *comm, shoal_request *req);
 
     // --- progress -------------------------------------------------------
     // Moves whatever can move (messages, peers' news); returns units of

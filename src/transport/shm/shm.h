@@ -11,9 +11,38 @@
 #include "core/comm.h"
 #include "transport/shm/shm_segment.h"
 
+// A message that arrived before its receive was posted (small ones only).
+struct shi_unexpected {
+    struct shi_unexpected *next;
+    uint64_t               arrival; // comm->p2p_arrivals when first seen
+    int                    tag;
+    size_t                 bytes;
+    unsigned char          data[];
+};
+
+// Point-to-point state per peer (shm_p2p.c), under the comm lock.
+struct shi_shm_peer {
+    shi_req_queue          sends; // sends to this peer, in issue order
+    shi_req_queue          recvs; // posted receives from it, in post order
+    struct shi_unexpected *unexpected, *unexpected_tail;
+    shoal_request         *active_recv; // consuming a multi-slot message
+    // Arrival number of the message waiting at the head of the channel for
+    // its receive (too large to buffer), 0 if none: any-source receives
+    // take messages in arrival order, buffered or not.
+    uint64_t head_seen;
+    uint64_t send_slot; // next slot we write to it
+    uint64_t send_free; // slots known free up to (exclusive)
+    uint64_t recv_slot; // next slot we read from it
+};
+
 struct shi_shm {
     shm_segment seg; // comm->mapped once mapped
     int *fds; // per rank: unix socket to that peer (-1: none, ourselves)
+    // Point to point (shm_p2p.c), under the comm lock.
+    struct shi_shm_peer *peers; // per rank
+    shi_req_queue        any_recvs; // any-source receives not matched
+    uint64_t             p2p_arrivals; // messages seen before their receive
+    int64_t              unexpected_bytes; // buffered, all peers
     // Liveness watcher (shm_watch.c).
     pthread_t watch_thread;
     int       watch_started;
@@ -36,6 +65,9 @@ int shi_shm_setup(
 void shi_shm_p2p_post(shoal_comm *comm, shoal_request *req);
 int  shi_shm_p2p_step(shoal_comm *comm);
 void shi_shm_p2p_discard(shoal_comm *comm);
+// Takes a request that ends before the channel finished it (a failure)
+// out of the queues (transport.h: p2p_forget).
+void shi_shm_p2p_forget(shoal_comm *comm, shoal_request *req);
 
 // Liveness watcher (shm_watch.c).
 int  shi_shm_watch_start(shoal_comm *comm);

@@ -73,7 +73,7 @@ stream_copy(const shoal_request *r, uint64_t at, unsigned char *to,
 static void
 consume_slot(shoal_comm *comm, int src)
 {
-    struct shi_peer *p = &comm->peers[src];
+    struct shi_shm_peer *p = &shi_shm_of(comm)->peers[src];
 
     p->recv_slot++;
     atomic_store_explicit(&shm_p2p_tail(comm->mapped, src, comm->rank)->tail,
@@ -98,10 +98,10 @@ size_mismatch(shoal_comm *comm, int src, int tag, uint64_t sent,
 static int
 buffer_unexpected(shoal_comm *comm, int src, struct shm_slot_header *h)
 {
-    struct shi_peer       *p = &comm->peers[src];
+    struct shi_shm_peer   *p = &shi_shm_of(comm)->peers[src];
     struct shi_unexpected *u;
 
-    if (comm->unexpected_bytes + (int64_t) h->chunk_bytes
+    if (shi_shm_of(comm)->unexpected_bytes + (int64_t) h->chunk_bytes
         > P2P_UNEXPECTED_MAX) {
         return 0;
     }
@@ -109,10 +109,11 @@ buffer_unexpected(shoal_comm *comm, int src, struct shm_slot_header *h)
     if (u == NULL) {
         return 0;
     }
-    u->next    = NULL;
-    u->arrival = p->head_seen != 0 ? p->head_seen : ++comm->p2p_arrivals;
-    u->tag     = (int) h->tag;
-    u->bytes   = h->chunk_bytes;
+    u->next = NULL;
+    u->arrival
+        = p->head_seen != 0 ? p->head_seen : ++shi_shm_of(comm)->p2p_arrivals;
+    u->tag   = (int) h->tag;
+    u->bytes = h->chunk_bytes;
     if (h->chunk_bytes > 0) {
         memcpy(u->data, shm_slot_data(h), h->chunk_bytes);
     }
@@ -123,7 +124,7 @@ buffer_unexpected(shoal_comm *comm, int src, struct shm_slot_header *h)
     }
     p->unexpected_tail = u;
     p->head_seen       = 0;
-    comm->unexpected_bytes += (int64_t) u->bytes;
+    shi_shm_of(comm)->unexpected_bytes += (int64_t) u->bytes;
     consume_slot(comm, src);
     return 1;
 }
@@ -144,12 +145,12 @@ first_with_tag(const shi_req_queue *q, int tag)
 static shoal_request *
 take_posted(shoal_comm *comm, int src, int tag)
 {
-    struct shi_peer *p     = &comm->peers[src];
-    shoal_request   *named = first_with_tag(&p->recvs, tag);
-    shoal_request   *any   = first_with_tag(&comm->any_recvs, tag);
+    struct shi_shm_peer *p     = &shi_shm_of(comm)->peers[src];
+    shoal_request       *named = first_with_tag(&p->recvs, tag);
+    shoal_request *any = first_with_tag(&shi_shm_of(comm)->any_recvs, tag);
 
     if (any != NULL && (named == NULL || any->seq < named->seq)) {
-        shi_queue_remove(&comm->any_recvs, any);
+        shi_queue_remove(&shi_shm_of(comm)->any_recvs, any);
         any->source     = src;
         any->blocked_on = src; // from now on it needs this sender only
         return any;
@@ -163,10 +164,10 @@ take_posted(shoal_comm *comm, int src, int tag)
 // The message at the head of src's channel found no receive: number it
 // once, so any-source receives can weigh it against buffered ones.
 static void
-note_waiting_head(shoal_comm *comm, struct shi_peer *p)
+note_waiting_head(shoal_comm *comm, struct shi_shm_peer *p)
 {
     if (p->head_seen == 0) {
-        p->head_seen = ++comm->p2p_arrivals;
+        p->head_seen = ++shi_shm_of(comm)->p2p_arrivals;
     }
 }
 
@@ -210,8 +211,8 @@ read_from_sender(
 static int
 recv_step(shoal_comm *comm, int src)
 {
-    struct shi_peer *p = &comm->peers[src];
-    int              n = 0;
+    struct shi_shm_peer *p = &shi_shm_of(comm)->peers[src];
+    int                  n = 0;
 
     for (;;) {
         struct shm_slot_header *h
@@ -306,11 +307,11 @@ read_done(shoal_comm *comm, int dst, const shoal_request *r)
 static int
 send_step(shoal_comm *comm, int dst)
 {
-    struct shi_peer *p     = &comm->peers[dst];
-    uint32_t         slots = comm->mapped->p2p_slots;
-    size_t           max   = comm->mapped->p2p_slot_bytes;
-    int              n     = 0;
-    shoal_request   *r;
+    struct shi_shm_peer *p     = &shi_shm_of(comm)->peers[dst];
+    uint32_t             slots = comm->mapped->p2p_slots;
+    size_t               max   = comm->mapped->p2p_slot_bytes;
+    int                  n     = 0;
+    shoal_request       *r;
 
     while ((r = p->sends.head) != NULL) {
         if (r->p2p_read_slot != 0) {
@@ -368,7 +369,7 @@ shi_shm_p2p_step(shoal_comm *comm)
         if (peer == comm->rank) {
             continue;
         }
-        if (comm->peers[peer].sends.head != NULL) {
+        if (shi_shm_of(comm)->peers[peer].sends.head != NULL) {
             n += send_step(comm, peer);
         }
         n += recv_step(comm, peer);
@@ -380,7 +381,7 @@ shi_shm_p2p_step(shoal_comm *comm)
 // it in the list, NULL if it is the first), or NULL.
 static struct shi_unexpected *
 find_unexpected(
-    const struct shi_peer *p, int tag, struct shi_unexpected **prev)
+    const struct shi_shm_peer *p, int tag, struct shi_unexpected **prev)
 {
     *prev = NULL;
     for (struct shi_unexpected *u = p->unexpected; u; *prev = u, u = u->next) {
@@ -397,7 +398,7 @@ static void
 deliver_unexpected(shoal_comm *comm, int src, struct shi_unexpected *u,
     struct shi_unexpected *prev, shoal_request *req)
 {
-    struct shi_peer *p = &comm->peers[src];
+    struct shi_shm_peer *p = &shi_shm_of(comm)->peers[src];
 
     if (prev != NULL) {
         prev->next = u->next;
@@ -407,7 +408,7 @@ deliver_unexpected(shoal_comm *comm, int src, struct shi_unexpected *u,
     if (p->unexpected_tail == u) {
         p->unexpected_tail = prev;
     }
-    comm->unexpected_bytes -= (int64_t) u->bytes;
+    shi_shm_of(comm)->unexpected_bytes -= (int64_t) u->bytes;
     req->source = src;
     if (u->bytes != req->bytes) {
         size_mismatch(comm, src, u->tag, u->bytes, req);
@@ -423,7 +424,7 @@ deliver_unexpected(shoal_comm *comm, int src, struct shi_unexpected *u,
 static int
 head_waits_with_tag(shoal_comm *comm, int src, int tag)
 {
-    struct shi_peer *p = &comm->peers[src];
+    struct shi_shm_peer *p = &shi_shm_of(comm)->peers[src];
 
     return p->head_seen != 0 && p->active_recv == NULL
         && (int) shm_p2p_slot(comm->mapped, src, comm->rank, p->recv_slot)->tag
@@ -435,7 +436,7 @@ head_waits_with_tag(shoal_comm *comm, int src, int tag)
 static void
 bind_waiting_head(shoal_comm *comm, int src, shoal_request *req)
 {
-    struct shi_peer        *p = &comm->peers[src];
+    struct shi_shm_peer    *p = &shi_shm_of(comm)->peers[src];
     struct shm_slot_header *h
         = shm_p2p_slot(comm->mapped, src, comm->rank, p->recv_slot);
 
@@ -456,7 +457,7 @@ match_arrived(shoal_comm *comm, shoal_request *req)
 {
     struct shi_unexpected *prev, *u;
 
-    u = find_unexpected(&comm->peers[req->peer], req->tag, &prev);
+    u = find_unexpected(&shi_shm_of(comm)->peers[req->peer], req->tag, &prev);
     if (u != NULL) {
         deliver_unexpected(comm, req->peer, u, prev, req);
         return 1;
@@ -482,13 +483,13 @@ match_arrived_any(shoal_comm *comm, shoal_request *req)
         if (src == comm->rank) {
             continue;
         }
-        u = find_unexpected(&comm->peers[src], req->tag, &prev);
+        u = find_unexpected(&shi_shm_of(comm)->peers[src], req->tag, &prev);
         if (u != NULL && u->arrival < best_arrival) {
             best = u, best_prev = prev, best_arrival = u->arrival;
             best_src = src, best_is_head = 0;
         } else if (u == NULL && head_waits_with_tag(comm, src, req->tag)
-            && comm->peers[src].head_seen < best_arrival) {
-            best_arrival = comm->peers[src].head_seen;
+            && shi_shm_of(comm)->peers[src].head_seen < best_arrival) {
+            best_arrival = shi_shm_of(comm)->peers[src].head_seen;
             best_src = src, best_is_head = 1;
         }
     }
@@ -513,26 +514,45 @@ shi_shm_p2p_post(shoal_comm *comm, shoal_request *req)
     req->source     = req->peer;
     comm->p2p_active++;
     if (req->kind == SHI_OP_SEND) {
-        shi_queue_push(&comm->peers[req->peer].sends, req);
+        shi_queue_push(&shi_shm_of(comm)->peers[req->peer].sends, req);
         return;
     }
     if (any ? match_arrived_any(comm, req) : match_arrived(comm, req)) {
         return;
     }
-    shi_queue_push(
-        any ? &comm->any_recvs : &comm->peers[req->peer].recvs, req);
+    shi_queue_push(any ? &shi_shm_of(comm)->any_recvs
+                       : &shi_shm_of(comm)->peers[req->peer].recvs,
+        req);
 }
 
 void
 shi_shm_p2p_discard(shoal_comm *comm)
 {
-    for (int i = 0; i < comm->size; i++) {
-        struct shi_unexpected *u = comm->peers[i].unexpected;
+    struct shi_shm *sh = shi_shm_of(comm);
+
+    for (int i = 0; sh != NULL && sh->peers != NULL && i < comm->size; i++) {
+        struct shi_unexpected *u = sh->peers[i].unexpected;
         while (u != NULL) {
             struct shi_unexpected *next = u->next;
             free(u);
             u = next;
         }
-        comm->peers[i].unexpected = comm->peers[i].unexpected_tail = NULL;
+        sh->peers[i].unexpected = sh->peers[i].unexpected_tail = NULL;
+    }
+}
+
+void
+shi_shm_p2p_forget(shoal_comm *comm, shoal_request *req)
+{
+    struct shi_shm *sh = shi_shm_of(comm);
+
+    if (req->kind == SHI_OP_SEND) {
+        shi_queue_remove(&sh->peers[req->peer].sends, req);
+    } else if (req->source < 0) {
+        shi_queue_remove(&sh->any_recvs, req); // any-source, not matched
+    } else if (sh->peers[req->source].active_recv == req) {
+        sh->peers[req->source].active_recv = NULL;
+    } else {
+        shi_queue_remove(&sh->peers[req->source].recvs, req);
     }
 }

@@ -139,7 +139,12 @@ alloc_state(shoal_comm *comm)
     struct shi_shm *sh = calloc(1, sizeof(*sh));
 
     if (sh == NULL
-        || (sh->fds = malloc((size_t) comm->size * sizeof(int))) == NULL) {
+        || (sh->fds = malloc((size_t) comm->size * sizeof(int))) == NULL
+        || (sh->peers = calloc((size_t) comm->size, sizeof(*sh->peers)))
+            == NULL) {
+        if (sh != NULL) {
+            free(sh->fds);
+        }
         free(sh);
         return shi_error(SHOAL_ENOMEM, "out of memory");
     }

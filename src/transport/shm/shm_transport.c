@@ -43,6 +43,7 @@ shm_teardown(shoal_comm *comm)
             }
         }
         free(sh->fds);
+        free(sh->peers);
         free(sh);
         comm->tp_state = NULL;
     }
@@ -240,6 +241,7 @@ const struct shi_transport_ops shi_shm_transport = {
     .reaches              = shm_reaches,
     .peer_address         = shm_peer_address,
     .p2p_post             = shi_shm_p2p_post,
+    .p2p_forget           = shi_shm_p2p_forget,
     .p2p_strided          = 1,
     .progress             = shm_progress,
     .poll_abort           = shi_shm_adopt_abort,

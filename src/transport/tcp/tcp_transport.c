@@ -206,6 +206,7 @@ const struct shi_transport_ops shi_tcp_transport = {
     .reaches              = tcp_reaches,
     .peer_address         = tcp_peer_address,
     .p2p_post             = shi_tcp_p2p_post,
+    .p2p_forget           = NULL,
     .progress             = tcp_progress,
     .poll_abort           = NULL,
     .deaths_need_progress = 1,
