@@ -131,12 +131,27 @@ static const shi_select_rule select_defaults[] = {
 _Static_assert(
     SEL_NDEFAULTS <= SHI_SELECT_MAX_RULES, "the defaults must fit in a table");
 
+// Records where each collective's first rule is (the table's `first`).
+static void
+select_index(shi_select_table *t)
+{
+    for (int c = SHI_COLL_COUNT - 1; c >= 0; c--) {
+        t->first[c] = (int16_t) t->nrules;
+    }
+    for (int i = t->nrules - 1; i >= 0; i--) {
+        if (t->rules[i].coll < SHI_COLL_COUNT) {
+            t->first[t->rules[i].coll] = (int16_t) i;
+        }
+    }
+}
+
 void
 shi_select_defaults(shi_select_table *t)
 {
     memset(t, 0, sizeof(*t));
     memcpy(t->rules, select_defaults, sizeof(select_defaults));
     t->nrules = SEL_NDEFAULTS;
+    select_index(t);
 }
 
 static int
@@ -190,7 +205,7 @@ shi_select_why(const shi_select_table *t, shi_coll coll, size_t bytes,
     if (usable == 0) {
         return SHI_ALGO_NONE;
     }
-    for (int i = 0; i < t->nrules; i++) {
+    for (int i = t->first[coll]; i < t->nrules; i++) {
         const shi_select_rule *r = &t->rules[i];
         if (select_rule_matches(r, coll, bytes, nranks)
             && select_usable(r->algo, usable)) {
@@ -591,6 +606,7 @@ shi_select_parse_as(
         (size_t) t->nrules * sizeof(t->rules[0]));
     memcpy(t->rules, add.rules, (size_t) add.nrules * sizeof(add.rules[0]));
     t->nrules += add.nrules;
+    select_index(t);
     return 0;
 }
 

@@ -14,6 +14,7 @@
 #define SHI_SELECT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/op_props.h"
 
@@ -63,6 +64,11 @@ typedef struct shi_select_rule {
 typedef struct shi_select_table {
     int             nrules;
     shi_select_rule rules[SHI_SELECT_MAX_RULES]; // first match wins
+    // Where each collective's rules start, so that a choice (made on every
+    // call) skips the rules of the collectives before it. Kept by the
+    // functions below that fill the table; a table filled by hand, with
+    // these at 0, is read from its first rule.
+    int16_t first[SHI_COLL_COUNT];
 } shi_select_table;
 
 // An algorithm's name ("oneshot"), its registry rows' (registry.c); NULL

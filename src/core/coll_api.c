@@ -106,11 +106,11 @@ check_buffers(shoal_comm *comm, const struct coll_call *c, size_t es)
     return SHOAL_OK;
 }
 
+// Checks a call; its element size (0 for an unknown dtype) is `es`.
 static int
-check_call(shoal_comm *comm, const struct coll_call *c)
+check_call(shoal_comm *comm, const struct coll_call *c, size_t es)
 {
-    size_t es = shoal_dtype_size(c->dtype);
-    int    st;
+    int st;
 
     if (comm == NULL) {
         return shi_error(
@@ -272,7 +272,20 @@ choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
                     call_name(c), forced, shoal_dtype_name(c->dtype)));
         }
     } else {
-        for (;;) {
+        unsigned usable = offered & shi_algos_for(coll);
+        // One algorithm can run it here (barrier and broadcast over shared
+        // memory): every rule of the table would pick it. Only rank 0's
+        // INFO line, which names the rule, needs the table read.
+        if (usable != 0 && (usable & (usable - 1)) == 0
+            && (comm->rank != 0 || !shi_log_enabled(SHI_LOG_INFO))) {
+            source  = SHI_RULE_BUILTIN;
+            algo    = __builtin_ctz(usable);
+            offered = 0; // nothing else to fall back on
+            if (!shi_algo_accepts(shi_algo_find(coll, (shi_algo) algo), req)) {
+                algo = SHI_ALGO_NONE;
+            }
+        }
+        for (; algo == SHI_ALGO_NONE && offered != 0;) {
             algo = shi_select_why(
                 comm->select, coll, bytes, comm->size, offered, &source);
             if (algo == SHI_ALGO_NONE
@@ -300,16 +313,15 @@ coll_run(shoal_comm *comm, const struct coll_call *c, shoal_request **out)
 {
     shoal_call_opts opts = shi_call_opts_take();
     shoal_request   req;
-    size_t          es;
+    size_t          es = shoal_dtype_size(c->dtype);
     int             st;
 
     if (out != NULL) {
         *out = NULL;
     }
-    if ((st = check_call(comm, c)) != SHOAL_OK) {
+    if ((st = check_call(comm, c, es)) != SHOAL_OK) {
         return st;
     }
-    es = shoal_dtype_size(c->dtype);
     // v-collectives describe themselves by their total count.
     size_t count = c->counts != NULL && c->kind != SHI_OP_ALLTOALLV
         ? shi_counts_sum(c->counts, comm->size)

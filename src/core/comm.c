@@ -1,7 +1,6 @@
 // Communicator lifecycle: create, destroy, accessors, errors and aborts.
 #include "core/comm.h"
 
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,44 +104,6 @@ shi_comm_abort(shoal_comm *comm, int status, const char *fmt, ...)
     }
 }
 
-// Spinning only pays when every rank has a core of its own. Then a waiter
-// spins for 50 us, then yields the core in a loop up to 1 ms: a peer a
-// little late (computing between collectives) is met without a sleep,
-// whose wake-up costs 10-20 us on a VM, and yet a core shared with other
-// work (another job, data loaders) is handed over at once instead of being
-// burnt for a whole time slice (that made a loaded machine's 128 KiB
-// all-reduce take 2 ms). An idle communicator still sleeps after 1 ms. With
-// more ranks than cores, waiting ranks yield quickly so that the others
-// can run. What a waiter sees changes this per wait (engine.c,
-// wait_spin_ns): no spin while a peer waits on the same CPU.
-static void
-choose_wait_policy(shoal_comm *comm)
-{
-    cpu_set_t set;
-    long long spin_us, yield_us;
-    int       cpus = 1;
-
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        cpus = CPU_COUNT(&set);
-    }
-    comm->cpus         = cpus;
-    int oversubscribed = comm->size > cpus;
-    comm->spin_ns      = oversubscribed ? 2000 : 50000;
-    comm->yield_ns     = oversubscribed ? 0 : 1000000;
-    comm->yield_iter   = oversubscribed ? 50 : 20;
-    if (shi_env_int("SHOAL_SPIN_US", -1, &spin_us) == SHOAL_OK
-        && spin_us >= 0) {
-        comm->spin_ns
-            = (int) (spin_us > 1000000 ? 1000000000 : spin_us * 1000);
-    }
-    // SHOAL_YIELD_US=0: sleep right after the spin.
-    if (shi_env_int("SHOAL_YIELD_US", -1, &yield_us) == SHOAL_OK
-        && yield_us >= 0) {
-        comm->yield_ns   = yield_us > 1000000 ? 1000000000 : yield_us * 1000;
-        comm->yield_iter = yield_us == 0 ? 0 : comm->yield_iter;
-    }
-}
-
 int
 shi_comm_alloc(
     shoal_comm **out, const char *name, int rank, int size, int64_t timeout_ms)
@@ -165,8 +126,7 @@ shi_comm_alloc(
     comm->timeout_ms = timeout_ms;
     pthread_mutex_init(&comm->lock, NULL);
     pthread_mutex_init(&comm->err_lock, NULL);
-    pthread_cond_init(&comm->cv, NULL);
-    choose_wait_policy(comm);
+    shi_engine_init(comm);
     shi_fork_mark(comm);
     shi_leave_list(comm);
     *out = comm;
@@ -200,7 +160,7 @@ shi_comm_free(shoal_comm *comm)
     shi_store_ref_put(comm->store);
     pthread_mutex_destroy(&comm->lock);
     pthread_mutex_destroy(&comm->err_lock);
-    pthread_cond_destroy(&comm->cv);
+    shi_engine_destroy(comm);
     free(comm->host_first);
     free(comm->local_rank_of);
     free(comm->peers);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "core/engine_state.h"
 #include "core/op_props.h"
 #include "core/request.h"
 #include "platform/auth.h"
@@ -69,38 +70,19 @@ struct shoal_comm {
     // in it; NULL on other transports.
     struct shm_segment *mapped;
     struct shm_ctl     *my_ctl;
-    int                 spin_ns; // busy-wait budget before yielding
-    int                 yield_iter; // sched_yield rounds before sleeping ...
-    int64_t             yield_ns; // ... and at least this long since idle
-    int                 cpus; // CPUs this process may run on
-    // When a waiter sharing its CPU with a peer last asked to be moved
-    // (engine.c, wait_spin_ns); one asks at most every 10 ms.
-    _Atomic int64_t moved_ns;
 
-    // Progress engine (engine.c), under `lock`.
-    pthread_mutex_t lock;
-    pthread_cond_t  cv;
-    shi_req_queue   active; // every incomplete request, issue order
-    shi_req_queue   colls; // incomplete collectives, issue order
-    shi_req_queue   stepped; // incomplete requests with their own step
-    // Layers that need the transport read while no request is active (a
-    // window over a message transport: peers' puts arrive unannounced):
-    // the progress thread keeps polling while this is above 0.
-    int            listening;
-    int            app_drivers;
-    int            shutdown;
-    uint32_t       coll_seq;
-    uint64_t       p2p_seq;
-    shoal_request *owned; // non-blocking requests not freed yet (onext)
+    // The communicator's lock: its engine, transport and requests.
+    pthread_mutex_t   lock;
+    struct shi_engine engine; // engine.c's alone (core/engine_state.h)
+    uint64_t          p2p_seq;
+    shoal_request    *owned; // non-blocking requests not freed yet (onext)
     // The first failure among untracked requests (a send or receive issued
     // without a request handle), until shoal_comm_sync reports it.
-    int       untracked_failed;
-    char      untracked_text[SHI_ERROR_TEXT_MAX];
-    unsigned  fork_generation; // forked.c: the process it belongs to
-    int       creator_pid;
-    int       p2p_active; // incomplete sends and receives
-    pthread_t progress_thread;
-    int       progress_started;
+    int      untracked_failed;
+    char     untracked_text[SHI_ERROR_TEXT_MAX];
+    unsigned fork_generation; // forked.c: the process it belongs to
+    int      creator_pid;
+    int      p2p_active; // incomplete sends and receives
 
     // Collectives (src/algo): sync points passed, staging uses, whether
     // every rank can read every other's memory (process_vm_readv), the

@@ -1,6 +1,5 @@
 // The progress engine (see engine.h).
 #include "engine.h"
-#include "transport/upcalls.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -9,9 +8,11 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/env.h"
 #include "base/log.h"
 #include "platform/cpu_place.h"
 #include "platform/cpu_relax.h"
+#include "transport/upcalls.h"
 
 // How often the driver looks at deadlines and departed peers while it
 // sleeps: a dead peer is also announced by the watcher, so this only bounds
@@ -61,15 +62,15 @@ shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
     free(req->xfer);
     req->xfer = NULL;
     if (req->step != NULL) {
-        shi_queue_remove(&comm->stepped, req);
+        shi_queue_remove(&comm->engine.stepped, req);
     } else if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
         if (comm->tp->p2p_forget != NULL) {
             comm->tp->p2p_forget(comm, req);
         }
     } else {
-        shi_queue_remove(&comm->colls, req);
+        shi_queue_remove(&comm->engine.colls, req);
     }
-    queue_unlink_active(&comm->active, req);
+    queue_unlink_active(&comm->engine.active, req);
     req->in_engine = 0;
     if (shi_log_enabled(SHI_LOG_TRACE)) {
         char desc[256];
@@ -92,8 +93,8 @@ fail_all_locked(shoal_comm *comm)
 {
     int st = atomic_load(&comm->failed);
 
-    while (comm->active.head != NULL) {
-        shi_engine_complete(comm, comm->active.head, st);
+    while (comm->engine.active.head != NULL) {
+        shi_engine_complete(comm, comm->engine.active.head, st);
     }
 }
 
@@ -117,7 +118,7 @@ flush_abort_locked(shoal_comm *comm)
 static int
 step_each(shoal_comm *comm)
 {
-    shoal_request *req = comm->stepped.head, *next;
+    shoal_request *req = comm->engine.stepped.head, *next;
     int            n   = 0;
 
     for (; req != NULL && !atomic_load(&comm->failed); req = next) {
@@ -139,15 +140,15 @@ pass_locked(shoal_comm *comm)
         fail_all_locked(comm);
         return 1;
     }
-    if (comm->active.head == NULL && comm->listening == 0) {
+    if (comm->engine.active.head == NULL && comm->engine.listening == 0) {
         return 0;
     }
     int n = comm->tp->progress(comm);
-    if (comm->active.head == NULL) {
+    if (comm->engine.active.head == NULL) {
         return n;
     }
     n += comm->coll_step(comm);
-    return comm->stepped.head != NULL ? n + step_each(comm) : n;
+    return comm->engine.stepped.head != NULL ? n + step_each(comm) : n;
 }
 
 // After a look that moved `moved` units, wakes this rank's announced
@@ -201,7 +202,8 @@ waits_for_departed(shoal_comm *comm)
 {
     int orphans = -1; // all_others_departed, computed once if needed
 
-    for (shoal_request *r = comm->active.head; r != NULL; r = r->anext) {
+    for (shoal_request *r = comm->engine.active.head; r != NULL;
+         r                = r->anext) {
         int p = r->blocked_on;
         if (p >= 0 && atomic_load(&comm->peers[p].state) != SHI_PEER_LIVE) {
             return r;
@@ -275,7 +277,7 @@ housekeeping_locked(shoal_comm *comm, int64_t now)
     char           desc[256];
     shoal_request *r;
 
-    for (r = comm->active.head; r != NULL; r = r->anext) {
+    for (r = comm->engine.active.head; r != NULL; r = r->anext) {
         if (now > r->deadline && comm->tp->unreachable != NULL
             && !net_deadline_passed(comm, r, now)) {
             return;
@@ -338,7 +340,7 @@ is_done(shoal_comm *comm, shoal_request *req)
         return atomic_load_explicit(&req->status, memory_order_acquire)
             != SHOAL_INPROGRESS;
     }
-    return comm->active.head == NULL;
+    return comm->engine.active.head == NULL;
 }
 
 // Whether a driver is finished: `req` done (req NULL: nothing active), or,
@@ -348,8 +350,8 @@ static int
 drive_over(shoal_comm *comm, shoal_request *req, int app)
 {
     if (!app) {
-        return comm->app_drivers > 0 || comm->shutdown
-            || (is_done(comm, req) && comm->listening == 0);
+        return comm->engine.app_drivers > 0 || comm->engine.shutdown
+            || (is_done(comm, req) && comm->engine.listening == 0);
     }
     return is_done(comm, req);
 }
@@ -414,14 +416,15 @@ sleep_until_woken(
 static int
 move_off_peers_cpu(shoal_comm *comm, const cpu_set_t *peers, int64_t now)
 {
-    int64_t last = atomic_load_explicit(&comm->moved_ns, memory_order_relaxed);
+    int64_t last
+        = atomic_load_explicit(&comm->engine.moved_ns, memory_order_relaxed);
 
-    if (comm->size > comm->cpus || now - last < MOVE_EVERY_NS) {
+    if (comm->size > comm->engine.cpus || now - last < MOVE_EVERY_NS) {
         return 0;
     }
-    atomic_store_explicit(&comm->moved_ns, now, memory_order_relaxed);
+    atomic_store_explicit(&comm->engine.moved_ns, now, memory_order_relaxed);
     int runnable = shi_runnable_tasks();
-    return runnable >= 0 && runnable <= comm->cpus
+    return runnable >= 0 && runnable <= comm->engine.cpus
         && shi_move_off_cpu(peers) >= 0;
 }
 
@@ -446,7 +449,7 @@ wait_spin_ns(shoal_comm *comm, int app, int64_t now, int *peer_here)
         *peer_here = 1;
         return 0;
     }
-    return comm->spin_ns;
+    return comm->engine.spin_ns;
 }
 
 // Whether a waiter that spun in vain should yield before it sleeps. A
@@ -470,7 +473,7 @@ yield_helps(shoal_comm *comm, int peer_here)
         return 1;
     }
     runnable = shi_runnable_tasks();
-    return runnable < 0 || runnable <= comm->cpus;
+    return runnable < 0 || runnable <= comm->engine.cpus;
 }
 
 // Drives until `req` completes (req NULL: until nothing is active), the
@@ -489,8 +492,8 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
     // spins, and yields only briefly before sleeping, so that it costs an
     // application thread no CPU time it could use.
     int64_t spin_ns    = 0;
-    int     yield_iter = app ? comm->yield_iter : 2;
-    int64_t yield_ns   = app ? comm->yield_ns : 0;
+    int     yield_iter = app ? comm->engine.yield_iter : 2;
+    int64_t yield_ns   = app ? comm->engine.yield_ns : 0;
     int     peer_here  = 0; // a peer last waited on this CPU
     int     may_yield  = -1; // decided when the spin ends (-1: not yet)
 
@@ -569,8 +572,8 @@ drive_as_app(
 {
     drive(comm, req, deadline, 1, until);
     pthread_mutex_lock(&comm->lock);
-    if (--comm->app_drivers == 0 && comm->active.head != NULL) {
-        pthread_cond_signal(&comm->cv);
+    if (--comm->engine.app_drivers == 0 && comm->engine.active.head != NULL) {
+        pthread_cond_signal(&comm->engine.cv);
     }
     pthread_mutex_unlock(&comm->lock);
     return atomic_load_explicit(&req->status, memory_order_acquire);
@@ -592,7 +595,7 @@ shi_engine_wait_until(shoal_request *req, int64_t deadline, int64_t until)
 
     if (st == SHOAL_INPROGRESS) {
         pthread_mutex_lock(&comm->lock);
-        comm->app_drivers++;
+        comm->engine.app_drivers++;
         pthread_mutex_unlock(&comm->lock);
         st = drive_as_app(comm, req, deadline, until);
     }
@@ -635,28 +638,28 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
         return shi_comm_error(comm, SHOAL_EABORTED);
     }
     req->in_engine = 1;
-    queue_push_active(&comm->active, req);
+    queue_push_active(&comm->engine.active, req);
     if (req->step != NULL) {
-        shi_queue_push(&comm->stepped, req);
+        shi_queue_push(&comm->engine.stepped, req);
     } else if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
         comm->tp->p2p_post(comm, req);
     } else {
-        req->seq = ++comm->coll_seq;
-        shi_queue_push(&comm->colls, req);
+        req->seq = ++comm->engine.coll_seq;
+        shi_queue_push(&comm->engine.colls, req);
     }
     step_locked(comm);
     st = atomic_load_explicit(&req->status, memory_order_acquire);
     if (st == SHOAL_INPROGRESS && blocking) {
         // The caller drives it from here (the same critical section
         // announces it, saving a lock round trip on the fast path).
-        comm->app_drivers++;
+        comm->engine.app_drivers++;
         pthread_mutex_unlock(&comm->lock);
         st = drive_as_app(comm, req, req->deadline, SHI_NO_DEADLINE);
     } else {
         if (st == SHOAL_INPROGRESS && !req->caller_waits) {
             // The progress thread may sleep on the doorbell or on the cv.
             shi_ring(comm, comm->rank, 0);
-            pthread_cond_signal(&comm->cv);
+            pthread_cond_signal(&comm->engine.cv);
         }
         pthread_mutex_unlock(&comm->lock);
     }
@@ -667,7 +670,7 @@ void
 shi_engine_fail_pending(shoal_comm *comm)
 {
     pthread_mutex_lock(&comm->lock);
-    if (comm->active.head != NULL) {
+    if (comm->engine.active.head != NULL) {
         shi_comm_abort(comm, SHOAL_EABORTED,
             "rank %d destroyed the communicator with operations in flight",
             comm->rank);
@@ -686,14 +689,14 @@ shi_engine_sync(shoal_comm *comm, int64_t deadline)
         return st;
     }
     pthread_mutex_lock(&comm->lock);
-    last = comm->active.tail;
-    comm->app_drivers++;
+    last = comm->engine.active.tail;
+    comm->engine.app_drivers++;
     pthread_mutex_unlock(&comm->lock);
     if (last != NULL) {
         drive(comm, NULL, deadline, 1, SHI_NO_DEADLINE);
     }
     pthread_mutex_lock(&comm->lock);
-    comm->app_drivers--;
+    comm->engine.app_drivers--;
     st = atomic_load(&comm->failed);
     pthread_mutex_unlock(&comm->lock);
     if (st != 0) {
@@ -731,10 +734,10 @@ progress_main(void *arg)
     shoal_comm *comm = arg;
 
     pthread_mutex_lock(&comm->lock);
-    while (!comm->shutdown) {
-        if ((comm->active.head == NULL && comm->listening == 0)
-            || comm->app_drivers > 0) {
-            pthread_cond_wait(&comm->cv, &comm->lock);
+    while (!comm->engine.shutdown) {
+        if ((comm->engine.active.head == NULL && comm->engine.listening == 0)
+            || comm->engine.app_drivers > 0) {
+            pthread_cond_wait(&comm->engine.cv, &comm->lock);
             continue;
         }
         pthread_mutex_unlock(&comm->lock);
@@ -751,37 +754,89 @@ progress_main(void *arg)
 int
 shi_engine_start(shoal_comm *comm)
 {
-    int err
-        = pthread_create(&comm->progress_thread, NULL, progress_main, comm);
+    int err = pthread_create(
+        &comm->engine.progress_thread, NULL, progress_main, comm);
 
     if (err != 0) {
         return shi_error(
             SHOAL_ESYS, "cannot start the progress thread: %s", strerror(err));
     }
-    comm->progress_started = 1;
+    comm->engine.progress_started = 1;
     return SHOAL_OK;
 }
 
 void
 shi_engine_stop(shoal_comm *comm)
 {
-    if (!comm->progress_started) {
+    if (!comm->engine.progress_started) {
         return;
     }
     pthread_mutex_lock(&comm->lock);
-    comm->shutdown = 1;
-    pthread_cond_broadcast(&comm->cv);
+    comm->engine.shutdown = 1;
+    pthread_cond_broadcast(&comm->engine.cv);
     pthread_mutex_unlock(&comm->lock);
     shi_ring(comm, comm->rank, 1);
-    pthread_join(comm->progress_thread, NULL);
-    comm->progress_started = 0;
+    pthread_join(comm->engine.progress_thread, NULL);
+    comm->engine.progress_started = 0;
 }
 
 void
 shi_engine_listen(shoal_comm *comm, int on)
 {
     pthread_mutex_lock(&comm->lock);
-    comm->listening += on ? 1 : -1;
-    pthread_cond_signal(&comm->cv);
+    comm->engine.listening += on ? 1 : -1;
+    pthread_cond_signal(&comm->engine.cv);
     pthread_mutex_unlock(&comm->lock);
+}
+
+// Spinning only pays when every rank has a core of its own. Then a waiter
+// spins for 50 us, then yields the core in a loop up to 1 ms: a peer a
+// little late (computing between collectives) is met without a sleep,
+// whose wake-up costs 10-20 us on a VM, and yet a core shared with other
+// work (another job, data loaders) is handed over at once instead of being
+// burnt for a whole time slice (that made a loaded machine's 128 KiB
+// all-reduce take 2 ms). An idle communicator still sleeps after 1 ms. With
+// more ranks than cores, waiting ranks yield quickly so that the others
+// can run. What a waiter sees changes this per wait (engine.c,
+// wait_spin_ns): no spin while a peer waits on the same CPU.
+static void
+choose_wait_policy(shoal_comm *comm)
+{
+    cpu_set_t set;
+    long long spin_us, yield_us;
+    int       cpus = 1;
+
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        cpus = CPU_COUNT(&set);
+    }
+    comm->engine.cpus       = cpus;
+    int oversubscribed      = comm->size > cpus;
+    comm->engine.spin_ns    = oversubscribed ? 2000 : 50000;
+    comm->engine.yield_ns   = oversubscribed ? 0 : 1000000;
+    comm->engine.yield_iter = oversubscribed ? 50 : 20;
+    if (shi_env_int("SHOAL_SPIN_US", -1, &spin_us) == SHOAL_OK
+        && spin_us >= 0) {
+        comm->engine.spin_ns
+            = (int) (spin_us > 1000000 ? 1000000000 : spin_us * 1000);
+    }
+    // SHOAL_YIELD_US=0: sleep right after the spin.
+    if (shi_env_int("SHOAL_YIELD_US", -1, &yield_us) == SHOAL_OK
+        && yield_us >= 0) {
+        comm->engine.yield_ns
+            = yield_us > 1000000 ? 1000000000 : yield_us * 1000;
+        comm->engine.yield_iter = yield_us == 0 ? 0 : comm->engine.yield_iter;
+    }
+}
+
+void
+shi_engine_init(shoal_comm *comm)
+{
+    pthread_cond_init(&comm->engine.cv, NULL);
+    choose_wait_policy(comm);
+}
+
+void
+shi_engine_destroy(shoal_comm *comm)
+{
+    pthread_cond_destroy(&comm->engine.cv);
 }

@@ -16,6 +16,33 @@
 
 #include "core/comm.h"
 
+// Sets up and releases comm's engine (comm->engine, engine_state.h): its
+// wait policy from the CPUs this process may use, the ranks and
+// SHOAL_SPIN_US / SHOAL_YIELD_US.
+void shi_engine_init(shoal_comm *comm);
+void shi_engine_destroy(shoal_comm *comm);
+
+// The collective at the head of comm's queue (the drivers run it), or NULL.
+static inline shoal_request *
+shi_engine_head(const shoal_comm *comm)
+{
+    return comm->engine.colls.head;
+}
+
+// Whether comm's progress thread runs.
+static inline int
+shi_engine_running(const shoal_comm *comm)
+{
+    return comm->engine.progress_started;
+}
+
+// How long a waiter busy-waits before yielding (the wait policy).
+static inline int
+shi_engine_spin_ns(const shoal_comm *comm)
+{
+    return comm->engine.spin_ns;
+}
+
 // Starts and stops the progress thread.
 int  shi_engine_start(shoal_comm *comm);
 void shi_engine_stop(shoal_comm *comm);

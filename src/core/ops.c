@@ -56,20 +56,6 @@ check_rank(shoal_comm *comm, const char *op, const char *what, int rank)
         comm, "%s: %s %d is outside 0..%d", op, what, rank, comm->size - 1);
 }
 
-void
-shi_req_fill(shoal_request *req, int kind, const void *buf, size_t count,
-    int dtype, int peer)
-{
-    memset(req, 0, sizeof(*req));
-    req->kind   = kind;
-    req->buf    = (unsigned char *) buf;
-    req->count  = count;
-    req->dtype  = dtype;
-    req->bytes  = count * shoal_dtype_size(dtype);
-    req->peer   = peer;
-    req->source = -1;
-}
-
 // An any-source receive needs another rank that could send to it.
 static int
 check_any_source(shoal_comm *comm, int kind)

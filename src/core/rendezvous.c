@@ -115,7 +115,7 @@ shi_rdv_job_will(
 static int
 rdv_failed(shoal_comm *comm)
 {
-    if (comm->progress_started) {
+    if (shi_engine_running(comm)) {
         shi_engine_check_peers(comm);
     }
     int st = atomic_load(&comm->failed);

@@ -254,7 +254,7 @@ spin_for(shoal_window *win, _Atomic uint64_t *counter, uint64_t target)
         if ((i & 63) == 0) {
             int64_t now = shi_now_ns();
             if (until == 0) {
-                until = now + comm->spin_ns;
+                until = now + shi_engine_spin_ns(comm);
             }
             if (now >= until || atomic_load(&comm->failed)) {
                 return 0;

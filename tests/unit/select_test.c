@@ -600,3 +600,29 @@ TEST(select_net_algorithms)
         == SHI_ALGO_FLAT);
     CHECK(shi_select_parse(&t, "alltoall:ring") == SHOAL_EINVAL);
 }
+
+// The table's index of where each collective's rules start changes no
+// choice: every collective, size and availability picks as a scan from
+// the first rule does, after defaults and after rules put in front.
+TEST(select_index_changes_no_choice)
+{
+    static shi_select_table t, scan;
+    unsigned                masks[]
+        = { ALL_ALGOS, NET_ALGOS, NET_ALGOS | SHI_ALGO_BIT(SHI_ALGO_HIER) };
+
+    shi_select_defaults(&t);
+    for (int round = 0; round < 2; round++) {
+        scan = t;
+        memset(scan.first, 0, sizeof(scan.first));
+        for (int c = 0; c < SHI_COLL_COUNT; c++) {
+            for (size_t bytes = 0; bytes <= 256 * M; bytes = bytes * 2 + 1) {
+                for (size_t m = 0; m < sizeof(masks) / sizeof(*masks); m++) {
+                    CHECK(shi_select(&t, (shi_coll) c, bytes, 4, masks[m])
+                        == shi_select(
+                            &scan, (shi_coll) c, bytes, 4, masks[m]));
+                }
+            }
+        }
+        CHECK_OK(shi_select_parse(&t, "barrier:rhd;allgather:ring@1K-"));
+    }
+}

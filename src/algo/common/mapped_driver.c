@@ -205,7 +205,7 @@ shi_coll_step(shoal_comm *comm)
     int n = 0;
 
     for (;;) {
-        shoal_request *req = comm->colls.head;
+        shoal_request *req = shi_engine_head(comm);
         if (req == NULL || atomic_load(&comm->failed)) {
             return n;
         }
@@ -223,7 +223,7 @@ shi_coll_step(shoal_comm *comm)
         n += run_algorithm(comm, req);
         // A completed request may already be freed by its owner: look at
         // the queue, not at the request.
-        if (comm->colls.head == req) {
+        if (shi_engine_head(comm) == req) {
             return n; // still waiting: later collectives wait behind it
         }
     }

@@ -333,7 +333,7 @@ shi_net_coll_step(shoal_comm *comm)
     int n = 0;
 
     for (;;) {
-        shoal_request *req = comm->colls.head;
+        shoal_request *req = shi_engine_head(comm);
         if (req == NULL || atomic_load(&comm->failed)) {
             return n;
         }
@@ -344,7 +344,7 @@ shi_net_coll_step(shoal_comm *comm)
         }
         if (d != NULL && d->step != NULL) { // runs itself (host-aware)
             n += d->step(comm, req);
-            if (comm->colls.head == req) {
+            if (shi_engine_head(comm) == req) {
                 return n;
             }
             continue;
@@ -361,7 +361,7 @@ shi_net_coll_step(shoal_comm *comm)
             n++;
         }
         n += net_advance(comm, req);
-        if (comm->colls.head == req) {
+        if (shi_engine_head(comm) == req) {
             return n; // later collectives wait behind it
         }
     }
