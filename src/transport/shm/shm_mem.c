@@ -94,6 +94,18 @@ cma_copy(pid_t pid, uint64_t addr, unsigned char *local, size_t len, int write)
     return 0;
 }
 
+// A copy through the kernel (process_vm_readv/writev) failed with `err`:
+// the owner's process gone is that peer dying (SHOAL_EPEER); anything
+// else a system fault.
+static int
+cma_failed(int err, int write, uint64_t bytes, int owner, pid_t pid)
+{
+    return shi_error(err == ESRCH ? SHOAL_EPEER : SHOAL_ESYS,
+        "cannot %s %llu bytes of rank %d's memory (pid %d): %s%s",
+        write ? "write" : "read", (unsigned long long) bytes, owner, (int) pid,
+        strerror(err), err == ESRCH ? " (the rank's process is gone)" : "");
+}
+
 static int
 mem_copy(shoal_comm *comm, const struct shi_tp_region *r, size_t off,
     unsigned char *local, size_t bytes, int write)
@@ -121,12 +133,8 @@ mem_copy(shoal_comm *comm, const struct shi_tp_region *r, size_t off,
     if (cma_copy((pid_t) comm->peers[r->owner].pid, r->addr + off, local,
             bytes, write)
         != 0) {
-        int err = errno;
-        return shi_error(err == ESRCH ? SHOAL_EPEER : SHOAL_ESYS,
-            "%s %zu bytes of rank %d's memory (pid %d): %s%s",
-            write ? "cannot write" : "cannot read", bytes, (int) r->owner,
-            comm->peers[r->owner].pid, strerror(err),
-            err == ESRCH ? " (the rank's process is gone)" : "");
+        return cma_failed(
+            errno, write, bytes, r->owner, (pid_t) comm->peers[r->owner].pid);
     }
     return SHOAL_OK;
 }
@@ -208,12 +216,8 @@ cma_read_strided(shoal_comm *comm, const struct shi_tp_region *r,
             pid, l, (unsigned long) n, rv, (unsigned long) n, 0);
 
         if (got <= 0) {
-            int err = got == 0 ? EFAULT : errno;
-            return shi_error(err == ESRCH ? SHOAL_EPEER : SHOAL_ESYS,
-                "cannot read %llu bytes of rank %d's memory (pid %d): %s%s",
-                (unsigned long long) bytes, (int) r->owner, (int) pid,
-                strerror(err),
-                err == ESRCH ? " (the rank's process is gone)" : "");
+            return cma_failed(
+                got == 0 ? EFAULT : errno, 0, bytes, r->owner, pid);
         }
         at += (uint64_t) got; // a short read goes on where it stopped
     }
