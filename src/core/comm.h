@@ -87,11 +87,10 @@ struct shoal_comm {
     // Collectives (src/algo): sync points passed, staging uses, whether
     // every rank can read every other's memory (process_vm_readv), the
     // algorithm table (rank 0's SHOAL_ALGO), scratch for reads and reduces.
-    uint64_t sync_count;
-    uint64_t slab_use;
-    uint64_t inline_use; // tiny all-reduces so far
-    // The last inline use every peer is known to have entered.
-    uint64_t                 inline_seen;
+    uint64_t                 sync_count;
+    uint64_t                 slab_use;
+    uint64_t                 inline_use; // tiny all-reduces so far
+    uint64_t                 inline_seen; // last use every peer entered
     int                      cma_ok;
     unsigned                 algos_available;
     struct shi_select_table *select;

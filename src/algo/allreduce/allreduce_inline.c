@@ -125,15 +125,22 @@ line_shows(
     return 0;
 }
 
-// 1 when the lines this rank reads hold this use: every peer's, or only
-// the root's (the non-roots of a scatter).
+// Whether this rank reads rank p's line in this call: every peer's, but
+// only the root's for a scatter (whose other lines carry nothing).
+static int
+reads_line_of(const shoal_request *req, int p)
+{
+    return req->kind != SHI_OP_SCATTER || p == req->peer;
+}
+
+// 1 when the lines this rank reads hold this use.
 static int
 lines_ready(shoal_comm *comm, shoal_request *req)
 {
     uint64_t use = inline_of(req)->use;
 
     for (int p = 0; p < comm->size; p++) {
-        if (req->kind == SHI_OP_SCATTER && p != req->peer) {
+        if (!reads_line_of(req, p)) {
             continue;
         }
         if (!line_shows(comm, req, p, use, 0)) {
@@ -258,7 +265,7 @@ shi_inline_step(shoal_comm *comm, shoal_request *req)
     for (int p = 0; p < comm->size; p++) {
         struct shm_inline *line = &shm_ctl_of(comm->mapped, p)
                                        ->inline_slot[inline_of(req)->use % 2];
-        if (req->kind == SHI_OP_SCATTER && p != req->peer) {
+        if (!reads_line_of(req, p)) {
             continue;
         }
         comm->inputs[p] = line->data;
