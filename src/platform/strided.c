@@ -98,34 +98,49 @@ shi_strided_advance(shi_strided_pos *p, uint64_t n)
 }
 
 void
+shi_strided_pair_start(shi_strided_pair *w, const shi_strided *dst,
+    uint64_t dst_at, const shi_strided *src, uint64_t src_at, uint64_t n)
+{
+    if (dst == NULL) {
+        shi_strided_dense(&w->dense_dst, dst_at + n);
+        dst = &w->dense_dst;
+    }
+    if (src == NULL) {
+        shi_strided_dense(&w->dense_src, src_at + n);
+        src = &w->dense_src;
+    }
+    shi_strided_seek(&w->d, dst, dst_at);
+    shi_strided_seek(&w->s, src, src_at);
+    w->left = n;
+}
+
+uint64_t
+shi_strided_pair_next(shi_strided_pair *w, int64_t *doff, int64_t *soff)
+{
+    uint64_t a = shi_strided_piece(&w->d, doff);
+    uint64_t b = shi_strided_piece(&w->s, soff);
+    uint64_t k = a < b ? a : b;
+
+    k = k < w->left ? k : w->left;
+    if (k > 0) {
+        shi_strided_advance(&w->d, k);
+        shi_strided_advance(&w->s, k);
+        w->left -= k;
+    }
+    return k;
+}
+
+void
 shi_strided_copy(unsigned char *dst_base, const shi_strided *dst,
     uint64_t dst_at, const unsigned char *src_base, const shi_strided *src,
     uint64_t src_at, uint64_t n)
 {
-    shi_strided     dense_dst, dense_src;
-    shi_strided_pos d, s;
-    uint64_t        done = 0;
+    shi_strided_pair w;
+    int64_t          doff, soff;
+    uint64_t         k;
 
-    if (dst == NULL) {
-        shi_strided_dense(&dense_dst, dst_at + n);
-        dst = &dense_dst;
-    }
-    if (src == NULL) {
-        shi_strided_dense(&dense_src, src_at + n);
-        src = &dense_src;
-    }
-    shi_strided_seek(&d, dst, dst_at);
-    shi_strided_seek(&s, src, src_at);
-    while (done < n) {
-        int64_t  doff, soff;
-        uint64_t a = shi_strided_piece(&d, &doff);
-        uint64_t b = shi_strided_piece(&s, &soff);
-        uint64_t k = a < b ? a : b;
-
-        k = k < n - done ? k : n - done;
+    shi_strided_pair_start(&w, dst, dst_at, src, src_at, n);
+    while ((k = shi_strided_pair_next(&w, &doff, &soff)) > 0) {
         memcpy(dst_base + doff, src_base + soff, k);
-        shi_strided_advance(&d, k);
-        shi_strided_advance(&s, k);
-        done += k;
     }
 }

@@ -55,6 +55,26 @@ uint64_t shi_strided_piece(const shi_strided_pos *p, int64_t *off);
 // Moves *p forward by n bytes, n at most what shi_strided_piece returned.
 void shi_strided_advance(shi_strided_pos *p, uint64_t n);
 
+// Two streams walked together a piece at a time, each piece contiguous in
+// both (the shorter of the two current runs): what copies between two
+// layouts need, whatever moves the bytes (memcpy, an iovec for the
+// kernel). Not to be copied once started (it points into itself).
+typedef struct shi_strided_pair {
+    shi_strided     dense_dst, dense_src; // stand-ins for NULL layouts
+    shi_strided_pos d, s;
+    uint64_t        left; // bytes still to walk
+} shi_strided_pair;
+
+// Starts a walk of `n` bytes: dst's stream from its byte dst_at, src's
+// from src_at. The layouts are checked; NULL means dense.
+void shi_strided_pair_start(shi_strided_pair *w, const shi_strided *dst,
+    uint64_t dst_at, const shi_strided *src, uint64_t src_at, uint64_t n);
+
+// The next piece: its length (0 once the walk is over), its offsets from
+// each base in *doff and *soff; the walk moves past it.
+uint64_t shi_strided_pair_next(
+    shi_strided_pair *w, int64_t *doff, int64_t *soff);
+
 // Copies `n` bytes of the stream of `src` (from its byte `src_at`, in
 // memory at src_base) to the stream of `dst` (from its byte `dst_at`, at
 // dst_base): memcpy of each piece where both runs go on. The layouts are

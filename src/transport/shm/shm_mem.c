@@ -166,33 +166,20 @@ cma_pieces(uint64_t remote, const shi_strided *src, unsigned char *to,
     const shi_strided *dst, uint64_t at, uint64_t bytes, struct iovec *l,
     struct iovec *r, uint64_t *len)
 {
-    shi_strided_pos s, d;
-    int             n = 0;
+    shi_strided_pair w;
+    int64_t          doff, soff;
+    uint64_t         k;
+    int              n = 0;
 
-    shi_strided_seek(&s, src, at);
-    if (dst != NULL) {
-        shi_strided_seek(&d, dst, at);
-    }
+    shi_strided_pair_start(&w, dst, at, src, at, bytes - at);
     *len = 0;
-    while (n < CMA_PIECES && at + *len < bytes) {
-        int64_t  soff, doff = (int64_t) (at + *len);
-        uint64_t k    = shi_strided_piece(&s, &soff);
-        uint64_t left = bytes - at - *len;
-
-        if (dst != NULL) {
-            uint64_t m = shi_strided_piece(&d, &doff);
-            k          = m < k ? m : k;
-        }
-        k = k < left ? k : left;
+    while (
+        n < CMA_PIECES && (k = shi_strided_pair_next(&w, &doff, &soff)) > 0) {
         // Remote addresses are the peer's; they cross as integers.
         r[n]
             = (struct iovec) { (void *) (uintptr_t) (remote + (uint64_t) soff),
                   k };
         l[n] = (struct iovec) { to + doff, k };
-        shi_strided_advance(&s, k);
-        if (dst != NULL) {
-            shi_strided_advance(&d, k);
-        }
         *len += k;
         n++;
     }
