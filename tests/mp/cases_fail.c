@@ -237,15 +237,16 @@ mp_case_req_after_destroy(shoal_comm *world, int argc, char **argv)
     MP_OK(shoal_ibarrier(comm, &done));
     MP_OK(shoal_wait(done, -1));
     // The victim dies once everyone is past the barrier (it may leave
-    // the barrier first): each survivor tells it so.
+    // the barrier first) and has posted the receive that its death fails:
+    // each survivor tells it so, after posting.
     if (shoal_comm_rank(comm) == victim) {
         for (int r = 0; r < victim; r++) {
             MP_OK(shoal_recv(comm, &x, 1, SHOAL_INT32, r, 1));
         }
         raise(SIGKILL);
     }
-    MP_OK(shoal_send(comm, &x, 1, SHOAL_INT32, victim, 1));
     MP_OK(shoal_irecv(comm, &x, 1, SHOAL_INT32, victim, 3, &failed));
+    MP_OK(shoal_send(comm, &x, 1, SHOAL_INT32, victim, 1));
     MP_EXPECT(shoal_wait(failed, -1), SHOAL_EPEER);
     MP_OK(shoal_comm_destroy(comm)); // failed: a local release
     snprintf(name, sizeof(name), "rank %d", victim);
