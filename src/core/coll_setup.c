@@ -262,6 +262,10 @@ shi_coll_setup(shoal_comm *comm, int64_t deadline)
     if ((st = shi_coll_agree_table(comm, deadline)) != SHOAL_OK) {
         return st;
     }
+    if (comm->tp->klass == SHI_TP_MAPPED
+        && (st = shi_mapped_state_new(comm)) != SHOAL_OK) {
+        return st;
+    }
     use_driver(comm);
     if (shi_log_enabled(SHI_LOG_INFO) && comm->rank == 0) {
         char table[2048];
@@ -281,6 +285,7 @@ shi_coll_teardown(shoal_comm *comm)
     free(comm->scratch);
     free(comm->select);
     shi_net_exec_free(comm);
+    shi_mapped_state_free(comm);
     comm->select      = NULL;
     comm->inputs      = NULL;
     comm->peer_counts = NULL;

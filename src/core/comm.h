@@ -20,6 +20,7 @@ struct shi_select_table;
 struct shm_segment;
 struct shm_ctl;
 struct shi_net_run;
+struct shi_mapped_state;
 struct shi_store_ref; // shared by a communicator and the ones split from it
 
 enum shi_peer_state {
@@ -32,9 +33,6 @@ struct shi_peer {
     atomic_int state;
     int        pid;
     char       host[64];
-    // Collective state.
-    uint64_t box_slot; // next slot of this peer's outbox
-    uint32_t coll_checked; // collectives verified against this peer
 };
 
 struct shoal_comm {
@@ -84,13 +82,11 @@ struct shoal_comm {
     int      creator_pid;
     int      p2p_active; // incomplete sends and receives
 
-    // Collectives (src/algo): sync points passed, staging uses, whether
-    // every rank can read every other's memory (process_vm_readv), the
-    // algorithm table (rank 0's SHOAL_ALGO), scratch for reads and reduces.
-    uint64_t                 sync_count;
-    uint64_t                 slab_use;
-    uint64_t                 inline_use; // tiny all-reduces so far
-    uint64_t                 inline_seen; // last use every peer entered
+    // Collectives (src/algo): the mapped-memory family's lasting state,
+    // whether every rank can read every other's memory (process_vm_readv),
+    // the algorithm table (rank 0's SHOAL_ALGO), scratch for reads and
+    // reduces.
+    struct shi_mapped_state *mapped_state; // algo/common/mapped_driver.h
     int                      cma_ok;
     unsigned                 algos_available;
     struct shi_select_table *select;

@@ -32,7 +32,7 @@
 // This algorithm's state in its request.
 struct inline_state {
     int      phase; // 0: not begun, 1: waiting to publish, 2: published
-    uint64_t use; // the inline use (comm->inline_use) of this call
+    uint64_t use; // the inline use (the family's inline_use) of this call
 };
 
 static inline struct inline_state *
@@ -158,7 +158,7 @@ readers_moved_on(shoal_comm *comm, shoal_request *req)
 {
     uint64_t before = inline_of(req)->use - 1;
 
-    if (comm->inline_seen >= before) {
+    if (shi_mapped_of(comm)->inline_seen >= before) {
         return 1;
     }
     for (int p = 0; p < comm->size; p++) {
@@ -166,8 +166,8 @@ readers_moved_on(shoal_comm *comm, shoal_request *req)
             return 0;
         }
     }
-    req->blocked_on   = -1;
-    comm->inline_seen = before;
+    req->blocked_on                  = -1;
+    shi_mapped_of(comm)->inline_seen = before;
     return 1;
 }
 
@@ -244,7 +244,7 @@ shi_inline_step(shoal_comm *comm, shoal_request *req)
     int agree = 1;
 
     if (inline_of(req)->phase == 0) {
-        inline_of(req)->use   = ++comm->inline_use;
+        inline_of(req)->use   = ++shi_mapped_of(comm)->inline_use;
         inline_of(req)->phase = 1;
     }
     if (inline_of(req)->phase == 1) {
@@ -272,7 +272,8 @@ shi_inline_step(shoal_comm *comm, shoal_request *req)
         agree &= line->desc_hash == want;
     }
     if (req->kind != SHI_OP_SCATTER) {
-        comm->inline_seen = inline_of(req)->use; // every line read
+        shi_mapped_of(comm)->inline_seen
+            = inline_of(req)->use; // every line read
     }
     if (!agree && shi_coll_verify(comm, (uint32_t) req->seq)) {
         return 1;

@@ -159,8 +159,8 @@ shi_bcast_outbox_step(shoal_comm *comm, shoal_request *req)
     }
     if (outbox_of(req)->slot_end == 0) {
         // Every rank reserves the same slots of the root's outbox.
-        struct shi_peer *root = &comm->peers[req->peer];
-        outbox_of(req)->slot  = root->box_slot;
+        struct shi_mapped_peer *root = &shi_mapped_of(comm)->peers[req->peer];
+        outbox_of(req)->slot         = root->box_slot;
         outbox_of(req)->slot_end
             = outbox_of(req)->slot + chunks_of(comm, req->bytes);
         root->box_slot = outbox_of(req)->slot_end;

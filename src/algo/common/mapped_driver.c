@@ -2,6 +2,7 @@
 #include "algo/common/mapped_driver.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "algo/registry.h"
 #include "algo/select.h"
@@ -138,9 +139,9 @@ same_call(const struct shm_desc *a, const struct shm_desc *b)
 static int
 verify_peer(shoal_comm *comm, int peer, uint32_t upto)
 {
-    struct shi_peer *p   = &comm->peers[peer];
-    struct shm_ctl  *ctl = shm_ctl_of(comm->mapped, peer);
-    uint32_t         peer_seq
+    struct shi_mapped_peer *p   = &shi_mapped_of(comm)->peers[peer];
+    struct shm_ctl         *ctl = shm_ctl_of(comm->mapped, peer);
+    uint32_t                peer_seq
         = atomic_load_explicit(&ctl->coll_seq, memory_order_acquire);
     uint32_t hi = shi_seq_diff(peer_seq, upto) < 0 ? peer_seq : upto;
     char     mine[128], theirs[128];
@@ -211,7 +212,7 @@ shi_coll_step(shoal_comm *comm)
         }
         if (!req->started) {
             req->started   = 1;
-            req->sync_base = comm->sync_count;
+            req->sync_base = shi_mapped_of(comm)->sync_count;
             publish_descriptor(comm, req);
             // A barrier is announced by the counter alone; every other
             // algorithm publishes a flag (and rings) in its first step.
@@ -226,5 +227,30 @@ shi_coll_step(shoal_comm *comm)
         if (shi_engine_head(comm) == req) {
             return n; // still waiting: later collectives wait behind it
         }
+    }
+}
+
+int
+shi_mapped_state_new(shoal_comm *comm)
+{
+    struct shi_mapped_state *m = calloc(1, sizeof(*m));
+
+    if (m == NULL
+        || (m->peers = calloc((size_t) comm->size, sizeof(*m->peers)))
+            == NULL) {
+        free(m);
+        return shi_error(SHOAL_ENOMEM, "out of memory");
+    }
+    comm->mapped_state = m;
+    return SHOAL_OK;
+}
+
+void
+shi_mapped_state_free(shoal_comm *comm)
+{
+    if (comm->mapped_state != NULL) {
+        free(comm->mapped_state->peers);
+        free(comm->mapped_state);
+        comm->mapped_state = NULL;
     }
 }

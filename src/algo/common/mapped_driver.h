@@ -14,6 +14,30 @@
 #include "core/comm.h"
 #include "transport/shm/shm_segment.h"
 
+// What the mapped-memory algorithms keep across calls on a communicator:
+// the family's own, held by the communicator as comm->mapped_state
+// (NULL on other transports).
+struct shi_mapped_state {
+    uint64_t sync_count; // sync points passed (xfer.c)
+    uint64_t slab_use; // staging uses so far (xfer.c)
+    uint64_t inline_use; // tiny collectives so far (allreduce_inline.c)
+    uint64_t inline_seen; // the last inline use every peer entered
+    struct shi_mapped_peer {
+        uint64_t box_slot; // next slot of this peer's outbox
+        uint32_t coll_checked; // collectives verified against this peer
+    } * peers; // per rank
+};
+
+static inline struct shi_mapped_state *
+shi_mapped_of(shoal_comm *comm)
+{
+    return comm->mapped_state;
+}
+
+// Creates and frees comm's mapped_state (collective setup and teardown).
+int  shi_mapped_state_new(shoal_comm *comm);
+void shi_mapped_state_free(shoal_comm *comm);
+
 // Compares our descriptors with every peer's, up to collective `upto`.
 // Aborts the communicator on a mismatch; returns 1 if it did.
 int shi_coll_verify(shoal_comm *comm, uint32_t upto);

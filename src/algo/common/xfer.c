@@ -66,7 +66,7 @@ shi_sync_peer(shoal_comm *comm, shoal_request *req, int p, int k)
 void
 shi_sync_finish(shoal_comm *comm, shoal_request *req, int k)
 {
-    comm->sync_count = req->sync_base + (uint64_t) k;
+    shi_mapped_of(comm)->sync_count = req->sync_base + (uint64_t) k;
 }
 
 void
@@ -177,7 +177,7 @@ shi_peer_bytes(shoal_comm *comm, int p, int side, size_t off, size_t len,
 uint64_t
 shi_slab_next(shoal_comm *comm)
 {
-    return ++comm->slab_use;
+    return ++shi_mapped_of(comm)->slab_use;
 }
 
 int
