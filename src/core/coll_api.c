@@ -285,7 +285,7 @@ choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
                 algo = SHI_ALGO_NONE;
             }
         }
-        for (; algo == SHI_ALGO_NONE && offered != 0;) {
+        while (algo == SHI_ALGO_NONE && offered != 0) {
             algo = shi_select_why(
                 comm->select, coll, bytes, comm->size, offered, &source);
             if (algo == SHI_ALGO_NONE
@@ -293,7 +293,8 @@ choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
                     shi_algo_find(coll, (shi_algo) algo), req)) {
                 break;
             }
-            offered &= ~SHI_ALGO_BIT(algo);
+            offered &= ~SHI_ALGO_BIT(algo); // refused: the next rule decides
+            algo = SHI_ALGO_NONE;
         }
         if (algo == SHI_ALGO_NONE) {
             return shi_comm_error(comm,
