@@ -246,25 +246,47 @@ note_choice(shoal_comm *comm, const struct coll_call *c, int algo,
     }
 }
 
-// The algorithm of a call: the call's own (opts.algo), else the table's.
-// An algorithm whose row refuses the call (shi_algo_accepts) is passed
-// over by the table, so the next rule decides, and refused when the call
-// names it.
+// The table's choice among the `offered` algorithms (see choose_algo).
+static int
+table_choice(shoal_comm *comm, shi_coll coll, size_t bytes, unsigned offered,
+    shi_rule_source *source)
+{
+    unsigned usable = offered & shi_algos_for(coll);
+
+    // One algorithm can run it here (barrier and broadcast over shared
+    // memory): every rule of the table would pick it. Only rank 0's INFO
+    // line, which names the rule, needs the table read.
+    if (usable != 0 && (usable & (usable - 1)) == 0
+        && (comm->rank != 0 || !shi_log_enabled(SHI_LOG_INFO))) {
+        *source = SHI_RULE_BUILTIN;
+        return __builtin_ctz(usable);
+    }
+    return shi_select_why(
+        comm->select, coll, bytes, comm->size, offered, source);
+}
+
+// The algorithm of a call and its registry row (req->algo, req->impl, which
+// the drivers run): the call's own (opts.algo), else the table's. An
+// algorithm whose row refuses the call (shi_algo_accepts) is passed over
+// by the table, so the next rule decides, and refused when the call names
+// it.
 static int
 choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
     size_t es, shoal_request *req)
 {
-    shi_rule_source source  = SHI_RULE_CALL;
-    shi_coll        coll    = shi_coll_of_op(c->kind);
-    size_t          bytes   = selection_bytes(comm, c, es);
-    unsigned        offered = comm->algos_available;
-    int             algo    = SHI_ALGO_NONE, st;
+    shi_rule_source      source  = SHI_RULE_CALL;
+    shi_coll             coll    = shi_coll_of_op(c->kind);
+    size_t               bytes   = selection_bytes(comm, c, es);
+    unsigned             offered = comm->algos_available;
+    const shi_algo_desc *row;
+    int                  algo = SHI_ALGO_NONE, st;
 
     if (forced != NULL) {
         if ((st = forced_algo(comm, c, forced, &algo)) != SHOAL_OK) {
             return st;
         }
-        if (!shi_algo_accepts(shi_algo_find(coll, (shi_algo) algo), req)) {
+        row = shi_algo_find(coll, (shi_algo) algo);
+        if (!shi_algo_accepts(row, req)) {
             return shi_comm_error(comm,
                 shi_error(SHOAL_ENOTSUP,
                     "%s: algorithm '%s' cannot run a %s call (its file says "
@@ -272,29 +294,12 @@ choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
                     call_name(c), forced, shoal_dtype_name(c->dtype)));
         }
     } else {
-        unsigned usable = offered & shi_algos_for(coll);
-        // One algorithm can run it here (barrier and broadcast over shared
-        // memory): every rule of the table would pick it. Only rank 0's
-        // INFO line, which names the rule, needs the table read.
-        if (usable != 0 && (usable & (usable - 1)) == 0
-            && (comm->rank != 0 || !shi_log_enabled(SHI_LOG_INFO))) {
-            source  = SHI_RULE_BUILTIN;
-            algo    = __builtin_ctz(usable);
-            offered = 0; // nothing else to fall back on
-            if (!shi_algo_accepts(shi_algo_find(coll, (shi_algo) algo), req)) {
-                algo = SHI_ALGO_NONE;
-            }
-        }
-        while (algo == SHI_ALGO_NONE && offered != 0) {
-            algo = shi_select_why(
-                comm->select, coll, bytes, comm->size, offered, &source);
-            if (algo == SHI_ALGO_NONE
-                || shi_algo_accepts(
-                    shi_algo_find(coll, (shi_algo) algo), req)) {
-                break;
-            }
+        algo = table_choice(comm, coll, bytes, offered, &source);
+        row  = shi_algo_find(coll, (shi_algo) algo);
+        while (algo != SHI_ALGO_NONE && !shi_algo_accepts(row, req)) {
             offered &= ~SHI_ALGO_BIT(algo); // refused: the next rule decides
-            algo = SHI_ALGO_NONE;
+            algo = table_choice(comm, coll, bytes, offered, &source);
+            row  = shi_algo_find(coll, (shi_algo) algo);
         }
         if (algo == SHI_ALGO_NONE) {
             return shi_comm_error(comm,
@@ -306,6 +311,7 @@ choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
     }
     note_choice(comm, c, algo, source, bytes);
     req->algo = algo;
+    req->impl = row;
     return SHOAL_OK;
 }
 

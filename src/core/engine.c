@@ -797,8 +797,8 @@ shi_engine_listen(shoal_comm *comm, int on)
 // burnt for a whole time slice (that made a loaded machine's 128 KiB
 // all-reduce take 2 ms). An idle communicator still sleeps after 1 ms. With
 // more ranks than cores, waiting ranks yield quickly so that the others
-// can run. What a waiter sees changes this per wait (engine.c,
-// wait_spin_ns): no spin while a peer waits on the same CPU.
+// can run. What a waiter sees changes this per wait (wait_spin_ns): no
+// spin while a peer waits on the same CPU.
 static void
 choose_wait_policy(shoal_comm *comm)
 {

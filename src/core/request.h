@@ -76,7 +76,7 @@ struct shoal_request {
     const unsigned char *sendbuf;
     shoal_reduce_op      op;
     int                  algo; // shi_algo chosen at submission
-    const void          *impl; // its registry row, once the driver found it
+    const void          *impl; // its registry row, chosen at submission
     size_t              *counts; // v-collectives: owned copies
     size_t              *rcounts; // all_to_all_v: receive counts
     uint64_t             counts_hash;

@@ -180,18 +180,13 @@ shi_coll_verify(shoal_comm *comm, uint32_t upto)
     return 0;
 }
 
-// One step of the head collective's algorithm: the registry row of the
-// one chosen at submission.
+// One step of the head collective's algorithm: the registry row chosen
+// at submission (coll_api.c).
 static int
 run_algorithm(shoal_comm *comm, shoal_request *req)
 {
     const shi_algo_desc *d = req->impl;
 
-    if (d != NULL) { // found at the first step
-        return d->step(comm, req);
-    }
-    d         = shi_algo_find(shi_coll_of_op(req->kind), (shi_algo) req->algo);
-    req->impl = d;
     if (d == NULL || d->step == NULL) {
         shi_comm_abort(comm, SHOAL_ENOTSUP, "no algorithm can run %s",
             shi_op_kind_name(req->kind));

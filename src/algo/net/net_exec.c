@@ -337,11 +337,7 @@ shi_net_coll_step(shoal_comm *comm)
         if (req == NULL || atomic_load(&comm->failed)) {
             return n;
         }
-        const shi_algo_desc *d = req->impl;
-        if (d == NULL) { // not started: the row chosen at submission
-            d         = shi_algo_find(shi_coll_of_op(req->kind), req->algo);
-            req->impl = d;
-        }
+        const shi_algo_desc *d = req->impl; // chosen at submission
         if (d != NULL && d->step != NULL) { // runs itself (host-aware)
             n += d->step(comm, req);
             if (shi_engine_head(comm) == req) {
