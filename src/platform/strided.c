@@ -117,16 +117,17 @@ shi_strided_pair_start(shi_strided_pair *w, const shi_strided *dst,
 uint64_t
 shi_strided_pair_next(shi_strided_pair *w, int64_t *doff, int64_t *soff)
 {
+    if (w->left == 0) { // never ask a position past its stream's end
+        return 0;
+    }
     uint64_t a = shi_strided_piece(&w->d, doff);
     uint64_t b = shi_strided_piece(&w->s, soff);
     uint64_t k = a < b ? a : b;
 
     k = k < w->left ? k : w->left;
-    if (k > 0) {
-        shi_strided_advance(&w->d, k);
-        shi_strided_advance(&w->s, k);
-        w->left -= k;
-    }
+    shi_strided_advance(&w->d, k);
+    shi_strided_advance(&w->s, k);
+    w->left -= k;
     return k;
 }
 
