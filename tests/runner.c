@@ -107,22 +107,21 @@ decode_status(int status)
 // the test's process group; a process still carrying the tag after the test
 // is a leftover.
 
-// True if /proc/<pid>/environ holds `entry` (a "NAME=value" string).
-static int
-environ_has(const char *pid, const char *entry)
+int
+test_environ_has(const char *pid, const char *entry)
 {
     char   path[300], buf[1 << 16];
     size_t len = strlen(entry), n;
     FILE  *f;
 
     snprintf(path, sizeof(path), "/proc/%s/environ", pid);
-    if ((f = fopen(path, "r")) == NULL) {
+    if ((f = fopen(path, "re")) == NULL) {
         return 0;
     }
     n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
+    buf[n] = '\0';
     for (size_t i = 0; i + len <= n; i += strlen(buf + i) + 1) {
-        buf[n] = '\0';
         if (strncmp(buf + i, entry, len) == 0 && buf[i + len] == '\0') {
             return 1;
         }
@@ -146,7 +145,7 @@ tagged_processes(const char *tag)
     while ((ent = readdir(proc)) != NULL) {
         if (ent->d_name[0] >= '0' && ent->d_name[0] <= '9'
             && strcmp(ent->d_name, self) != 0
-            && environ_has(ent->d_name, tag)) {
+            && test_environ_has(ent->d_name, tag)) {
             n++;
         }
     }

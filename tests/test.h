@@ -82,6 +82,11 @@ const char *test_build_path(const char *relative);
 // Number of entries in /dev/shm whose name contains "shoal".
 int test_shm_leftovers(void);
 
+// True if /proc/<pid>/environ holds `entry` (a "NAME=value" string). The
+// runner gives each test SHOAL_TEST_TAG=<runner pid>.<test index>, which
+// its launchers and ranks inherit: a test finds its own processes by it.
+int test_environ_has(const char *pid, const char *entry);
+
 // Counts occurrences of `needle` in `haystack`.
 int test_count(const char *haystack, const char *needle);
 

@@ -38,34 +38,19 @@ shm_files(void)
 }
 
 // Whether process `pid` (a /proc entry) was started by this test: it
-// carries the test's SHOAL_TEST_TAG (the runner gives every test its own),
-// so that tests running side by side do not count each other's ranks.
+// carries the test's SHOAL_TEST_TAG, so that tests running side by side do
+// not count each other's ranks.
 static int
 of_this_test(const char *pid)
 {
     const char *tag = getenv("SHOAL_TEST_TAG");
-    char        path[300], env[1 << 16], want[96];
-    size_t      n, len;
-    FILE       *f;
+    char        want[96];
 
     if (tag == NULL) {
         return 1;
     }
-    snprintf(path, sizeof(path), "/proc/%s/environ", pid);
     snprintf(want, sizeof(want), "SHOAL_TEST_TAG=%s", tag);
-    if ((f = fopen(path, "re")) == NULL) {
-        return 0;
-    }
-    n = fread(env, 1, sizeof(env) - 1, f);
-    fclose(f);
-    env[n] = '\0';
-    len    = strlen(want);
-    for (size_t i = 0; i + len <= n; i += strlen(env + i) + 1) {
-        if (strncmp(env + i, want, len) == 0 && env[i + len] == '\0') {
-            return 1;
-        }
-    }
-    return 0;
+    return test_environ_has(pid, want);
 }
 
 // Processes of this test running `shoal_mptest fault...` (fault,
