@@ -6,16 +6,17 @@ Reads README.md, docs/*.md and the comments of the C sources and headers
 A name with a folder (src/core/comm.c, transport/shm/shm.h) must exist
 relative to the repository root, src/, python/ or the naming file's own
 folder; a bare file name (comm.c) must be the name of some file in the
-repository. Run from the repository root; prints each stale name and exits
-1 if any.
+repository; a name with `*` (bench_*.c) must fit some file. Run from the
+repository root; prints each stale name and exits 1 if any.
 """
+import fnmatch
 import os
 import re
 import subprocess
 import sys
 
 NAME = re.compile(
-    r"(?<![\w./*<>-])((?:[\w.-]+/)*[\w-]+\.(?:c|h|py|md|sh|cpp|txt|ini|cmake))"
+    r"(?<![\w./*<>-])((?:[\w.-]+/)*[\w*-]+\.(?:c|h|py|md|sh|cpp|txt|ini|cmake))"
     r"(?![\w/])")
 ROOTS = ["", "src", "python", "tests", "tools"]
 C_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
@@ -55,6 +56,8 @@ def texts():
 
 
 def exists(name, here, paths, basenames):
+    if "*" in name:  # a pattern (bench_*.c): some file must fit it
+        return any(fnmatch.fnmatch(p, "*" + name) for p in paths)
     if "/" not in name:
         return name in basenames
     for root in ROOTS + [os.path.dirname(here)]:
