@@ -53,9 +53,9 @@ test: build
 	    "waits); its report follows theirs"
 	@( $(TORCH_SUITE) --world-sizes 2 --jobs 2 > $(SUITE_LOG) 2>&1; \
 	   echo $$? > $(SUITE_LOG).rc ) & \
-	 ( $(PYTEST) -n $(TEST_JOBS) -m "not timed" --durations=10 ); py=$$?; \
+	 ( $(PY_SIDE) ); py=$$?; \
 	 wait; cat $(SUITE_LOG); [ $$py = 0 ] && [ "$$(cat $(SUITE_LOG).rc)" = 0 ]
-	$(PYTEST) -m timed
+	$(PY_TIMED)
 	$(MAKE) --no-print-directory test-net
 
 # Hosts as network namespaces (tests/net, about 2 s): skipped, not failed,
@@ -83,11 +83,13 @@ python-env: | deps
 # compare measured times, so they run alone); exit status 5 is pytest's
 # "nothing selected", for a PYTEST_ARGS that picks no timed test.
 PYTEST      = cd tests/python && $(abspath $(PYENV))/bin/python -m pytest -q
+PY_SIDE     = $(PYTEST) -n $(TEST_JOBS) -m "not timed" --durations=10
+PY_TIMED    = $(PYTEST) -m timed
 TORCH_SUITE = $(PYENV)/bin/python tests/torch_suite/run_suite.py
 SUITE_LOG   = $(abspath $(BUILD))/torch-suite.log
 test-python: python-env
-	$(PYTEST) -n $(TEST_JOBS) -m "not timed" --durations=10 $(PYTEST_ARGS)
-	$(PYTEST) -m timed $(PYTEST_ARGS) || [ $$? = 5 ]
+	$(PY_SIDE) $(PYTEST_ARGS)
+	$(PY_TIMED) $(PYTEST_ARGS) || [ $$? = 5 ]
 
 # PyTorch's own distributed test suite (in the torch wheel) for gloo, for
 # backend "shoal", and for shoal run under gloo's name (every group a shoal
