@@ -84,6 +84,7 @@ def test_every_operation_reports_its_communication_cost(tmp_path):
     run(2, "op_costs", str(tmp_path / "tuning"))
 
 
+@pytest.mark.timed
 def test_estimate_cost_works_before_any_calibration(tmp_path):
     """Built-in constants (marked uncalibrated) when nothing was measured;
     the table is in the output."""
