@@ -12,7 +12,9 @@ points only where the layer below declares them as its upcalls.
 
 Within a layer, a transport's folder (transport/shm, transport/tcp) uses
 only itself, the interface headers' functions and the layers below: one
-transport never calls another.
+transport never calls another. From above, a transport is reached only
+through its table of operations: nothing outside its folder calls a
+function of it, and only creation names the table itself.
 
 One crossing is still owed: the collective layer (core/coll_api.c and
 core/coll_setup.c) chooses and starts the algorithms from inside core.
@@ -100,6 +102,9 @@ def allowed(src, dst, name, ups):
     if unit(src) == unit(dst):
         return True
     a, b = layer(src), layer(dst)
+    if b == "transport" and dst.count("/") > 1:
+        # Inside a transport's folder: only its table, and only to pick it.
+        return src == "core/bootstrap.c" and name.endswith("_transport")
     if a == b == "transport":
         # A transport's folder and the interface's own sources.
         return dst.count("/") == 1

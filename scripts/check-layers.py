@@ -23,8 +23,8 @@ sees the communicator and request types (core/comm.h, core/request.h)
 and calls the layers above only through the functions upcalls.h
 declares; it never includes the engine, the collective layer, an
 algorithm or another transport. Algorithms reach a transport only
-through transport.h and msg.h (mapped-memory algorithms also use the
-segment's layout, shm_segment.h, which is theirs to read). The core
+through transport.h and msg.h (the mapped-memory family lays out its own
+area of the shared memory, algo/mapped/area.h). The core
 includes no transport's private header, and nothing below algo includes
 an algorithm.
 
@@ -38,7 +38,6 @@ PUBLIC = {"shoal.h"}
 TRANSPORT_API = {"transport/transport.h", "transport/msg.h",
                  "transport/upcalls.h"}
 DATA_MODEL = {"core/comm.h", "core/request.h"}
-SEGMENT = {"transport/shm/shm_segment.h"}
 
 
 def allowed(src, inc):
@@ -67,7 +66,7 @@ def allowed(src, inc):
         return inc.startswith(("platform/", "store/", "core/"))
     if layer == "algo":
         if inc.startswith("transport/"):
-            return inc in TRANSPORT_API or inc in SEGMENT
+            return inc in TRANSPORT_API
         return inc.startswith(("platform/", "core/", "algo/"))
     if layer == "rma":
         if inc.startswith("transport/"):

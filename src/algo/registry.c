@@ -6,6 +6,8 @@
 #include <strings.h>
 
 #include "algo/common/algos.h"
+#include "algo/mapped/driver.h"
+#include "algo/mapped/mapped.h"
 #include "algo/net/net_gen.h"
 
 #define MAPPED   SHI_TP_MAPPED
@@ -183,7 +185,9 @@ shi_algo_cost_on(const shoal_comm *comm, shi_coll coll, shi_algo algo,
     }
     shi_cost_call call = { .bytes = bytes,
         .nranks                   = comm->size,
-        .slab_bytes = comm->mapped != NULL ? comm->mapped->slab_bytes : 0 };
+        .slab_bytes               = comm->mapped_state != NULL
+                          ? comm->mapped_state->area.slab_bytes
+                          : 0 };
     out->alpha = out->beta = out->gamma = 0;
     row->cost(&call, out);
     return 0;

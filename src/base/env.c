@@ -133,6 +133,24 @@ shi_env_bytes(const char *name, long long fallback, long long *out)
     return SHOAL_OK;
 }
 
+int
+shi_env_size(const char *name, long long fallback, long long lo, long long hi,
+    long long *out)
+{
+    int st = strstr(name, "_BYTES") != NULL
+        ? shi_env_bytes(name, fallback, out)
+        : shi_env_int(name, fallback, out);
+
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    if (*out < lo || *out > hi) {
+        return shi_error(
+            SHOAL_EINVAL, "%s=%lld is outside %lld..%lld", name, *out, lo, hi);
+    }
+    return SHOAL_OK;
+}
+
 static int
 check_rank_size(shi_launch *out, long long rank, long long size,
     const char *rank_name, const char *size_name)

@@ -41,5 +41,10 @@ int shi_env_seconds(const char *name, int64_t fallback_ms, int64_t *out_ms);
 int shi_parse_bytes(const char *text, size_t n, unsigned long long *out);
 // shi_env_int for a byte count (SHOAL_EENV naming the variable if bad).
 int shi_env_bytes(const char *name, long long fallback, long long *out);
+// A size setting within lo..hi: a byte count when the name ends in _BYTES,
+// else a plain number; SHOAL_EINVAL naming the variable and the range when
+// outside it.
+int shi_env_size(const char *name, long long fallback, long long lo,
+    long long hi, long long *out);
 
 #endif

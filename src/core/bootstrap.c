@@ -190,7 +190,8 @@ connect_peers(shoal_comm *comm, int64_t deadline)
 
     comm->tp = &shi_shm_transport;
     if (comm->size == 1) {
-        return comm->tp->setup(comm, &boot, deadline);
+        st = shi_coll_area_plan(comm, &boot.area);
+        return st != SHOAL_OK ? st : comm->tp->setup(comm, &boot, deadline);
     }
     entries = calloc((size_t) comm->size, sizeof(*entries));
     infos   = calloc((size_t) comm->size, sizeof(*infos));
@@ -224,7 +225,12 @@ connect_peers(shoal_comm *comm, int64_t deadline)
     boot.peers = infos;
     if (st == SHOAL_OK) {
         comm->tp = use_tcp ? &shi_tcp_transport : &shi_shm_transport;
-        st       = comm->tp->setup(comm, &boot, deadline);
+        if (comm->tp->klass == SHI_TP_MAPPED) {
+            st = shi_coll_area_plan(comm, &boot.area);
+        }
+    }
+    if (st == SHOAL_OK) {
+        st = comm->tp->setup(comm, &boot, deadline);
     }
     if (boot.unix_listen_fd >= 0) {
         close(boot.unix_listen_fd);

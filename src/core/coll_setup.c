@@ -11,7 +11,7 @@
 #include <sys/uio.h>
 
 #include "algo/common/hier.h"
-#include "algo/common/mapped_driver.h"
+#include "algo/mapped/driver.h"
 #include "algo/net/net_driver.h"
 #include "algo/registry.h"
 #include "algo/select.h"
@@ -275,6 +275,12 @@ shi_coll_setup(shoal_comm *comm, int64_t deadline)
             comm->name, comm->tp->name, comm->cma_ok ? "on" : "off", table);
     }
     return SHOAL_OK;
+}
+
+int
+shi_coll_area_plan(shoal_comm *comm, struct shi_tp_area *area)
+{
+    return shi_area_plan(comm->size, area);
 }
 
 void

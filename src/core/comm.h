@@ -17,8 +17,6 @@
 #include "transport/upcalls.h"
 
 struct shi_select_table;
-struct shm_segment;
-struct shm_ctl;
 struct shi_net_run;
 struct shi_mapped_state;
 struct shi_store_ref; // shared by a communicator and the ones split from it
@@ -63,12 +61,6 @@ struct shoal_comm {
     int         host_index, local_rank, hier_wanted;
     int        *host_first; // per rank: the first rank of its host
     int        *local_rank_of; // per rank: its rank within its host
-    // The segment every rank maps, on a mapped-memory transport (its
-    // layout: transport/shm/shm_segment.h), and this rank's control block
-    // in it; NULL on other transports.
-    struct shm_segment *mapped;
-    struct shm_ctl     *my_ctl;
-
     // The communicator's lock: its engine, transport and requests.
     pthread_mutex_t   lock;
     struct shi_engine engine; // engine.c's alone (core/engine_state.h)
@@ -86,7 +78,7 @@ struct shoal_comm {
     // whether every rank can read every other's memory (process_vm_readv),
     // the algorithm table (rank 0's SHOAL_ALGO), scratch for reads and
     // reduces.
-    struct shi_mapped_state *mapped_state; // algo/common/mapped_driver.h
+    struct shi_mapped_state *mapped_state; // algo/mapped/driver.h
     int                      cma_ok;
     unsigned                 algos_available;
     struct shi_select_table *select;
@@ -166,6 +158,10 @@ int shi_coll_setup(shoal_comm *comm, int64_t deadline);
 // skips it): rank 0's algorithm table, through the store.
 int  shi_coll_agree_table(shoal_comm *comm, int64_t deadline);
 void shi_coll_teardown(shoal_comm *comm);
+// Before a mapped transport's setup: the room the collectives need in the
+// memory every rank maps (transport.h: shi_tp_area), from this rank's
+// environment (the creating rank's plan wins).
+int shi_coll_area_plan(shoal_comm *comm, struct shi_tp_area *area);
 // After the engine started: the per-host and between-host communicators
 // of the host-aware collectives, where wanted.
 int shi_coll_start(shoal_comm *comm);

@@ -44,10 +44,24 @@ struct shi_tp_peer_info {
     int  pid;
 };
 
+// Room a mapped transport makes in the memory every rank maps, for the
+// collective layer (the mapped-memory family's area, algo/mapped/area.h):
+// its size and its first bytes as this rank planned them. The creating
+// rank's plan wins: the transport sizes the area from it and writes its
+// head at the area's start before any peer maps it, so every rank reads
+// the creator's geometry there. What else the area holds is not the
+// transport's business.
+#define SHI_TP_AREA_HEAD 64
+struct shi_tp_area {
+    uint64_t      bytes;
+    unsigned char head[SHI_TP_AREA_HEAD];
+};
+
 struct shi_tp_boot {
     int                            one_host; // every rank on this host
     int                            unix_listen_fd; // ours, or -1
     const struct shi_tp_peer_info *peers; // comm->size entries
+    struct shi_tp_area             area; // mapped transports only
 };
 
 // A local region as its peers learn it (mem_expose writes it; it crosses
@@ -194,6 +208,11 @@ struct shi_transport_ops {
     int (*mem_register)(
         struct shoal_comm *comm, void *base, size_t bytes, void **handle);
     void (*mem_deregister)(struct shoal_comm *comm, void *handle);
+
+    // --- the collective area (SHI_TP_MAPPED only; NULL otherwise) -------
+    // The area made for boot->area at setup, in this process's mapping,
+    // with its size (the creator's) in *bytes. NULL before setup mapped it.
+    unsigned char *(*coll_area)(struct shoal_comm *comm, uint64_t *bytes);
 
     // --- messages (SHI_TP_MESSAGES only; NULL otherwise) ----------------
     // Gives a data message its position on the channel to or from

@@ -9,8 +9,9 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
-#include "algo/common/xfer.h"
-#include "algo/move/move_plan.h"
+#include "algo/mapped/mapped.h"
+#include "algo/mapped/move_plan.h"
+#include "algo/mapped/xfer.h"
 #include "core/request.h"
 #include "test.h"
 

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "algo/mapped/area.h"
 #include "base/error.h"
 #include "platform/mem_avail.h"
 #include "test.h"
@@ -63,15 +64,19 @@ TEST(shm_segment_too_big_for_the_cgroup_is_refused)
     }
     snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
     if ((pid = fork()) == 0) {
-        shm_segment seg;
-        int         fd;
-        FILE       *f = fopen(procs, "w");
+        shm_segment        seg;
+        struct shi_tp_area area;
+        int                fd;
+        FILE              *f = fopen(procs, "w");
         if (f == NULL || fprintf(f, "%d", (int) getpid()) < 0
             || fclose(f) != 0) {
             _exit(3);
         }
         setenv("SHOAL_SHM_BYTES", "512M", 1);
-        int st = shm_segment_create(&seg, 4, &fd);
+        int st = shi_area_plan(4, &area);
+        if (st == SHOAL_OK) {
+            st = shm_segment_create(&seg, 4, &area, &fd);
+        }
         if (st != SHOAL_ENOSPACE
             || strstr(shi_error_text(), "SHOAL_SHM_BYTES") == NULL) {
             fprintf(stderr, "got %d: %s\n", st, shi_error_text());

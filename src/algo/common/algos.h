@@ -1,52 +1,18 @@
-// Step functions and cost formulas of the mapped-memory and host-aware
-// algorithms (one file each, in their collective's folder under src/algo/;
-// the registry, registry.c, names them). A step advances the head
-// collective `req` as far as it can without waiting, returns the units of
-// progress made, and completes the request when done.
+// Step functions of the host-aware algorithms (in their collective's
+// folder; algo/common/hier.c drives them) and the helpers every family
+// shares. A step advances the head collective `req` as far as it can
+// without waiting, returns the units of progress made, and completes the
+// request when done. The mapped-memory family declares its own in
+// algo/mapped/mapped.h.
 #ifndef SHI_ALGOS_H
 #define SHI_ALGOS_H
 
 #include "core/comm.h"
-#include "transport/shm/shm_segment.h"
 
-struct shi_cost_call;
-struct shi_cost;
-
-int shi_oneshot_step(shoal_comm *comm, shoal_request *req);
-int shi_inline_fits(const shoal_request *req);
-int shi_inline_step(shoal_comm *comm, shoal_request *req);
-int shi_twoshot_step(shoal_comm *comm, shoal_request *req);
-int shi_allreduce_direct_step(shoal_comm *comm, shoal_request *req);
-int shi_reduce_direct_step(shoal_comm *comm, shoal_request *req);
-int shi_reduce_scatter_direct_step(shoal_comm *comm, shoal_request *req);
-int shi_move_direct_step(shoal_comm *comm, shoal_request *req);
-int shi_staged_step(shoal_comm *comm, shoal_request *req);
-int shi_barrier_flags_step(shoal_comm *comm, shoal_request *req);
-int shi_bcast_outbox_step(shoal_comm *comm, shoal_request *req);
 // Host-aware all-reduce and broadcast (algo/common/hier.c drives them).
 int shi_allreduce_hier_step(shoal_comm *comm, shoal_request *req);
 int shi_allreduce_hier_accepts(const shoal_request *req);
 int shi_bcast_hier_step(shoal_comm *comm, shoal_request *req);
-// One-shot and staging, with the inline path for a cache line's worth.
-int shi_oneshot_run(shoal_comm *comm, shoal_request *req);
-int shi_staged_run(shoal_comm *comm, shoal_request *req);
-
-// Cost formulas (registry.h), each beside its algorithm.
-void shi_oneshot_cost(const struct shi_cost_call *c, struct shi_cost *out);
-void shi_twoshot_cost(const struct shi_cost_call *c, struct shi_cost *out);
-void shi_allreduce_direct_cost(
-    const struct shi_cost_call *c, struct shi_cost *out);
-void shi_reduce_direct_cost(
-    const struct shi_cost_call *c, struct shi_cost *out);
-void shi_reduce_scatter_direct_cost(
-    const struct shi_cost_call *c, struct shi_cost *out);
-void shi_move_direct_cost(const struct shi_cost_call *c, struct shi_cost *out);
-void shi_staged_cost(const struct shi_cost_call *c, struct shi_cost *out);
-void shi_bcast_outbox_cost(
-    const struct shi_cost_call *c, struct shi_cost *out);
-void shi_barrier_flags_cost(
-    const struct shi_cost_call *c, struct shi_cost *out);
-
 // Helpers shared by the algorithms (coll_layout.c): element size, the
 // per-rank count and displacement (in elements) of v-collectives.
 size_t shi_req_esize(const shoal_request *req);

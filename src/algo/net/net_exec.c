@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
-#include "algo/common/mapped_driver.h"
+#include "algo/common/call_desc.h"
 #include "algo/kernels/reduce.h"
 #include "algo/net/net_driver.h"
 #include "algo/net/sched.h"
@@ -62,7 +62,7 @@ in_place(const shoal_comm *comm, const shoal_request *req)
 static uint64_t
 call_hash(const shoal_request *req)
 {
-    struct shm_desc d = {
+    struct shi_call_desc d = {
         .kind        = (uint32_t) req->kind,
         .root        = req->peer,
         .dtype       = (uint32_t) req->dtype,

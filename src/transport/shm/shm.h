@@ -36,7 +36,8 @@ struct shi_shm_peer {
 };
 
 struct shi_shm {
-    shm_segment seg; // comm->mapped once mapped
+    shm_segment      seg;
+    struct shm_rank *me; // this rank's lines, once the segment is mapped
     int *fds; // per rank: unix socket to that peer (-1: none, ourselves)
     // Point to point (shm_p2p.c), under the comm lock.
     struct shi_shm_peer *peers; // per rank
@@ -54,6 +55,21 @@ static inline struct shi_shm *
 shi_shm_of(const shoal_comm *comm)
 {
     return (struct shi_shm *) comm->tp_state;
+}
+
+static inline shm_segment *
+shi_shm_seg(const shoal_comm *comm)
+{
+    return &shi_shm_of(comm)->seg;
+}
+
+// The state once the segment is mapped, else NULL (nobody to wake yet).
+static inline struct shi_shm *
+shi_shm_mapped(const shoal_comm *comm)
+{
+    struct shi_shm *sh = shi_shm_of(comm);
+
+    return sh != NULL && sh->me != NULL ? sh : NULL;
 }
 
 // Connecting (shm_setup.c): the unix-socket mesh, then the segment (a

@@ -13,11 +13,12 @@
 static uint64_t
 heap_offset(shoal_comm *comm, const void *ptr, size_t bytes)
 {
-    const unsigned char *base = shm_heap_of(comm->mapped, comm->rank);
+    const unsigned char *base = shm_heap_of(shi_shm_seg(comm), comm->rank);
     const unsigned char *p    = ptr;
 
-    if (p == NULL || p < base || (size_t) (p - base) > comm->mapped->heap_bytes
-        || bytes > comm->mapped->heap_bytes - (size_t) (p - base)) {
+    if (p == NULL || p < base
+        || (size_t) (p - base) > shi_shm_seg(comm)->heap_bytes
+        || bytes > shi_shm_seg(comm)->heap_bytes - (size_t) (p - base)) {
         return 0;
     }
     return (uint64_t) (p - base) + 1;
@@ -55,13 +56,13 @@ reachable(
 static unsigned char *
 heap_view(shoal_comm *comm, const struct shi_tp_region *r, size_t off)
 {
-    uint64_t heap = comm->mapped->heap_bytes;
+    uint64_t heap = shi_shm_seg(comm)->heap_bytes;
 
     if (r->heap_off == 0 || r->heap_off - 1 > heap
         || r->bytes > heap - (r->heap_off - 1)) {
         return NULL;
     }
-    return shm_heap_of(comm->mapped, r->owner) + (r->heap_off - 1) + off;
+    return shm_heap_of(shi_shm_seg(comm), r->owner) + (r->heap_off - 1) + off;
 }
 
 void *

@@ -76,8 +76,9 @@ consume_slot(shoal_comm *comm, int src)
     struct shi_shm_peer *p = &shi_shm_of(comm)->peers[src];
 
     p->recv_slot++;
-    atomic_store_explicit(&shm_p2p_tail(comm->mapped, src, comm->rank)->tail,
-        p->recv_slot, memory_order_release);
+    atomic_store_explicit(
+        &shm_p2p_tail(shi_shm_seg(comm), src, comm->rank)->tail, p->recv_slot,
+        memory_order_release);
     shi_ring(comm, src, 0);
 }
 
@@ -216,7 +217,7 @@ recv_step(shoal_comm *comm, int src)
 
     for (;;) {
         struct shm_slot_header *h
-            = shm_p2p_slot(comm->mapped, src, comm->rank, p->recv_slot);
+            = shm_p2p_slot(shi_shm_seg(comm), src, comm->rank, p->recv_slot);
         if (atomic_load_explicit(&h->seq, memory_order_acquire)
             != p->recv_slot + 1) {
             return n;
@@ -265,10 +266,10 @@ offer_read(shoal_comm *comm, shoal_request *r, struct shm_slot_header *h)
     struct shm_read_desc d = { 0 };
     int64_t              lo, hi;
 
-    size_t channel
-        = (size_t) comm->mapped->p2p_slots * comm->mapped->p2p_slot_bytes;
+    size_t channel = (size_t) shi_shm_seg(comm)->p2p_slots
+        * shi_shm_seg(comm)->p2p_slot_bytes;
 
-    if (r->bytes <= channel || comm->mapped->p2p_slot_bytes < sizeof(d)) {
+    if (r->bytes <= channel || shi_shm_seg(comm)->p2p_slot_bytes < sizeof(d)) {
         return 0;
     }
     if (r->layout != NULL) {
@@ -297,7 +298,7 @@ static int
 read_done(shoal_comm *comm, int dst, const shoal_request *r)
 {
     uint64_t tail = atomic_load_explicit(
-        &shm_p2p_tail(comm->mapped, comm->rank, dst)->tail,
+        &shm_p2p_tail(shi_shm_seg(comm), comm->rank, dst)->tail,
         memory_order_acquire);
 
     return tail >= r->p2p_read_slot;
@@ -308,8 +309,8 @@ static int
 send_step(shoal_comm *comm, int dst)
 {
     struct shi_shm_peer *p     = &shi_shm_of(comm)->peers[dst];
-    uint32_t             slots = comm->mapped->p2p_slots;
-    size_t               max   = comm->mapped->p2p_slot_bytes;
+    uint32_t             slots = shi_shm_seg(comm)->p2p_slots;
+    size_t               max   = shi_shm_seg(comm)->p2p_slot_bytes;
     int                  n     = 0;
     shoal_request       *r;
 
@@ -324,7 +325,7 @@ send_step(shoal_comm *comm, int dst)
         }
         if (p->send_slot >= p->send_free) {
             uint64_t tail = atomic_load_explicit(
-                &shm_p2p_tail(comm->mapped, comm->rank, dst)->tail,
+                &shm_p2p_tail(shi_shm_seg(comm), comm->rank, dst)->tail,
                 memory_order_acquire);
             p->send_free = tail + slots;
             if (p->send_slot >= p->send_free) {
@@ -332,7 +333,7 @@ send_step(shoal_comm *comm, int dst)
             }
         }
         struct shm_slot_header *h
-            = shm_p2p_slot(comm->mapped, comm->rank, dst, p->send_slot);
+            = shm_p2p_slot(shi_shm_seg(comm), comm->rank, dst, p->send_slot);
         if (r->done == 0 && offer_read(comm, r, h)) {
             atomic_store_explicit(
                 &h->seq, p->send_slot + 1, memory_order_release);
@@ -427,7 +428,8 @@ head_waits_with_tag(shoal_comm *comm, int src, int tag)
     struct shi_shm_peer *p = &shi_shm_of(comm)->peers[src];
 
     return p->head_seen != 0 && p->active_recv == NULL
-        && (int) shm_p2p_slot(comm->mapped, src, comm->rank, p->recv_slot)->tag
+        && (int) shm_p2p_slot(shi_shm_seg(comm), src, comm->rank, p->recv_slot)
+               ->tag
         == tag;
 }
 
@@ -438,7 +440,7 @@ bind_waiting_head(shoal_comm *comm, int src, shoal_request *req)
 {
     struct shi_shm_peer    *p = &shi_shm_of(comm)->peers[src];
     struct shm_slot_header *h
-        = shm_p2p_slot(comm->mapped, src, comm->rank, p->recv_slot);
+        = shm_p2p_slot(shi_shm_seg(comm), src, comm->rank, p->recv_slot);
 
     p->head_seen    = 0;
     p->active_recv  = req;

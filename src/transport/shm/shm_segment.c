@@ -20,25 +20,6 @@ round_line(size_t n)
     return (n + SHM_LINE - 1) / SHM_LINE * SHM_LINE;
 }
 
-static int
-env_size(const char *name, long long fallback, long long lo, long long hi,
-    long long *out)
-{
-    // Counts are plain numbers; sizes (..._BYTES) may carry K, M or G.
-    int st = strstr(name, "_BYTES") != NULL
-        ? shi_env_bytes(name, fallback, out)
-        : shi_env_int(name, fallback, out);
-
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    if (*out < lo || *out > hi) {
-        return shi_error(
-            SHOAL_EINVAL, "%s=%lld is outside %lld..%lld", name, *out, lo, hi);
-    }
-    return SHOAL_OK;
-}
-
 // Offsets of every part, from the geometry fields.
 static void
 segment_layout(shm_segment *seg)
@@ -47,14 +28,12 @@ segment_layout(shm_segment *seg)
 
     seg->p2p_slot_stride = round_line(SHM_LINE + seg->p2p_slot_bytes);
     seg->p2p_chan_bytes  = SHM_LINE + seg->p2p_slots * seg->p2p_slot_stride;
-    seg->box_slot_stride = round_line(SHM_LINE + seg->box_slot_bytes);
-    seg->box_bytes   = n * SHM_LINE + seg->box_slots * seg->box_slot_stride;
-    seg->ctl_off     = sizeof(struct shm_header) + sizeof(struct shm_abort);
-    seg->p2p_off     = seg->ctl_off + n * sizeof(struct shm_ctl);
-    seg->box_off     = seg->p2p_off + n * n * seg->p2p_chan_bytes;
-    seg->counts_off  = seg->box_off + n * seg->box_bytes;
-    seg->slab_off    = seg->counts_off + round_line(n * n * sizeof(uint64_t));
-    seg->staging_end = seg->slab_off + n * 2 * seg->slab_bytes;
+    seg->rank_off = sizeof(struct shm_header) + sizeof(struct shm_abort);
+    seg->p2p_off  = seg->rank_off + n * sizeof(struct shm_rank);
+    // The area starts on a page: its staging slabs are copied through.
+    seg->area_off
+        = (seg->p2p_off + n * n * seg->p2p_chan_bytes + 4095) / 4096 * 4096;
+    seg->staging_end = seg->area_off + seg->area_bytes;
     // Heaps start on a 2 MiB boundary, so that huge pages could back them.
     seg->heap_off
         = (seg->staging_end + (2u << 20) - 1) / (2u << 20) * (2u << 20);
@@ -62,26 +41,18 @@ segment_layout(shm_segment *seg)
 }
 
 int
-shm_segment_plan(shm_segment *seg, int nranks)
+shm_segment_plan(shm_segment *seg, int nranks, uint64_t area_bytes)
 {
-    long long p2p_bytes = 0, p2p_slots = 0, box_bytes = 0, staging = 0,
-              heap = 0;
-    int st;
+    long long p2p_bytes = 0, p2p_slots = 0, heap = 0;
+    int       st;
 
-    // 8 slots of 32 KiB per direction keep a pipelined copy in cache; the
-    // outbox uses larger slots because broadcast streams whole tensors.
-    if ((st = env_size(
+    // 8 slots of 32 KiB per direction keep a pipelined copy in cache.
+    if ((st = shi_env_size(
              "SHOAL_SHM_SLOT_BYTES", 32 << 10, 256, 64 << 20, &p2p_bytes))
             != SHOAL_OK
-        || (st = env_size("SHOAL_SHM_SLOTS", 8, 2, 1024, &p2p_slots))
+        || (st = shi_env_size("SHOAL_SHM_SLOTS", 8, 2, 1024, &p2p_slots))
             != SHOAL_OK
-        || (st = env_size("SHOAL_SHM_BCAST_SLOT_BYTES", 256 << 10, 256,
-                64 << 20, &box_bytes))
-            != SHOAL_OK
-        || (st = env_size(
-                "SHOAL_SHM_BYTES", 4 << 20, 64 << 10, 1LL << 32, &staging))
-            != SHOAL_OK
-        || (st = env_size(
+        || (st = shi_env_size(
                 "SHOAL_SHM_HEAP_BYTES", 4LL << 30, 0, 1LL << 40, &heap))
             != SHOAL_OK) {
         return st;
@@ -90,11 +61,8 @@ shm_segment_plan(shm_segment *seg, int nranks)
     seg->nranks         = nranks;
     seg->p2p_slots      = (uint32_t) p2p_slots;
     seg->p2p_slot_bytes = (uint32_t) round_line((size_t) p2p_bytes);
-    seg->box_slots      = 8;
-    seg->box_slot_bytes = (uint32_t) round_line((size_t) box_bytes);
-    // SHOAL_SHM_BYTES is each rank's staging for collectives: two slabs.
-    seg->slab_bytes = (uint64_t) (staging / 2) / 4096 * 4096;
-    seg->heap_bytes = (uint64_t) heap / 4096 * 4096;
+    seg->area_bytes     = round_line(area_bytes);
+    seg->heap_bytes     = (uint64_t) heap / 4096 * 4096;
     segment_layout(seg);
     return SHOAL_OK;
 }
@@ -107,9 +75,10 @@ segment_bind(shm_segment *seg, unsigned char *base)
 }
 
 int
-shm_segment_create(shm_segment *seg, int nranks, int *fd)
+shm_segment_create(
+    shm_segment *seg, int nranks, const struct shi_tp_area *area, int *fd)
 {
-    int st = shm_segment_plan(seg, nranks);
+    int st = shm_segment_plan(seg, nranks, area->bytes);
 
     *fd = -1;
     if (st != SHOAL_OK) {
@@ -166,12 +135,15 @@ shm_segment_create(shm_segment *seg, int nranks, int *fd)
     seg->hdr->nranks         = (uint32_t) nranks;
     seg->hdr->p2p_slots      = seg->p2p_slots;
     seg->hdr->p2p_slot_bytes = seg->p2p_slot_bytes;
-    seg->hdr->box_slots      = seg->box_slots;
-    seg->hdr->box_slot_bytes = seg->box_slot_bytes;
-    seg->hdr->slab_bytes     = seg->slab_bytes;
+    seg->hdr->area_bytes     = seg->area_bytes;
     seg->hdr->heap_bytes     = seg->heap_bytes;
-    seg->hdr->magic          = SHM_MAGIC;
-    *fd                      = mfd;
+    if (seg->area_bytes > 0) {
+        memcpy(shm_area_of(seg), area->head,
+            seg->area_bytes < sizeof(area->head) ? seg->area_bytes
+                                                 : sizeof(area->head));
+    }
+    seg->hdr->magic = SHM_MAGIC;
+    *fd             = mfd;
     return SHOAL_OK;
 }
 
@@ -205,12 +177,13 @@ shm_segment_attach(shm_segment *seg, int fd, int nranks)
     seg->nranks         = nranks;
     seg->p2p_slots      = h->p2p_slots;
     seg->p2p_slot_bytes = h->p2p_slot_bytes;
-    seg->box_slots      = h->box_slots;
-    seg->box_slot_bytes = h->box_slot_bytes;
-    seg->slab_bytes     = h->slab_bytes;
+    seg->area_bytes     = h->area_bytes;
     seg->heap_bytes     = h->heap_bytes;
     segment_layout(seg);
-    if (seg->bytes != (size_t) sb.st_size) {
+    if (seg->p2p_slots < 2 || seg->p2p_slot_bytes < 256
+        || seg->area_bytes > (uint64_t) sb.st_size
+        || seg->heap_bytes > (uint64_t) sb.st_size
+        || seg->bytes != (size_t) sb.st_size) {
         munmap(base, (size_t) sb.st_size);
         return shi_error(SHOAL_EPROTO,
             "shared memory from rank 0 has an "
@@ -230,18 +203,10 @@ shm_segment_unmap(shm_segment *seg)
     }
 }
 
-uint64_t *
-shm_counts_of(const shm_segment *seg, int rank)
-{
-    return (uint64_t *) (seg->base + seg->counts_off)
-        + (size_t) rank * (size_t) seg->nranks;
-}
-
 unsigned char *
-shm_slab(const shm_segment *seg, int rank, int which)
+shm_area_of(const shm_segment *seg)
 {
-    return seg->base + seg->slab_off
-        + ((size_t) rank * 2 + (size_t) which) * seg->slab_bytes;
+    return seg->base + seg->area_off;
 }
 
 unsigned char *
@@ -256,10 +221,10 @@ shm_abort_of(const shm_segment *seg)
     return (struct shm_abort *) (seg->base + sizeof(struct shm_header));
 }
 
-struct shm_ctl *
-shm_ctl_of(const shm_segment *seg, int rank)
+struct shm_rank *
+shm_rank_of(const shm_segment *seg, int rank)
 {
-    return (struct shm_ctl *) (seg->base + seg->ctl_off) + rank;
+    return (struct shm_rank *) (seg->base + seg->rank_off) + rank;
 }
 
 static unsigned char *
@@ -283,25 +248,4 @@ shm_p2p_slot(const shm_segment *seg, int src, int dst, uint64_t i)
 
     return (struct shm_slot_header *) (p2p_chan(seg, src, dst) + SHM_LINE
         + k * seg->p2p_slot_stride);
-}
-
-static unsigned char *
-box_of(const shm_segment *seg, int root)
-{
-    return seg->base + seg->box_off + (size_t) root * seg->box_bytes;
-}
-
-struct shm_ring_tail *
-shm_box_tail(const shm_segment *seg, int root, int rank)
-{
-    return (struct shm_ring_tail *) box_of(seg, root) + rank;
-}
-
-struct shm_slot_header *
-shm_box_slot(const shm_segment *seg, int root, uint64_t i)
-{
-    uint64_t k = i % seg->box_slots;
-
-    return (struct shm_slot_header *) (box_of(seg, root)
-        + (size_t) seg->nranks * SHM_LINE + k * seg->box_slot_stride);
 }

@@ -107,14 +107,16 @@ accept_higher(shoal_comm *comm, int lfd, int64_t deadline)
 }
 
 static int
-share_segment(shoal_comm *comm, int64_t deadline)
+share_segment(
+    shoal_comm *comm, const struct shi_tp_area *area, int64_t deadline)
 {
     struct shi_shm *sh    = shi_shm_of(comm);
     uint64_t        bytes = 0;
     int             fd, st;
 
     if (comm->rank == 0) {
-        if ((st = shm_segment_create(&sh->seg, comm->size, &fd)) != SHOAL_OK) {
+        if ((st = shm_segment_create(&sh->seg, comm->size, area, &fd))
+            != SHOAL_OK) {
             return st;
         }
         bytes = sh->seg.bytes;
@@ -163,7 +165,7 @@ shi_shm_setup(
     int st = alloc_state(comm), fd;
 
     if (st == SHOAL_OK && comm->size == 1) {
-        st = shm_segment_create(&shi_shm_of(comm)->seg, 1, &fd);
+        st = shm_segment_create(&shi_shm_of(comm)->seg, 1, &boot->area, &fd);
         if (st == SHOAL_OK) {
             close(fd);
         }
@@ -175,12 +177,12 @@ shi_shm_setup(
             st = accept_higher(comm, boot->unix_listen_fd, deadline);
         }
         if (st == SHOAL_OK) {
-            st = share_segment(comm, deadline);
+            st = share_segment(comm, &boot->area, deadline);
         }
     }
     if (st == SHOAL_OK) {
-        comm->mapped = &shi_shm_of(comm)->seg;
-        comm->my_ctl = shm_ctl_of(comm->mapped, comm->rank);
+        struct shi_shm *sh = shi_shm_of(comm);
+        sh->me             = shm_rank_of(&sh->seg, comm->rank);
     }
     return st;
 }

@@ -33,9 +33,8 @@ shm_teardown(shoal_comm *comm)
     struct shi_shm *sh = shi_shm_of(comm);
 
     shi_shm_p2p_discard(comm);
-    comm->mapped = NULL;
-    comm->my_ctl = NULL;
     if (sh != NULL) {
+        sh->me = NULL;
         shm_segment_unmap(&sh->seg);
         for (int r = 0; r < comm->size; r++) {
             if (sh->fds[r] >= 0) {
@@ -74,12 +73,13 @@ shm_progress(shoal_comm *comm)
 int
 shi_shm_adopt_abort(shoal_comm *comm)
 {
+    struct shi_shm   *sh = shi_shm_mapped(comm);
     struct shm_abort *ab;
 
-    if (comm->mapped == NULL) {
+    if (sh == NULL) {
         return 0;
     }
-    ab = shm_abort_of(comm->mapped);
+    ab = shm_abort_of(&sh->seg);
     if (atomic_load_explicit(&ab->state, memory_order_acquire) != 2) {
         return 0;
     }
@@ -93,31 +93,34 @@ shi_shm_adopt_abort(shoal_comm *comm)
 static uint32_t
 shm_sleep_arm(shoal_comm *comm)
 {
-    atomic_fetch_add(&comm->my_ctl->sleepers, 1);
-    return atomic_load(&comm->my_ctl->doorbell);
+    struct shm_rank *me = shi_shm_of(comm)->me;
+
+    atomic_fetch_add(&me->sleepers, 1);
+    return atomic_load(&me->doorbell);
 }
 
 static void
 shm_sleep_wait(shoal_comm *comm, uint32_t token, int64_t timeout_ns)
 {
-    shi_futex_wait(&comm->my_ctl->doorbell, token, timeout_ns);
+    shi_futex_wait(&shi_shm_of(comm)->me->doorbell, token, timeout_ns);
 }
 
 static void
 shm_sleep_disarm(shoal_comm *comm)
 {
-    atomic_fetch_sub(&comm->my_ctl->sleepers, 1);
+    atomic_fetch_sub(&shi_shm_of(comm)->me->sleepers, 1);
 }
 
 static void
 shm_wake(shoal_comm *comm, int rank, int force)
 {
-    struct shm_ctl *ctl;
+    struct shi_shm  *sh = shi_shm_mapped(comm);
+    struct shm_rank *ctl;
 
-    if (comm->mapped == NULL) {
+    if (sh == NULL) {
         return; // not set up yet: nobody sleeps
     }
-    ctl = shm_ctl_of(comm->mapped, rank);
+    ctl = shm_rank_of(&sh->seg, rank);
     if (!force) {
         // Pairs with the sleeper's increment of `sleepers` before its last
         // look at the data: one of the two sees the other.
@@ -136,23 +139,23 @@ shm_wake(shoal_comm *comm, int rank, int force)
 static int
 shm_peers_on_my_cpu(shoal_comm *comm, cpu_set_t *peers)
 {
-    int      cpu = sched_getcpu(), n = 0;
-    uint32_t mine;
+    struct shi_shm *sh  = shi_shm_mapped(comm);
+    int             cpu = sched_getcpu(), n = 0;
+    uint32_t        mine;
 
-    if (comm->mapped == NULL || cpu < 0) {
+    if (sh == NULL || cpu < 0) {
         return 0;
     }
     mine = (uint32_t) cpu + 1;
-    if (atomic_load_explicit(&comm->my_ctl->cpu, memory_order_relaxed)
-        != mine) {
-        atomic_store_explicit(&comm->my_ctl->cpu, mine, memory_order_relaxed);
+    if (atomic_load_explicit(&sh->me->cpu, memory_order_relaxed) != mine) {
+        atomic_store_explicit(&sh->me->cpu, mine, memory_order_relaxed);
     }
     if (peers != NULL) {
         CPU_ZERO(peers);
     }
     for (int p = 0; p < comm->size; p++) {
-        struct shm_ctl *ctl = shm_ctl_of(comm->mapped, p);
-        uint32_t        theirs
+        struct shm_rank *ctl = shm_rank_of(&sh->seg, p);
+        uint32_t         theirs
             = atomic_load_explicit(&ctl->cpu, memory_order_relaxed);
         if (p == comm->rank || theirs == 0) {
             continue;
@@ -168,13 +171,15 @@ shm_peers_on_my_cpu(shoal_comm *comm, cpu_set_t *peers)
 static void
 shm_wake_peers(shoal_comm *comm)
 {
-    if (comm->mapped == NULL) {
+    struct shi_shm *sh = shi_shm_mapped(comm);
+
+    if (sh == NULL) {
         return;
     }
     // One fence covers every peer (see shm_wake); then ring only sleepers.
     atomic_thread_fence(memory_order_seq_cst);
     for (int p = 0; p < comm->size; p++) {
-        struct shm_ctl *ctl = shm_ctl_of(comm->mapped, p);
+        struct shm_rank *ctl = shm_rank_of(&sh->seg, p);
         if (p != comm->rank
             && atomic_load_explicit(&ctl->sleepers, memory_order_relaxed)
                 != 0) {
@@ -188,13 +193,14 @@ shm_wake_peers(shoal_comm *comm)
 static void
 shm_abort_notify(shoal_comm *comm, int status, const char *text)
 {
+    struct shi_shm   *sh = shi_shm_mapped(comm);
     struct shm_abort *ab;
     uint32_t          old = 0;
 
-    if (comm->mapped == NULL) {
+    if (sh == NULL) {
         return;
     }
-    ab = shm_abort_of(comm->mapped);
+    ab = shm_abort_of(&sh->seg);
     if (atomic_compare_exchange_strong(&ab->state, &old, 1)) {
         ab->status  = status;
         ab->by_rank = comm->rank;
@@ -226,9 +232,20 @@ static void
 shm_heap_region(
     shoal_comm *comm, unsigned char **base, size_t *bytes, int *shared)
 {
-    *base   = shm_heap_of(comm->mapped, comm->rank);
-    *bytes  = comm->mapped->heap_bytes;
+    struct shi_shm *sh = shi_shm_of(comm);
+
+    *base   = shm_heap_of(&sh->seg, comm->rank);
+    *bytes  = sh->seg.heap_bytes;
     *shared = 1;
+}
+
+static unsigned char *
+shm_coll_area(shoal_comm *comm, uint64_t *bytes)
+{
+    struct shi_shm *sh = shi_shm_mapped(comm);
+
+    *bytes = sh != NULL ? sh->seg.area_bytes : 0;
+    return sh != NULL ? shm_area_of(&sh->seg) : NULL;
 }
 
 const struct shi_transport_ops shi_shm_transport = {
@@ -258,6 +275,7 @@ const struct shi_transport_ops shi_shm_transport = {
     .goodbye              = shm_goodbye,
     .unreachable          = NULL,
     .heap_region          = shm_heap_region,
+    .coll_area            = shm_coll_area,
     .mem_expose           = shi_shm_mem_expose,
     .mem_view             = shi_shm_mem_view,
     .mem_read             = shi_shm_mem_read,

@@ -221,6 +221,7 @@ const struct shi_transport_ops shi_tcp_transport = {
     .goodbye              = tcp_goodbye,
     .unreachable          = tcp_unreachable,
     .heap_region          = tcp_heap_region,
+    .coll_area            = NULL,
     .mem_expose           = tcp_mem_expose,
     .mem_view             = tcp_mem_view,
     .mem_read             = NULL,

@@ -21,10 +21,11 @@
 // peer's reduced segment back from memory is avoided), against 5 S for
 // staged two-shot.
 #include "algo/common/algos.h"
-#include "algo/common/direct.h"
+#include "algo/mapped/direct.h"
+#include "algo/mapped/direct_reduce.h"
+#include "algo/mapped/mapped.h"
+#include "algo/mapped/xfer.h"
 #include "algo/registry.h"
-#include "algo/common/direct_reduce.h"
-#include "algo/common/xfer.h"
 
 // Rank r reduces segment r of every input into its recvbuf and pushes it
 // to every peer.

@@ -13,9 +13,11 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
-#include "algo/registry.h"
-#include "algo/common/xfer.h"
 #include "algo/kernels/reduce.h"
+#include "algo/mapped/driver.h"
+#include "algo/mapped/mapped.h"
+#include "algo/mapped/xfer.h"
+#include "algo/registry.h"
 #include "core/engine.h"
 
 // This algorithm's state in its request.
@@ -34,7 +36,7 @@ oneshot_of(shoal_request *req)
 static size_t
 chunk_elems(const shoal_comm *comm, size_t esize)
 {
-    return comm->mapped->slab_bytes / esize;
+    return shi_area_of(comm)->slab_bytes / esize;
 }
 
 static size_t
@@ -91,7 +93,7 @@ shi_oneshot_step(shoal_comm *comm, shoal_request *req)
 }
 
 // The tiny all-reduce and all-gather of a cache line go inline (one
-// line per peer, allreduce_inline.c); everything else as above.
+// line per peer, inline.c); everything else as above.
 int
 shi_oneshot_run(shoal_comm *comm, shoal_request *req)
 {

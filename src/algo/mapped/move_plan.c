@@ -1,9 +1,11 @@
 // Ranges of the data-movement collectives (see move_plan.h).
-#include "algo/move/move_plan.h"
+#include "algo/mapped/move_plan.h"
 
 #include <string.h>
 
 #include "algo/common/algos.h"
+#include "algo/mapped/driver.h"
+#include "algo/mapped/mapped.h"
 #include "core/engine.h"
 
 void
@@ -12,7 +14,7 @@ shi_move_publish(shoal_comm *comm, shoal_request *req)
     if (req->kind != SHI_OP_ALLTOALLV) {
         return;
     }
-    uint64_t *mine = shm_counts_of(comm->mapped, comm->rank);
+    uint64_t *mine = shi_area_counts(shi_area_of(comm), comm->rank);
     for (int p = 0; p < comm->size; p++) {
         mine[p] = req->counts[p];
     }
@@ -56,7 +58,7 @@ shi_move_snapshot(shoal_comm *comm, shoal_request *req)
     }
     for (int q = 0; q < comm->size; q++) {
         memcpy(comm->peer_counts + (size_t) q * comm->size,
-            shm_counts_of(comm->mapped, q),
+            shi_area_counts(shi_area_of(comm), q),
             (size_t) comm->size * sizeof(uint64_t));
     }
 }

@@ -1,7 +1,7 @@
 // Barrier over collective counters in shared memory.
 //
 // Steps: (1) on entering collective s, every rank stores s in its own
-// counter line (done by mapped_driver.c when the collective starts) and wakes
+// counter line (done by driver.c when the collective starts) and wakes
 // sleeping peers; (2) it waits until every peer's counter is >= s;
 // (3) it checks that every peer called a barrier too (a barrier against a
 // broadcast is a mismatch, not a pass): by the descriptor hash in the same
@@ -10,7 +10,8 @@
 // Preconditions: none (any number of ranks; 1 rank returns at once).
 // Cost: alpha * 1 flag round (each rank reads n-1 lines); no payload.
 #include "algo/common/algos.h"
-#include "algo/common/mapped_driver.h"
+#include "algo/mapped/driver.h"
+#include "algo/mapped/mapped.h"
 #include "algo/registry.h"
 #include "core/engine.h"
 
@@ -18,15 +19,15 @@ int
 shi_barrier_flags_step(shoal_comm *comm, shoal_request *req)
 {
     uint32_t s     = (uint32_t) req->seq;
-    uint64_t mine  = comm->my_ctl->coll_hash[s % 2];
+    uint64_t mine  = shi_my_ctl(comm)->coll_hash[s % 2];
     int      agree = 1;
 
     for (int peer = 0; peer < comm->size; peer++) {
         if (peer == comm->rank) {
             continue;
         }
-        struct shm_ctl *ctl = shm_ctl_of(comm->mapped, peer);
-        uint32_t        got
+        struct shi_mapped_ctl *ctl = shi_ctl_of(comm, peer);
+        uint32_t               got
             = atomic_load_explicit(&ctl->coll_seq, memory_order_acquire);
         if (shi_seq_diff(got, s) < 0) {
             req->blocked_on = peer;

@@ -20,10 +20,12 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
-#include "algo/registry.h"
-#include "algo/common/xfer.h"
-#include "algo/move/move_plan.h"
 #include "algo/kernels/reduce.h"
+#include "algo/mapped/driver.h"
+#include "algo/mapped/mapped.h"
+#include "algo/mapped/move_plan.h"
+#include "algo/mapped/xfer.h"
+#include "algo/registry.h"
 #include "core/engine.h"
 
 // This algorithm's state in its request.
@@ -44,7 +46,7 @@ staged_of(shoal_request *req)
 static size_t
 count_chunks(shoal_comm *comm, shoal_request *req)
 {
-    size_t most = 0, slab = comm->mapped->slab_bytes;
+    size_t most = 0, slab = shi_area_of(comm)->slab_bytes;
 
     for (int q = 0; q < comm->size; q++) {
         size_t b = shi_move_send_bytes(comm, req, q);
@@ -56,7 +58,7 @@ count_chunks(shoal_comm *comm, shoal_request *req)
 static void
 stage_chunk(shoal_comm *comm, shoal_request *req, size_t c)
 {
-    size_t slab = comm->mapped->slab_bytes, first = c * slab;
+    size_t slab = shi_area_of(comm)->slab_bytes, first = c * slab;
     size_t mine = shi_move_send_bytes(comm, req, comm->rank);
 
     if (first < mine) {
@@ -80,7 +82,7 @@ overlap(size_t lo, size_t len, size_t c, size_t slab, size_t *start)
 static void
 reduce_chunk(shoal_comm *comm, shoal_request *req, size_t c)
 {
-    size_t es = shi_req_esize(req), slab = comm->mapped->slab_bytes, a;
+    size_t es = shi_req_esize(req), slab = shi_area_of(comm)->slab_bytes, a;
     size_t lo = shi_block_displ(req, comm->rank) * es;
     size_t len
         = overlap(lo, shi_block_count(req, comm->rank) * es, c, slab, &a);
@@ -99,7 +101,7 @@ reduce_chunk(shoal_comm *comm, shoal_request *req, size_t c)
 static int
 take_chunk(shoal_comm *comm, shoal_request *req, size_t c)
 {
-    size_t slab = comm->mapped->slab_bytes;
+    size_t slab = shi_area_of(comm)->slab_bytes;
 
     if (req->kind == SHI_OP_REDUCE_SCATTER
         || req->kind == SHI_OP_REDUCE_SCATTERV) {
@@ -177,7 +179,7 @@ shi_staged_step(shoal_comm *comm, shoal_request *req)
 }
 
 // A tiny all-gather goes inline (one cache line per peer,
-// allreduce_inline.c); everything else through the slabs as above.
+// inline.c); everything else through the slabs as above.
 int
 shi_staged_run(shoal_comm *comm, shoal_request *req)
 {

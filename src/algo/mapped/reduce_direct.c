@@ -15,10 +15,11 @@
 // per rank into the root; the work is spread over all ranks instead of
 // the root reducing n S alone.
 #include "algo/common/algos.h"
-#include "algo/common/direct.h"
+#include "algo/mapped/direct.h"
+#include "algo/mapped/direct_reduce.h"
+#include "algo/mapped/mapped.h"
+#include "algo/mapped/xfer.h"
 #include "algo/registry.h"
-#include "algo/common/direct_reduce.h"
-#include "algo/common/xfer.h"
 
 // Rank r reduces segment r of every input and writes it into the root's
 // recvbuf.

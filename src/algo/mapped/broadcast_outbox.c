@@ -17,8 +17,9 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
+#include "algo/mapped/driver.h"
+#include "algo/mapped/mapped.h"
 #include "algo/registry.h"
-#include "algo/common/mapped_driver.h"
 #include "core/engine.h"
 
 // This algorithm's state in its request.
@@ -36,7 +37,7 @@ outbox_of(shoal_request *req)
 static uint64_t
 chunks_of(const shoal_comm *comm, size_t bytes)
 {
-    size_t slot = comm->mapped->box_slot_bytes;
+    size_t slot = shi_area_of(comm)->box_slot_bytes;
 
     return bytes == 0 ? 1 : (bytes + slot - 1) / slot;
 }
@@ -52,7 +53,7 @@ min_reader_tail(shoal_comm *comm, int *slowest)
             continue;
         }
         uint64_t t = atomic_load_explicit(
-            &shm_box_tail(comm->mapped, comm->rank, r)->tail,
+            &shi_area_box_tail(shi_area_of(comm), comm->rank, r)->tail,
             memory_order_acquire);
         if (t < low) {
             low      = t;
@@ -65,23 +66,23 @@ min_reader_tail(shoal_comm *comm, int *slowest)
 static int
 root_step(shoal_comm *comm, shoal_request *req)
 {
-    size_t slot_bytes = comm->mapped->box_slot_bytes;
+    size_t slot_bytes = shi_area_of(comm)->box_slot_bytes;
     int    n          = 0;
 
     while (outbox_of(req)->slot < outbox_of(req)->slot_end) {
         int slowest = -1;
-        if (min_reader_tail(comm, &slowest) + comm->mapped->box_slots
+        if (min_reader_tail(comm, &slowest) + shi_area_of(comm)->box_slots
             <= outbox_of(req)->slot) {
             req->blocked_on = slowest;
             return n;
         }
-        struct shm_slot_header *h
-            = shm_box_slot(comm->mapped, comm->rank, outbox_of(req)->slot);
+        struct shi_box_slot *h = shi_area_box_slot(
+            shi_area_of(comm), comm->rank, outbox_of(req)->slot);
         size_t chunk = req->bytes - req->done < slot_bytes
             ? req->bytes - req->done
             : slot_bytes;
         if (chunk > 0) { // buf may be NULL for a zero-byte broadcast
-            memcpy(shm_slot_data(h), req->buf + req->done, chunk);
+            memcpy(shi_box_data(h), req->buf + req->done, chunk);
         }
         h->msg_bytes   = req->bytes;
         h->chunk_bytes = (uint32_t) chunk;
@@ -101,7 +102,7 @@ root_step(shoal_comm *comm, shoal_request *req)
 
 static int
 chunk_matches(
-    shoal_comm *comm, shoal_request *req, const struct shm_slot_header *h)
+    shoal_comm *comm, shoal_request *req, const struct shi_box_slot *h)
 {
     if (h->coll_seq == (uint32_t) req->seq && h->kind == SHI_OP_BCAST
         && h->count == req->count && h->dtype == (uint32_t) req->dtype) {
@@ -124,8 +125,8 @@ reader_step(shoal_comm *comm, shoal_request *req)
     int n    = 0;
 
     while (outbox_of(req)->slot < outbox_of(req)->slot_end) {
-        struct shm_slot_header *h
-            = shm_box_slot(comm->mapped, root, outbox_of(req)->slot);
+        struct shi_box_slot *h
+            = shi_area_box_slot(shi_area_of(comm), root, outbox_of(req)->slot);
         if (atomic_load_explicit(&h->seq, memory_order_acquire)
             != outbox_of(req)->slot + 1) {
             req->blocked_on = root;
@@ -135,12 +136,12 @@ reader_step(shoal_comm *comm, shoal_request *req)
             return n + 1;
         }
         if (h->chunk_bytes > 0) {
-            memcpy(req->buf + req->done, shm_slot_data(h), h->chunk_bytes);
+            memcpy(req->buf + req->done, shi_box_data(h), h->chunk_bytes);
         }
         req->done += h->chunk_bytes;
         outbox_of(req)->slot++;
         atomic_store_explicit(
-            &shm_box_tail(comm->mapped, root, comm->rank)->tail,
+            &shi_area_box_tail(shi_area_of(comm), root, comm->rank)->tail,
             outbox_of(req)->slot, memory_order_release);
         shi_ring(comm, root, 0);
         n++;

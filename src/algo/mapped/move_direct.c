@@ -13,10 +13,11 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
-#include "algo/common/direct.h"
+#include "algo/mapped/direct.h"
+#include "algo/mapped/mapped.h"
+#include "algo/mapped/move_plan.h"
+#include "algo/mapped/xfer.h"
 #include "algo/registry.h"
-#include "algo/common/xfer.h"
-#include "algo/move/move_plan.h"
 
 static int
 copy_from_peers(shoal_comm *comm, shoal_request *req)

@@ -17,9 +17,11 @@
 #include <string.h>
 
 #include "algo/common/algos.h"
-#include "algo/registry.h"
-#include "algo/common/xfer.h"
 #include "algo/kernels/reduce.h"
+#include "algo/mapped/driver.h"
+#include "algo/mapped/mapped.h"
+#include "algo/mapped/xfer.h"
+#include "algo/registry.h"
 #include "core/engine.h"
 
 // This algorithm's state in its request.
@@ -90,7 +92,7 @@ gather_segments(
 int
 shi_twoshot_step(shoal_comm *comm, shoal_request *req)
 {
-    size_t es = shi_req_esize(req), per = comm->mapped->slab_bytes / es;
+    size_t es = shi_req_esize(req), per = shi_area_of(comm)->slab_bytes / es;
     size_t chunks = req->count == 0 ? 1 : (req->count + per - 1) / per;
     int    n      = 0;
 

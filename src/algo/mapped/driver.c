@@ -1,5 +1,5 @@
-// The mapped-memory collectives' driver (see mapped_driver.h).
-#include "algo/common/mapped_driver.h"
+// The mapped-memory collectives' driver (see driver.h).
+#include "algo/mapped/driver.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include "core/op_props.h"
 
 static void
-describe_call(char *buf, size_t len, const struct shm_desc *d)
+describe_call(char *buf, size_t len, const struct shi_call_desc *d)
 {
     char root[32] = "", op[48] = "", algo[32] = "";
 
@@ -41,7 +41,8 @@ describe_call(char *buf, size_t len, const struct shm_desc *d)
 static void
 publish_descriptor(shoal_comm *comm, shoal_request *req)
 {
-    struct shm_desc *d = &comm->my_ctl->desc[req->seq % SHM_DESC_RING];
+    struct shi_mapped_ctl *me = shi_my_ctl(comm);
+    struct shi_call_desc  *d  = &me->desc[req->seq % SHI_DESC_RING];
 
     atomic_store_explicit(&d->seq, 0, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
@@ -54,37 +55,21 @@ publish_descriptor(shoal_comm *comm, shoal_request *req)
     __atomic_store_n(&d->counts_hash, req->counts_hash, __ATOMIC_RELAXED);
     atomic_store_explicit(&d->seq, (uint32_t) req->seq, memory_order_release);
     uint64_t hash = shi_desc_hash(d);
-    __atomic_store_n(
-        &comm->my_ctl->desc_hash[req->seq % 2], hash, __ATOMIC_RELAXED);
-    __atomic_store_n(
-        &comm->my_ctl->coll_hash[req->seq % 2], hash, __ATOMIC_RELAXED);
+    __atomic_store_n(&me->desc_hash[req->seq % 2], hash, __ATOMIC_RELAXED);
+    __atomic_store_n(&me->coll_hash[req->seq % 2], hash, __ATOMIC_RELAXED);
     atomic_store_explicit(
-        &comm->my_ctl->coll_seq, (uint32_t) req->seq, memory_order_release);
-}
-
-uint64_t
-shi_desc_hash(const struct shm_desc *d)
-{
-    uint64_t v[] = { atomic_load_explicit(&d->seq, memory_order_relaxed),
-        d->kind, (uint64_t) (uint32_t) d->root, d->dtype, d->count, d->redop,
-        d->algo, d->counts_hash };
-    uint64_t h   = 1469598103934665603ull; // FNV-1a over the fields
-
-    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-        h = (h ^ v[i]) * 1099511628211ull;
-    }
-    return h;
+        &me->coll_seq, (uint32_t) req->seq, memory_order_release);
 }
 
 int
 shi_coll_peer_differs(shoal_comm *comm, int p, uint32_t seq)
 {
-    struct shm_ctl *ctl = shm_ctl_of(comm->mapped, p);
+    struct shi_mapped_ctl *ctl = shi_ctl_of(comm, p);
 
     if (atomic_load_explicit(&ctl->coll_seq, memory_order_acquire) != seq
         || __atomic_load_n(&ctl->desc_hash[seq % 2], __ATOMIC_RELAXED)
             == __atomic_load_n(
-                &comm->my_ctl->desc_hash[seq % 2], __ATOMIC_RELAXED)) {
+                &shi_my_ctl(comm)->desc_hash[seq % 2], __ATOMIC_RELAXED)) {
         return 0;
     }
     return shi_coll_verify(comm, seq);
@@ -93,11 +78,11 @@ shi_coll_peer_differs(shoal_comm *comm, int p, uint32_t seq)
 int
 shi_coll_agree(shoal_comm *comm, uint32_t seq)
 {
-    uint64_t mine
-        = __atomic_load_n(&comm->my_ctl->desc_hash[seq % 2], __ATOMIC_RELAXED);
+    uint64_t mine = __atomic_load_n(
+        &shi_my_ctl(comm)->desc_hash[seq % 2], __ATOMIC_RELAXED);
 
     for (int p = 0; p < comm->size; p++) {
-        struct shm_ctl *ctl = shm_ctl_of(comm->mapped, p);
+        struct shi_mapped_ctl *ctl = shi_ctl_of(comm, p);
         if (p != comm->rank
             && __atomic_load_n(&ctl->desc_hash[seq % 2], __ATOMIC_RELAXED)
                 != mine) {
@@ -112,7 +97,8 @@ shi_coll_agree(shoal_comm *comm, uint32_t seq)
 // Reads a consistent copy of peer's descriptor for collective t; returns 0
 // if it was overwritten meanwhile.
 static int
-read_descriptor(const struct shm_desc *d, uint32_t t, struct shm_desc *out)
+read_descriptor(
+    const struct shi_call_desc *d, uint32_t t, struct shi_call_desc *out)
 {
     if (atomic_load_explicit(&d->seq, memory_order_acquire) != t) {
         return 0;
@@ -129,7 +115,7 @@ read_descriptor(const struct shm_desc *d, uint32_t t, struct shm_desc *out)
 }
 
 static int
-same_call(const struct shm_desc *a, const struct shm_desc *b)
+same_call(const struct shi_call_desc *a, const struct shi_call_desc *b)
 {
     return a->kind == b->kind && a->root == b->root && a->dtype == b->dtype
         && a->count == b->count && a->redop == b->redop && a->algo == b->algo
@@ -140,17 +126,18 @@ static int
 verify_peer(shoal_comm *comm, int peer, uint32_t upto)
 {
     struct shi_mapped_peer *p   = &shi_mapped_of(comm)->peers[peer];
-    struct shm_ctl         *ctl = shm_ctl_of(comm->mapped, peer);
+    struct shi_mapped_ctl  *ctl = shi_ctl_of(comm, peer);
     uint32_t                peer_seq
         = atomic_load_explicit(&ctl->coll_seq, memory_order_acquire);
     uint32_t hi = shi_seq_diff(peer_seq, upto) < 0 ? peer_seq : upto;
     char     mine[128], theirs[128];
 
     for (uint32_t t = p->coll_checked + 1; shi_seq_diff(t, hi) <= 0; t++) {
-        struct shm_desc a, b;
-        if (shi_seq_diff(hi, t) >= SHM_DESC_RING / 2
-            || !read_descriptor(&comm->my_ctl->desc[t % SHM_DESC_RING], t, &a)
-            || !read_descriptor(&ctl->desc[t % SHM_DESC_RING], t, &b)) {
+        struct shi_call_desc a, b;
+        if (shi_seq_diff(hi, t) >= SHI_DESC_RING / 2
+            || !read_descriptor(
+                &shi_my_ctl(comm)->desc[t % SHI_DESC_RING], t, &a)
+            || !read_descriptor(&ctl->desc[t % SHI_DESC_RING], t, &b)) {
             continue;
         }
         if (!same_call(&a, &b)) {
@@ -228,7 +215,10 @@ shi_coll_step(shoal_comm *comm)
 int
 shi_mapped_state_new(shoal_comm *comm)
 {
-    struct shi_mapped_state *m = calloc(1, sizeof(*m));
+    struct shi_mapped_state *m     = calloc(1, sizeof(*m));
+    uint64_t                 bytes = 0;
+    unsigned char           *base;
+    int                      st;
 
     if (m == NULL
         || (m->peers = calloc((size_t) comm->size, sizeof(*m->peers)))
@@ -237,6 +227,11 @@ shi_mapped_state_new(shoal_comm *comm)
         return shi_error(SHOAL_ENOMEM, "out of memory");
     }
     comm->mapped_state = m;
+    base               = comm->tp->coll_area(comm, &bytes);
+    if ((st = shi_area_bind(&m->area, base, bytes, comm->size)) != SHOAL_OK) {
+        return st;
+    }
+    m->my_ctl = shi_area_ctl(&m->area, comm->rank);
     return SHOAL_OK;
 }
 

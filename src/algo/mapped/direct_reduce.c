@@ -1,9 +1,10 @@
 // Direct reduction of a range over all ranks (see direct_reduce.h).
-#include "algo/common/direct_reduce.h"
+#include "algo/mapped/direct_reduce.h"
 
 #include "algo/common/algos.h"
-#include "algo/common/xfer.h"
 #include "algo/kernels/reduce.h"
+#include "algo/mapped/mapped.h"
+#include "algo/mapped/xfer.h"
 
 // Bytes read from each peer per piece: small enough that the n inputs and
 // the output stay in L2 while they are combined.

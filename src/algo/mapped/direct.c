@@ -1,7 +1,7 @@
 // The driver of the single-copy algorithms (see direct.h).
-#include "algo/common/direct.h"
+#include "algo/mapped/direct.h"
 
-#include "algo/common/xfer.h"
+#include "algo/mapped/xfer.h"
 #include "core/engine.h"
 
 // The driver's state in the request.

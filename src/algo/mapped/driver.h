@@ -11,16 +11,18 @@
 #ifndef SHI_MAPPED_DRIVER_H
 #define SHI_MAPPED_DRIVER_H
 
+#include "algo/mapped/area.h"
 #include "core/comm.h"
-#include "transport/shm/shm_segment.h"
 
 // What the mapped-memory algorithms keep across calls on a communicator:
 // the family's own, held by the communicator as comm->mapped_state
 // (NULL on other transports).
 struct shi_mapped_state {
-    uint64_t sync_count; // sync points passed (xfer.c)
-    uint64_t slab_use; // staging uses so far (xfer.c)
-    uint64_t inline_use; // tiny collectives so far (allreduce_inline.c)
+    struct shi_area        area; // the family's part of the shared memory
+    struct shi_mapped_ctl *my_ctl; // this rank's control block in it
+    uint64_t               sync_count; // sync points passed (xfer.c)
+    uint64_t               slab_use; // staging uses so far (xfer.c)
+    uint64_t               inline_use; // tiny collectives so far (inline.c)
     uint64_t inline_seen; // the last inline use every peer entered
     struct shi_mapped_peer {
         uint64_t box_slot; // next slot of this peer's outbox
@@ -29,21 +31,37 @@ struct shi_mapped_state {
 };
 
 static inline struct shi_mapped_state *
-shi_mapped_of(shoal_comm *comm)
+shi_mapped_of(const shoal_comm *comm)
 {
     return comm->mapped_state;
 }
 
-// Creates and frees comm's mapped_state (collective setup and teardown).
+static inline struct shi_area *
+shi_area_of(const shoal_comm *comm)
+{
+    return &comm->mapped_state->area;
+}
+
+static inline struct shi_mapped_ctl *
+shi_my_ctl(shoal_comm *comm)
+{
+    return comm->mapped_state->my_ctl;
+}
+
+static inline struct shi_mapped_ctl *
+shi_ctl_of(shoal_comm *comm, int rank)
+{
+    return shi_area_ctl(&comm->mapped_state->area, rank);
+}
+
+// Creates and frees comm's mapped_state (collective setup and teardown):
+// binds the area the transport made room for (transport.h: coll_area).
 int  shi_mapped_state_new(shoal_comm *comm);
 void shi_mapped_state_free(shoal_comm *comm);
 
 // Compares our descriptors with every peer's, up to collective `upto`.
 // Aborts the communicator on a mismatch; returns 1 if it did.
 int shi_coll_verify(shoal_comm *comm, uint32_t upto);
-
-// Hash of a descriptor (published next to the sync counter).
-uint64_t shi_desc_hash(const struct shm_desc *d);
 
 // Fast agreement check at a collective's first sync point: compares the
 // peers' descriptor hashes, falling back to shi_coll_verify when one

@@ -1,11 +1,11 @@
 // Building blocks of the collectives (see xfer.h).
-#include "algo/common/xfer.h"
+#include "algo/mapped/xfer.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/common/mapped_driver.h"
+#include "algo/mapped/driver.h"
 #include "core/engine.h"
 
 static int
@@ -15,7 +15,7 @@ all_peers_reached(shoal_comm *comm, shoal_request *req, uint64_t target)
         if (p == comm->rank) {
             continue;
         }
-        struct shm_ctl *ctl = shm_ctl_of(comm->mapped, p);
+        struct shi_mapped_ctl *ctl = shi_ctl_of(comm, p);
         if (atomic_load_explicit(&ctl->sync, memory_order_acquire) < target) {
             req->blocked_on = p;
             shi_coll_peer_differs(comm, p, (uint32_t) req->seq);
@@ -29,11 +29,12 @@ all_peers_reached(shoal_comm *comm, shoal_request *req, uint64_t target)
 static void
 publish_sync(shoal_comm *comm, uint64_t value)
 {
-    if (atomic_load_explicit(&comm->my_ctl->sync, memory_order_relaxed)
+    if (atomic_load_explicit(&shi_my_ctl(comm)->sync, memory_order_relaxed)
         >= value) {
         return;
     }
-    atomic_store_explicit(&comm->my_ctl->sync, value, memory_order_release);
+    atomic_store_explicit(
+        &shi_my_ctl(comm)->sync, value, memory_order_release);
     shi_ring_peers(comm);
 }
 
@@ -52,8 +53,8 @@ shi_sync_all(shoal_comm *comm, shoal_request *req, int k)
 int
 shi_sync_peer(shoal_comm *comm, shoal_request *req, int p, int k)
 {
-    uint64_t        target = req->sync_base + (uint64_t) k;
-    struct shm_ctl *ctl    = shm_ctl_of(comm->mapped, p);
+    uint64_t               target = req->sync_base + (uint64_t) k;
+    struct shi_mapped_ctl *ctl    = shi_ctl_of(comm, p);
 
     publish_sync(comm, target);
     if (atomic_load_explicit(&ctl->sync, memory_order_acquire) < target) {
@@ -72,7 +73,7 @@ shi_sync_finish(shoal_comm *comm, shoal_request *req, int k)
 void
 shi_expose(shoal_comm *comm, const void *send, const void *recv)
 {
-    struct shm_expose   *e = &comm->my_ctl->expose;
+    struct shi_expose   *e = &shi_my_ctl(comm)->expose;
     struct shi_tp_region r;
 
     // The buffers' sizes are the call's, which every rank agreed on; the
@@ -90,7 +91,7 @@ shi_expose(shoal_comm *comm, const void *send, const void *recv)
 static struct shi_tp_region
 exposed(shoal_comm *comm, int p, int side, size_t end)
 {
-    const struct shm_expose *e = &shm_ctl_of(comm->mapped, p)->expose;
+    const struct shi_expose *e = &shi_ctl_of(comm, p)->expose;
 
     return (struct shi_tp_region) {
         .addr     = side == SHI_SEND ? e->send_addr : e->recv_addr,
@@ -160,7 +161,7 @@ shi_peer_bytes(shoal_comm *comm, int p, int side, size_t off, size_t len,
     const unsigned char *view;
 
     if (p == comm->rank) {
-        const struct shm_expose *e = &comm->my_ctl->expose;
+        const struct shi_expose *e = &shi_my_ctl(comm)->expose;
         return (const unsigned char *) (uintptr_t) (side == SHI_SEND
                        ? e->send_addr
                        : e->recv_addr)
@@ -190,7 +191,7 @@ shi_slab_free(shoal_comm *comm, shoal_request *req, uint64_t use)
         if (p == comm->rank) {
             continue;
         }
-        struct shm_ctl *ctl = shm_ctl_of(comm->mapped, p);
+        struct shi_mapped_ctl *ctl = shi_ctl_of(comm, p);
         if (atomic_load_explicit(&ctl->slab_done, memory_order_acquire)
             < use - 2) {
             req->blocked_on = p;
@@ -203,13 +204,14 @@ shi_slab_free(shoal_comm *comm, shoal_request *req, uint64_t use)
 unsigned char *
 shi_slab_of(shoal_comm *comm, int rank, uint64_t use)
 {
-    return shm_slab(comm->mapped, rank, (int) (use % 2));
+    return shi_area_slab(shi_area_of(comm), rank, (int) (use % 2));
 }
 
 void
 shi_slab_done(shoal_comm *comm, uint64_t use)
 {
-    atomic_store_explicit(&comm->my_ctl->slab_done, use, memory_order_release);
+    atomic_store_explicit(
+        &shi_my_ctl(comm)->slab_done, use, memory_order_release);
     shi_ring_peers(comm);
 }
 

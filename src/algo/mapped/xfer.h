@@ -16,7 +16,6 @@
 #include <stdint.h>
 
 #include "core/comm.h"
-#include "transport/shm/shm_segment.h"
 
 enum shi_side { SHI_SEND = 0, SHI_RECV = 1 };
 

@@ -1,7 +1,7 @@
 // Tiny all-reduce, all-gather, all-to-all, reduce-scatter, gather and
 // scatter: the data rides in the same cache line as its flag.
 //
-// Steps: (1) rank r writes its whole input (at most SHM_INLINE_BYTES) and
+// Steps: (1) rank r writes its whole input (at most SHI_INLINE_BYTES) and
 // the hash of its call into its inline line for this use (two lines, used
 // alternately), then publishes the use number in that line; (2) it waits
 // until the lines it reads show the same use, checks that the hashes agree
@@ -18,7 +18,7 @@
 // reading r's line of the use before. After a call that read every
 // peer's line this is known without looking; after a rooted call it is
 // checked (a rank that only wrote has not seen its readers move on).
-// Preconditions: each rank's input at most SHM_INLINE_BYTES; the same
+// Preconditions: each rank's input at most SHI_INLINE_BYTES; the same
 // count on every rank (not the v-collectives).
 // Cost: alpha (one line moved from each peer) + gamma n S (reductions) or
 // beta n S (movement); no staging copy, no separate flag, no closing sync.
@@ -26,7 +26,8 @@
 
 #include "algo/common/algos.h"
 #include "algo/kernels/reduce.h"
-#include "algo/common/mapped_driver.h"
+#include "algo/mapped/driver.h"
+#include "algo/mapped/mapped.h"
 #include "core/engine.h"
 
 // This algorithm's state in its request.
@@ -84,8 +85,8 @@ shi_inline_fits(const shoal_request *req)
         case SHI_OP_REDUCE_SCATTER:
         case SHI_OP_GATHER:
         case SHI_OP_SCATTER:
-            return req->count <= SHM_INLINE_BYTES
-                && input_bytes(req, req->comm->size) <= SHM_INLINE_BYTES;
+            return req->count <= SHI_INLINE_BYTES
+                && input_bytes(req, req->comm->size) <= SHI_INLINE_BYTES;
         default:
             return 0;
     }
@@ -94,15 +95,15 @@ shi_inline_fits(const shoal_request *req)
 static void
 publish_line(shoal_comm *comm, shoal_request *req)
 {
-    struct shm_inline *mine
-        = &comm->my_ctl->inline_slot[inline_of(req)->use % 2];
+    struct shi_inline_line *mine
+        = &shi_my_ctl(comm)->inline_slot[inline_of(req)->use % 2];
     size_t bytes = line_bytes(comm, req);
 
     if (bytes > 0) {
         memcpy(mine->data, req->sendbuf, bytes);
     }
     mine->desc_hash = __atomic_load_n(
-        &comm->my_ctl->desc_hash[req->seq % 2], __ATOMIC_RELAXED);
+        &shi_my_ctl(comm)->desc_hash[req->seq % 2], __ATOMIC_RELAXED);
     atomic_store_explicit(
         &mine->use, inline_of(req)->use, memory_order_release);
     shi_ring_peers(comm);
@@ -114,8 +115,7 @@ line_shows(
     shoal_comm *comm, shoal_request *req, int p, uint64_t use, int at_least)
 {
     uint64_t seen = atomic_load_explicit(
-        &shm_ctl_of(comm->mapped, p)->inline_slot[use % 2].use,
-        memory_order_acquire);
+        &shi_ctl_of(comm, p)->inline_slot[use % 2].use, memory_order_acquire);
 
     if (seen == use || (at_least && seen > use)) {
         return 1;
@@ -261,10 +261,10 @@ shi_inline_step(shoal_comm *comm, shoal_request *req)
         return 0;
     }
     uint64_t want
-        = comm->my_ctl->inline_slot[inline_of(req)->use % 2].desc_hash;
+        = shi_my_ctl(comm)->inline_slot[inline_of(req)->use % 2].desc_hash;
     for (int p = 0; p < comm->size; p++) {
-        struct shm_inline *line = &shm_ctl_of(comm->mapped, p)
-                                       ->inline_slot[inline_of(req)->use % 2];
+        struct shi_inline_line *line
+            = &shi_ctl_of(comm, p)->inline_slot[inline_of(req)->use % 2];
         if (!reads_line_of(req, p)) {
             continue;
         }

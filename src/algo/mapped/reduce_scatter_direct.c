@@ -10,10 +10,11 @@
 // Cost: 2 alpha + gamma S/n per rank reading n inputs; traffic about
 // (n + 1) S/n per rank.
 #include "algo/common/algos.h"
-#include "algo/common/direct.h"
+#include "algo/mapped/direct.h"
+#include "algo/mapped/direct_reduce.h"
+#include "algo/mapped/mapped.h"
+#include "algo/mapped/xfer.h"
 #include "algo/registry.h"
-#include "algo/common/direct_reduce.h"
-#include "algo/common/xfer.h"
 
 // Rank r reduces block r over every rank's send buffer into its recvbuf.
 static int
