@@ -1,6 +1,6 @@
 #!/bin/sh
-# compare.sh: shoal against Open MPI and MPICH on this host, measured in the
-# same run.
+# compare.sh: shoal against Open MPI, MPICH, oneCCL, DeepSpeed and gloo on
+# this host, measured in the same run.
 #
 #   tools/perf/compare.sh [BUILD_DIR]              (default ./build)
 #   NRANKS=8 tools/perf/compare.sh [BUILD_DIR]     (the 8-rank tail block)
@@ -56,6 +56,12 @@
 # (DEEPSPEED_PYTHON=none, or deepspeed not importable) the script prints
 # "# DeepSpeed N/A: <why>".
 #
+# gloo (torch.distributed's default CPU backend) runs the same script with
+# -p gloo (torch.distributed.all_reduce, in place, ranks not bound) with
+# the Python of GLOO_PYTHON (default BUILD_DIR/pyenv/bin/python, which
+# make python-env fills) and adds a gloo column to the allreduce table
+# ("# gloo N/A: <why>" when it cannot run).
+#
 # Tail mode (NRANKS=8, or MODE=tail): 8-byte allreduce only, TAIL_ITERS
 # (2000) iterations, median, p90 and maximum iteration time for shoal,
 # Open MPI, MPICH, oneCCL and DeepSpeed, and the targets at that rank
@@ -75,6 +81,10 @@
 # run only as many iterations as fit ITER_BYTES), MIN_ITERS (10), WARMUP
 # (5), TAIL_ITERS (2000), TAIL_WARMUP (200), TIMEOUT (600 s per shoal-perf,
 # oneccl_bench or ds_allreduce run), ONECCL_ROOT, DEEPSPEED_PYTHON;
+# OPS (every operation: "allreduce reduce allgather reducescatter alltoall
+# gather scatter broadcast sendrecv put"; a subset runs and prints only
+# those tables, and judges no targets), GLOO_PYTHON (BUILD_DIR/pyenv/bin/
+# python);
 # SHOAL_SHM_HEAP_BYTES and the library's other
 # settings pass through. Raw outputs stay in BUILD_DIR/perf-compare/
 # (COMPARE_OUT: another folder, for two runs at once on one build).
@@ -102,6 +112,22 @@ WARMUP=${WARMUP:-5}
 TAIL_ITERS=${TAIL_ITERS:-2000}
 TAIL_WARMUP=${TAIL_WARMUP:-200}
 TIMEOUT=${TIMEOUT:-600}
+ALL_OPS="allreduce reduce allgather reducescatter alltoall gather scatter"
+ALL_OPS="$ALL_OPS broadcast sendrecv put"
+OPS=${OPS:-$ALL_OPS}
+
+# wants OP: whether this run measures OP (OPS; pingpong comes with
+# sendrecv, putpingpong with put).
+wants() {
+    case $1 in
+        pingpong) set -- sendrecv ;;
+        putpingpong) set -- put ;;
+    esac
+    case " $OPS " in
+        *" $1 "*) return 0 ;;
+    esac
+    return 1
+}
 
 SHOALRUN=$BUILD/tools/shoalrun
 PERF=$BUILD/tools/shoal-perf
@@ -128,7 +154,7 @@ bytes_of() {
     }'
 }
 
-echo "# compare.sh: shoal vs Open MPI, MPICH, oneCCL and DeepSpeed," \
+echo "# compare.sh: shoal vs Open MPI, MPICH, oneCCL, DeepSpeed and gloo," \
     "$NRANKS ranks on $(hostname)," \
     "$(nproc) cpus, $(date -u '+%Y-%m-%d %H:%M UTC'), mode $MODE"
 echo "# load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -308,12 +334,15 @@ run_oneccl() {
     fi
 }
 
-# --- DeepSpeed setup ------------------------------------------------------------
-# DS_NA: why DeepSpeed cannot run (empty when it can).
+# --- DeepSpeed and gloo setup --------------------------------------------
+# Both run tools/perf/deepspeed/ds_allreduce.py (-p deepspeed, -p gloo),
+# each with its own Python. DS_NA, GLOO_NA: why each cannot run (empty
+# when it can); DS_NOTE, GLOO_NOTE: what it reported about itself.
 DEEPSPEED_PYTHON=${DEEPSPEED_PYTHON:-$BUILD/peers-env/bin/python}
-DS_NA=""
-DS_NOTE=""
+GLOO_PYTHON=${GLOO_PYTHON:-$BUILD/pyenv/bin/python}
+DS_NA="" DS_NOTE="" GLOO_NA="" GLOO_NOTE=""
 : >"$OUT/deepspeed.txt"
+: >"$OUT/gloo.txt"
 if [ "$DEEPSPEED_PYTHON" = none ]; then
     DS_NA="switched off (DEEPSPEED_PYTHON=none)"
 elif [ ! -x "$DEEPSPEED_PYTHON" ]; then
@@ -324,25 +353,46 @@ elif ! "$DEEPSPEED_PYTHON" -c 'import torch, deepspeed' \
     DS_NA="torch or deepspeed not importable by $DEEPSPEED_PYTHON"
     DS_NA="$DS_NA (tools/perf/oneccl/install.sh --deepspeed installs them)"
 fi
+if [ "$GLOO_PYTHON" = none ]; then
+    GLOO_NA="switched off (GLOO_PYTHON=none)"
+elif [ ! -x "$GLOO_PYTHON" ]; then
+    GLOO_NA="no Python at GLOO_PYTHON=$GLOO_PYTHON (make python-env makes"
+    GLOO_NA="$GLOO_NA it)"
+elif ! "$GLOO_PYTHON" -c 'import torch.distributed as d, numpy
+assert d.is_gloo_available()' >"$OUT/gloo_import.txt" 2>&1; then
+    GLOO_NA="torch with gloo, or numpy, not importable by $GLOO_PYTHON"
+fi
 
-# run_deepspeed ARGS...: ds_allreduce.py on NRANKS ranks, its rows
-# appended to $OUT/deepspeed.txt; a failure sets DS_NA.
-run_deepspeed() {
-    [ -z "$DS_NA" ] || return 0
+# run_torch_peer KEY PEER PYTHON ARGS...: ds_allreduce.py -p PEER on
+# NRANKS ranks, its rows appended to $OUT/PEER.txt; KEY_NOTE gets its
+# report, and a failure sets KEY_NA (KEY: DS or GLOO).
+run_torch_peer() {
+    key=$1 peer=$2 py=$3
+    shift 3
+    eval "na=\$${key}_NA"
+    [ -z "$na" ] || return 0
     rc=0
-    timeout "$TIMEOUT" "$DEEPSPEED_PYTHON" "$SRC/deepspeed/ds_allreduce.py" \
-        -N "$NRANKS" "$@" >"$OUT/deepspeed_last.txt" 2>&1 || rc=$?
-    grep '^allreduce ' "$OUT/deepspeed_last.txt" >>"$OUT/deepspeed.txt" \
-        || true
-    DS_NOTE=$(grep -m 1 '^# ds_allreduce' "$OUT/deepspeed_last.txt" \
+    timeout "$TIMEOUT" "$py" "$SRC/deepspeed/ds_allreduce.py" -p "$peer" \
+        -N "$NRANKS" "$@" >"$OUT/${peer}_last.txt" 2>&1 || rc=$?
+    grep '^allreduce ' "$OUT/${peer}_last.txt" >>"$OUT/$peer.txt" || true
+    note=$(grep -m 1 '^# ds_allreduce' "$OUT/${peer}_last.txt" \
         | sed 's/^# ds_allreduce: [0-9]* ranks, //')
+    eval "${key}_NOTE=\$note"
     if [ $rc -ne 0 ]; then
-        DS_NA="ds_allreduce.py failed (exit $rc:"
-        DS_NA="$DS_NA $(why_failed "$OUT/deepspeed_last.txt");"
-        DS_NA="$DS_NA see $OUT/deepspeed_last.txt)"
-        echo "compare.sh: ds_allreduce.py $* failed (exit $rc):" >&2
-        tail -n 8 "$OUT/deepspeed_last.txt" >&2 || true
+        na="ds_allreduce.py -p $peer failed (exit $rc:"
+        na="$na $(why_failed "$OUT/${peer}_last.txt");"
+        eval "${key}_NA=\"\$na see \$OUT/${peer}_last.txt)\""
+        echo "compare.sh: ds_allreduce.py -p $peer $* failed (exit $rc):" >&2
+        tail -n 8 "$OUT/${peer}_last.txt" >&2 || true
     fi
+}
+
+run_deepspeed() {
+    run_torch_peer DS deepspeed "$DEEPSPEED_PYTHON" "$@"
+}
+
+run_gloo() {
+    run_torch_peer GLOO gloo "$GLOO_PYTHON" "$@"
 }
 
 # run_mpi ARGS...: mpi_bench on NRANKS ranks, its rows appended to
@@ -404,8 +454,10 @@ if [ "$MODE" = tail ]; then
     run_mpich -o allreduce -b 8 -e 8 -n "$TAIL_ITERS" -w "$TAIL_WARMUP"
     run_oneccl allreduce -b 8 -e 8 -n "$TAIL_ITERS" -w "$TAIL_WARMUP"
     run_deepspeed -b 8 -e 8 -n "$TAIL_ITERS" -w "$TAIL_WARMUP"
+    run_gloo -b 8 -e 8 -n "$TAIL_ITERS" -w "$TAIL_WARMUP"
 else
     for op in $COLLS broadcast sendrecv put; do
+        wants $op || continue
         case $op in
             allreduce | allgather | reducescatter | put)
                 b=$MINBYTES f=$STEPFACTOR ;;
@@ -438,6 +490,8 @@ else
         if [ "$op" = allreduce ]; then
             # shellcheck disable=SC2086
             run_deepspeed -b "$b" -f "$f" $M
+            # shellcheck disable=SC2086
+            run_gloo -b "$b" -f "$f" $M
         fi
     done
 fi
@@ -488,6 +542,8 @@ done
 cp "$OUT/oneccl_bcast.tsv" "$OUT/oneccl_broadcast.tsv"
 awk '$1 == "allreduce" { print $2, $3, $7, "N/A", $5, $6 }' \
     "$OUT/deepspeed.txt" >"$OUT/deepspeed_allreduce.tsv"
+awk '$1 == "allreduce" { print $2, $3, $7, "N/A", $5, $6 }' \
+    "$OUT/gloo.txt" >"$OUT/gloo_allreduce.tsv"
 
 echo "# $MPI_NOTE"
 echo "# $MPICH_NOTE"
@@ -501,6 +557,11 @@ if [ -n "$DS_NA" ]; then
 else
     echo "# DeepSpeed: ${DS_NOTE:-no output}"
 fi
+if [ -n "$GLOO_NA" ]; then
+    echo "# gloo N/A: $GLOO_NA"
+else
+    echo "# gloo: ${GLOO_NOTE:-no output}"
+fi
 grep '^# mpi_bench' "$OUT/mpi.txt" | head -n 1 || true
 grep '^#  Rank\|^# nranks\|^# iterations' "$OUT/shoal_allreduce.txt" \
     2>/dev/null || true
@@ -510,7 +571,8 @@ echo "# load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 # side_by_side TITLE OP FACTOR_KIND [VARIANT LABEL]...: one table of the
 # shoal runs shoal_OP[VARIANT].tsv (labels head their columns) against
 # the peers' times, mpi_OP.tsv (Open MPI, also its busbw), mpich_OP.tsv,
-# oneccl_OP.tsv and, for allreduce, deepspeed_allreduce.tsv, with
+# oneccl_OP.tsv and, for allreduce, deepspeed_allreduce.tsv and
+# gloo_allreduce.tsv, with
 # memcpy_OP.tsv. FACTOR_KIND: allreduce (2(n-1)/n), block ((n-1)/n), one
 # (1). A peer without numbers for OP is named in the header line with why.
 side_by_side() {
@@ -535,7 +597,9 @@ side_by_side() {
     [ -z "$why" ] || title="$title; oneCCL N/A: $why"
     if [ "$op" = allreduce ]; then
         peers="$peers DeepSpeed $OUT/deepspeed_allreduce.tsv DeepSpd"
+        peers="$peers gloo $OUT/gloo_allreduce.tsv gloo"
         [ -z "$DS_NA" ] || title="$title; DeepSpeed N/A: $DS_NA"
+        [ -z "$GLOO_NA" ] || title="$title; gloo N/A: $GLOO_NA"
     fi
     echo "#"
     echo "# $title"
@@ -712,14 +776,17 @@ if [ "$MODE" = tail ]; then
         "$OUT/oneccl_allreduce.tsv" 2>/dev/null || true)
     d_row=$(awk '$1 == 8 { print $2, $5, $6; exit }' \
         "$OUT/deepspeed_allreduce.tsv" 2>/dev/null || true)
+    g_row=$(awk '$1 == 8 { print $2, $5, $6; exit }' \
+        "$OUT/gloo_allreduce.tsv" 2>/dev/null || true)
     printf '#%11s %10s %10s %10s %10s\n' "" "median" "p90" "max" "max/"
     printf '#%11s %10s %10s %10s %10s\n' "" "(us)" "(us)" "(us)" "median"
-    for who in shoal OpenMPI MPICH oneCCL DeepSpeed; do
+    for who in shoal OpenMPI MPICH oneCCL DeepSpeed gloo; do
         row=$s_row why=""
         [ $who = OpenMPI ] && row=$m_row
         [ $who = MPICH ] && row=$c_row
         [ $who = oneCCL ] && row=$o_row why=$(oneccl_na allreduce)
         [ $who = DeepSpeed ] && row=$d_row why=$DS_NA
+        [ $who = gloo ] && row=$g_row why=$GLOO_NA
         echo "$who $row" | awk -v why="$why" '{
             if (NF < 4) {
                 printf "%12s %10s%s\n", $1, "N/A", why == "" ? "" : "  " why
@@ -743,26 +810,33 @@ if [ "$MODE" = tail ]; then
     exit 0
 fi
 
-side_by_side "allreduce (float32 sum; malloc and shoal_alloc buffers)" \
+# wants_table TITLE OP ...: side_by_side for an operation this run measured.
+wants_table() {
+    if wants "$2"; then
+        side_by_side "$@"
+    fi
+}
+
+wants_table "allreduce (float32 sum; malloc and shoal_alloc buffers)" \
     allreduce allreduce "" malloc _shm shm
-side_by_side "reduce (float32 sum, root 0)" reduce one "" shoal
-side_by_side "allgather (size = total of all blocks)" allgather block "" shoal
-side_by_side "reducescatter (float32 sum; size = total of all blocks)" \
+wants_table "reduce (float32 sum, root 0)" reduce one "" shoal
+wants_table "allgather (size = total of all blocks)" allgather block "" shoal
+wants_table "reducescatter (float32 sum; size = total of all blocks)" \
     reducescatter block "" shoal
-side_by_side "alltoall (size = total of all blocks)" alltoall block "" shoal
-side_by_side "gather (root 0; size = total of all blocks)" gather block \
+wants_table "alltoall (size = total of all blocks)" alltoall block "" shoal
+wants_table "gather (root 0; size = total of all blocks)" gather block \
     "" shoal
-side_by_side "scatter (root 0; size = total of all blocks)" scatter block \
+wants_table "scatter (root 0; size = total of all blocks)" scatter block \
     "" shoal
-side_by_side "broadcast from rank 0 (shoal in-place)" broadcast one "" shoal
-side_by_side "sendrecv exchange (r -> r+1 and r-1 -> r at once)" sendrecv \
+wants_table "broadcast from rank 0 (shoal in-place)" broadcast one "" shoal
+wants_table "sendrecv exchange (r -> r+1 and r-1 -> r at once)" sendrecv \
     one "" shoal
-side_by_side "sendrecv half round trip (ranks 0 <-> 1; busbw = size / time)" \
+wants_table "sendrecv half round trip (ranks 0 <-> 1; busbw = size / time)" \
     pingpong one "" shoal
-side_by_side "window put + signal, r -> r+1 at once (Open MPI: MPI_Put, \
+wants_table "window put + signal, r -> r+1 at once (Open MPI: MPI_Put, \
 MPI_Win_flush, zero-byte send; malloc and shoal_alloc windows)" put one \
     "" malloc _shm shm
-side_by_side "window put + signal half round trip (ranks 0 <-> 1; busbw = \
+wants_table "window put + signal half round trip (ranks 0 <-> 1; busbw = \
 size / time)" putpingpong one "" malloc _shm shm
 
 # shoal's own verdict lines (wrong elements) for the record.
@@ -775,6 +849,12 @@ for f in "$OUT"/shoal_*.txt; do
 done
 
 # --- targets -----------------------------------------------------------------
+if [ "$OPS" != "$ALL_OPS" ]; then
+    echo "#"
+    echo "# targets: not judged (OPS=\"$OPS\" measured only these)"
+    echo "# time: $(($(date +%s) - T_START)) s"
+    exit 0
+fi
 # Field 2 of the tsv files is the median time (us).
 AR=$OUT/shoal_allreduce.tsv ARS=$OUT/shoal_allreduce_shm.tsv
 MAR=$OUT/mpi_allreduce.tsv MEM=$OUT/memcpy_allreduce.tsv

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """ds_allreduce: DeepSpeed's CPU shared-memory all-reduce, a peer of
-tools/perf/compare.sh.
+tools/perf/compare.sh; with -p gloo, torch.distributed's gloo all_reduce
+measured the same way (the backend PyTorch users get on CPUs by default).
 
 deepspeed.comm.inference_all_reduce on float32 tensors (sum) with
 DeepSpeed's CPU accelerator: its deepspeed_shm_comm op (built by DeepSpeed
@@ -32,10 +33,14 @@ rank that waits for a peer with no cpu keeps its own until the scheduler
 preempts it, so on a busy machine (or with more ranks than cpus) an
 iteration can take a time slice, milliseconds.
 
+With -p gloo: torch.distributed.all_reduce (gloo, in place, float32 sum)
+instead, DeepSpeed not imported, the ranks not bound to cpus (as torchrun
+starts them) unless DS_BIND=1.
+
 Output (rank 0), one line per size, after '#' comment lines:
 "allreduce bytes median_us min_us p90_us max_us wrong".
 
-    ds_allreduce.py [-N NRANKS] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS]
+    ds_allreduce.py [-p deepspeed|gloo] [-N NRANKS] [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS]
                     [-w WARMUP] [-B ITER_BYTES] [-m MIN_ITERS]
 """
 
@@ -98,20 +103,14 @@ def tiled(np, tile, count):
     return np.tile(tile, reps)[:count]
 
 
-def bench(a):
-    import numpy as np
+def deepspeed_all_reduce(rank, n, bind):
+    """Sets DeepSpeed up; returns its in-place all-reduce."""
     import torch
-    import torch.distributed as tdist
     import deepspeed
     import deepspeed.comm as dist
     from deepspeed.comm import comm as ds_comm
 
-    bind = os.environ.get("DS_ALLREDUCE_CPUS", "")
-    if bind:
-        os.sched_setaffinity(0, {int(c) for c in bind.split(",")})
-    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     dist.init_distributed(dist_backend="gloo", verbose=False)
-    rank, n = dist.get_rank(), dist.get_world_size()
     accel = deepspeed.get_accelerator()
     ds_op = getattr(ds_comm.cdb, "shm_comm_op", None) is not None
     level = getattr(ds_comm.cdb, "shm_vector_kernel_level", 0)
@@ -128,6 +127,36 @@ def bench(a):
         # The timings would be gloo's, not DeepSpeed's shared memory.
         raise SystemExit("ds_allreduce: DeepSpeed's shm all-reduce is not "
                          "in use (op missing or no AVX2)")
+    return dist.inference_all_reduce
+
+
+def gloo_all_reduce(rank, n, bind):
+    """Sets torch.distributed's gloo up; returns its all_reduce."""
+    import torch
+    import torch.distributed as tdist
+
+    tdist.init_process_group("gloo", rank=rank, world_size=n)
+    if rank == 0:
+        print(f"# ds_allreduce: {n} ranks, gloo (torch {torch.__version__}, "
+              f"torch.distributed.all_reduce), OMP_NUM_THREADS="
+              f"{os.environ.get('OMP_NUM_THREADS')}, ranks bound to cpus: "
+              f"{'yes' if bind else 'no'}")
+        print("# op bytes median_us min_us p90_us max_us wrong", flush=True)
+    return tdist.all_reduce
+
+
+def bench(a):
+    import numpy as np
+    import torch
+    import torch.distributed as tdist
+
+    bind = os.environ.get("DS_ALLREDUCE_CPUS", "")
+    if bind:
+        os.sched_setaffinity(0, {int(c) for c in bind.split(",")})
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    setup = gloo_all_reduce if a.peer == "gloo" else deepspeed_all_reduce
+    all_reduce = setup(rank, n, bind)
     s = float(a.minbytes)
     while s <= a.maxbytes:
         size = int(s)
@@ -143,7 +172,7 @@ def bench(a):
                 t.copy_(torch.from_numpy(src))
             tdist.barrier()
             t0 = time.perf_counter()
-            dist.inference_all_reduce(t)
+            all_reduce(t)
             el = time.perf_counter() - t0
             if timed:
                 times[it - warmup] = el
@@ -180,7 +209,8 @@ def launch(a):
         max(1, (os.cpu_count() or 1) // a.nranks))
     cpus = sorted(os.sched_getaffinity(0))
     per = len(cpus) // a.nranks
-    bind = os.environ.get("DS_BIND", "1") == "1" and per >= 1
+    default = "0" if a.peer == "gloo" else "1"
+    bind = os.environ.get("DS_BIND", default) == "1" and per >= 1
     procs = []
     for r in range(a.nranks):
         env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r),
@@ -231,6 +261,8 @@ def remove_shm_buffers(port):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("-p", dest="peer", default="deepspeed",
+                   choices=["deepspeed", "gloo"])
     p.add_argument("-N", dest="nranks", type=int, default=2)
     p.add_argument("-o", dest="op", default="allreduce",
                    choices=["allreduce"])
