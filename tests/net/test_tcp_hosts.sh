@@ -33,8 +33,17 @@ matrix=sample
 # start_job HOSTS ENV CASE ARGS...: starts one rank per entry of HOSTS
 # (the host of each rank, rank 0 first, on host 0) in the background;
 # rank r's output goes to $tmp/out.r, its pid to pids[r].
+# A store port below the kernel's ephemeral range (32768-60999 by
+# default): there an earlier job's connection from host 0 may still hold
+# the number, rank 0 then cannot serve the store, connects to it instead,
+# and every rank waits out its timeout.
+store_port() {
+    echo $((20000 + RANDOM % 12000))
+}
+
 start_job() {
-    local hosts=($1) env=$2 r port=$((20000 + RANDOM % 20000))
+    local hosts=($1) env=$2 r port
+    port=$(store_port)
     shift 2
     njob=${#hosts[@]}
     pids=()
@@ -172,7 +181,7 @@ wait "${pids[3]}" 2>/dev/null
 echo "test_tcp_hosts: a killed rank sharing a host fails the others at once"
 
 # --- Strangers at a rank's port while the job starts -------------------------
-port=$((20000 + RANDOM % 20000))
+port=$(store_port)
 store="$("$netns" addr "$name" 0):$port"
 common="SHOAL_SIZE=2 SHOAL_STORE=$store SHOAL_SECRET=net-test-secret SHOAL_TEST_NET=1"
 rm -f "$tmp"/out.*
