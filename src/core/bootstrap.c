@@ -177,6 +177,20 @@ gather_peers(shoal_comm *comm, struct peer_entry *entries, int *one_host,
     return SHOAL_OK;
 }
 
+// Lets the chosen transport connect the peers, first asking the
+// collective layer for its area where the transport maps memory.
+static int
+setup_transport(shoal_comm *comm, struct shi_tp_boot *boot, int64_t deadline)
+{
+    int st;
+
+    if (comm->tp->klass == SHI_TP_MAPPED
+        && (st = shi_coll_area_plan(comm, &boot->area)) != SHOAL_OK) {
+        return st;
+    }
+    return comm->tp->setup(comm, boot, deadline);
+}
+
 // Finds the peers through the store, picks the transport and lets it
 // connect them.
 static int
@@ -190,8 +204,7 @@ connect_peers(shoal_comm *comm, int64_t deadline)
 
     comm->tp = &shi_shm_transport;
     if (comm->size == 1) {
-        st = shi_coll_area_plan(comm, &boot.area);
-        return st != SHOAL_OK ? st : comm->tp->setup(comm, &boot, deadline);
+        return setup_transport(comm, &boot, deadline);
     }
     entries = calloc((size_t) comm->size, sizeof(*entries));
     infos   = calloc((size_t) comm->size, sizeof(*infos));
@@ -225,12 +238,7 @@ connect_peers(shoal_comm *comm, int64_t deadline)
     boot.peers = infos;
     if (st == SHOAL_OK) {
         comm->tp = use_tcp ? &shi_tcp_transport : &shi_shm_transport;
-        if (comm->tp->klass == SHI_TP_MAPPED) {
-            st = shi_coll_area_plan(comm, &boot.area);
-        }
-    }
-    if (st == SHOAL_OK) {
-        st = comm->tp->setup(comm, &boot, deadline);
+        st       = setup_transport(comm, &boot, deadline);
     }
     if (boot.unix_listen_fd >= 0) {
         close(boot.unix_listen_fd);

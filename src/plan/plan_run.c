@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "algo/kernels/reduce.h"
+#include "base/align.h"
 #include "base/error.h"
 #include "core/ops.h"
 #include "plan/plan_obj.h"
@@ -44,7 +45,7 @@ static unsigned char *
 stage_alloc(unsigned char **slot, size_t bytes)
 {
     if (*slot == NULL) {
-        *slot = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        *slot = aligned_alloc(64, shi_round_up(bytes, 64));
     }
     return *slot;
 }
@@ -432,7 +433,7 @@ scratch(shoal_plan *p, size_t bytes)
     if (bytes > p->scratch_bytes) {
         free(p->scratch);
         p->scratch_bytes = 0;
-        p->scratch       = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        p->scratch       = aligned_alloc(64, shi_round_up(bytes, 64));
         if (p->scratch == NULL) {
             return NULL;
         }

@@ -8,7 +8,8 @@
 //
 // Two classes exist, and an algorithm names the class it runs on:
 //  - SHI_TP_MAPPED: every peer's memory is mapped here (shared memory);
-//    the mapped-memory algorithms work in the transport's segment.
+//    the mapped-memory algorithms work in their own area of it, which
+//    the transport makes room for (coll_area).
 //  - SHI_TP_MESSAGES: peers are reached by messages only (TCP); message
 //    schedules (src/algo/net) run over msg_number/msg_send/msg_recv.
 //

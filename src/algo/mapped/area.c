@@ -3,16 +3,11 @@
 
 #include <string.h>
 
+#include "base/align.h"
 #include "base/env.h"
 #include "base/error.h"
 
 #define AREA_MAGIC 0x73686f616c617265ull // "shoalare"
-
-static size_t
-round_line(size_t n)
-{
-    return (n + SHI_LINE - 1) / SHI_LINE * SHI_LINE;
-}
 
 // Offsets of every part from the geometry fields; returns the area's size.
 static uint64_t
@@ -20,12 +15,13 @@ area_layout(struct shi_area *a)
 {
     size_t n = (size_t) a->nranks;
 
-    a->box_slot_stride = round_line(SHI_LINE + a->box_slot_bytes);
+    a->box_slot_stride = shi_round_up(SHI_LINE + a->box_slot_bytes, SHI_LINE);
     a->box_bytes       = n * SHI_LINE + a->box_slots * a->box_slot_stride;
     a->ctl_off         = SHI_LINE;
     a->box_off         = a->ctl_off + n * sizeof(struct shi_mapped_ctl);
     a->counts_off      = a->box_off + n * a->box_bytes;
-    a->slab_off        = a->counts_off + round_line(n * n * sizeof(uint64_t));
+    a->slab_off
+        = a->counts_off + shi_round_up(n * n * sizeof(uint64_t), SHI_LINE);
     return a->slab_off + n * 2 * a->slab_bytes;
 }
 
@@ -51,7 +47,7 @@ shi_area_plan(int nranks, struct shi_tp_area *out)
     }
     g.nranks         = (uint32_t) nranks;
     g.box_slots      = 8;
-    g.box_slot_bytes = (uint32_t) round_line((size_t) box_bytes);
+    g.box_slot_bytes = (uint32_t) shi_round_up((size_t) box_bytes, SHI_LINE);
     // SHOAL_SHM_BYTES is each rank's staging for collectives: two slabs.
     g.slab_bytes     = (uint64_t) (staging / 2) / 4096 * 4096;
     a.box_slots      = g.box_slots;

@@ -9,16 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/align.h"
 #include "base/env.h"
 #include "base/error.h"
 #include "platform/mem_avail.h"
 #include "shoal.h"
-
-static size_t
-round_line(size_t n)
-{
-    return (n + SHM_LINE - 1) / SHM_LINE * SHM_LINE;
-}
 
 // Offsets of every part, from the geometry fields.
 static void
@@ -26,18 +21,18 @@ segment_layout(shm_segment *seg)
 {
     size_t n = (size_t) seg->nranks;
 
-    seg->p2p_slot_stride = round_line(SHM_LINE + seg->p2p_slot_bytes);
-    seg->p2p_chan_bytes  = SHM_LINE + seg->p2p_slots * seg->p2p_slot_stride;
-    seg->rank_off = sizeof(struct shm_header) + sizeof(struct shm_abort);
-    seg->p2p_off  = seg->rank_off + n * sizeof(struct shm_rank);
+    seg->p2p_slot_stride
+        = shi_round_up(SHM_LINE + seg->p2p_slot_bytes, SHM_LINE);
+    seg->p2p_chan_bytes = SHM_LINE + seg->p2p_slots * seg->p2p_slot_stride;
+    seg->rank_off       = sizeof(struct shm_header) + sizeof(struct shm_abort);
+    seg->p2p_off        = seg->rank_off + n * sizeof(struct shm_rank);
     // The area starts on a page: its staging slabs are copied through.
     seg->area_off
-        = (seg->p2p_off + n * n * seg->p2p_chan_bytes + 4095) / 4096 * 4096;
+        = shi_round_up(seg->p2p_off + n * n * seg->p2p_chan_bytes, 4096);
     seg->staging_end = seg->area_off + seg->area_bytes;
     // Heaps start on a 2 MiB boundary, so that huge pages could back them.
-    seg->heap_off
-        = (seg->staging_end + (2u << 20) - 1) / (2u << 20) * (2u << 20);
-    seg->bytes = seg->heap_off + n * seg->heap_bytes;
+    seg->heap_off = shi_round_up(seg->staging_end, 2u << 20);
+    seg->bytes    = seg->heap_off + n * seg->heap_bytes;
 }
 
 int
@@ -58,11 +53,12 @@ shm_segment_plan(shm_segment *seg, int nranks, uint64_t area_bytes)
         return st;
     }
     memset(seg, 0, sizeof(*seg));
-    seg->nranks         = nranks;
-    seg->p2p_slots      = (uint32_t) p2p_slots;
-    seg->p2p_slot_bytes = (uint32_t) round_line((size_t) p2p_bytes);
-    seg->area_bytes     = round_line(area_bytes);
-    seg->heap_bytes     = (uint64_t) heap / 4096 * 4096;
+    seg->nranks    = nranks;
+    seg->p2p_slots = (uint32_t) p2p_slots;
+    seg->p2p_slot_bytes
+        = (uint32_t) shi_round_up((size_t) p2p_bytes, SHM_LINE);
+    seg->area_bytes = shi_round_up(area_bytes, SHM_LINE);
+    seg->heap_bytes = (uint64_t) heap / 4096 * 4096;
     segment_layout(seg);
     return SHOAL_OK;
 }
