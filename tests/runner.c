@@ -388,6 +388,24 @@ selected(int i, int argc, char **argv)
     return !any;
 }
 
+// The names of the tests that failed, repeated at the end so that the
+// last lines of a long run (all a CI log may keep) say which.
+static char failed_names[2048];
+
+static void
+note_failure(const char *name)
+{
+    size_t used = strlen(failed_names);
+
+    if (used + strlen(name) + 2 < sizeof(failed_names)) {
+        snprintf(
+            failed_names + used, sizeof(failed_names) - used, " %s", name);
+    } else if (used + 5 < sizeof(failed_names)
+        && strcmp(failed_names + used - 4, " ...") != 0) {
+        strcat(failed_names, " ...");
+    }
+}
+
 // Runs the tests the arguments select, `jobs` at a time.
 static void
 run_all(int argc, char **argv, int sample, int jobs, int *counts)
@@ -409,6 +427,7 @@ run_all(int argc, char **argv, int sample, int jobs, int *counts)
                 nrun++;
             } else {
                 counts[1]++;
+                note_failure(tests[i].name);
             }
         }
         if (nrun == 0) {
@@ -421,6 +440,9 @@ run_all(int argc, char **argv, int sample, int jobs, int *counts)
             }
             code = finish_one(&run[k], code);
             counts[code == 0 ? 0 : code == 77 ? 2 : 1]++;
+            if (code != 0 && code != 77) {
+                note_failure(tests[run[k].i].name);
+            }
             run[k--] = run[--nrun];
         }
         struct timespec nap = { 0, 2000000 };
@@ -457,6 +479,9 @@ main(int argc, char **argv)
         return 0;
     }
     run_all(argc, argv, sample, jobs, counts);
+    if (counts[1] > 0) {
+        printf("failed:%s\n", failed_names);
+    }
     printf(
         "%d passed, %d failed, %d skipped\n", counts[0], counts[1], counts[2]);
     if (counts[3] > 0) {

@@ -87,6 +87,11 @@ int test_shm_leftovers(void);
 // its launchers and ranks inherit: a test finds its own processes by it.
 int test_environ_has(const char *pid, const char *entry);
 
+// A port for a store that a test's rank 0 serves on 127.0.0.1: one that
+// nothing uses now, drawn below the kernel's ephemeral range (32768 up),
+// where no outgoing connection of another test can take it meanwhile.
+int test_store_port(void);
+
 // Counts occurrences of `needle` in `haystack`.
 int test_count(const char *haystack, const char *needle);
 

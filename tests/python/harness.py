@@ -10,6 +10,7 @@ pool (the next test starts a fresh one) and fails with each rank's stderr.
 
 import json
 import os
+import random
 import resource
 import secrets
 import selectors
@@ -34,26 +35,34 @@ def tool_path(name):
     return shoal.run.tool_path(name)
 
 
-def free_port():
+def _bindable(port):
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port(span=1):
+    """A port on 127.0.0.1, and the span - 1 after it, that nothing uses
+    now. It is drawn below the kernel's ephemeral range (32768 up): a port
+    the kernel just handed out and took back could go to an outgoing
+    connection of a test running beside before the job's server binds it."""
+    draw = random.SystemRandom()
+    for _ in range(200):
+        p = draw.randrange(20000, 32768 - span)
+        if all(_bindable(p + i) for i in range(span)):
+            return p
+    raise RuntimeError("no free port on 127.0.0.1 in 20000-32767")
 
 
 def free_master_port():
     """A port p with p + 1 free too: under torchrun's variables shoal's store
     listens on MASTER_PORT + 1, and with tests running side by side a taken
     p + 1 would leave the job without a store."""
-    for _ in range(100):
-        with socket.socket() as a, socket.socket() as b:
-            a.bind(("127.0.0.1", 0))
-            p = a.getsockname()[1]
-            try:
-                b.bind(("127.0.0.1", p + 1))
-            except OSError:
-                continue
-            return p
-    return free_port()
+    return free_port(span=2)
 
 
 def rank_env(rank, size, store, secret, extra=None):

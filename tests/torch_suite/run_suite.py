@@ -66,7 +66,6 @@ import re
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -74,6 +73,10 @@ import threading
 import time
 import types
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python"))
+from harness import free_master_port  # noqa: E402
 
 COLUMNS = ("gloo", "shoal", "shoal-as-gloo")
 TITLES = {
@@ -239,15 +242,9 @@ def _set_join_timeout(seconds):
     common_distributed.TIMEOUT_DEFAULT = seconds
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _run_case(suite, name):
     """In the driver: runs one test (its ranks included) as unittest does."""
-    os.environ["MASTER_PORT"] = str(_free_port())
+    os.environ["MASTER_PORT"] = str(free_master_port())
     result = unittest.TestResult()
     suite(name).run(result)
     problems = result.errors + result.failures

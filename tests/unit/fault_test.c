@@ -136,7 +136,7 @@ TEST_T(fault_store_owner_killed, 60)
 {
     char  port[64], rank_var[3][32], out_note[64];
     pid_t pids[3];
-    int   p = 20000 + (int) (getpid() % 20000);
+    int   p = test_store_port();
 
     snprintf(port, sizeof(port), "SHOAL_STORE=127.0.0.1:%d", p);
     for (int r = 0; r < 3; r++) {

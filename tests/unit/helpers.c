@@ -12,9 +12,25 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "platform/net.h"
 #include "test.h"
 
 extern char **environ;
+
+int
+test_store_port(void)
+{
+    unsigned seed = (unsigned) getpid() ^ (unsigned) shi_now_ns();
+
+    for (int tries = 0; tries < 100; tries++) {
+        int fd, bound, port = 20000 + (int) (rand_r(&seed) % 12000);
+        if (shi_tcp_listen("127.0.0.1", port, 1, &fd, &bound) == SHOAL_OK) {
+            close(fd);
+            return port;
+        }
+    }
+    return 20000 + (int) (getpid() % 12000); // all taken: let the test say so
+}
 
 const char *
 test_build_path(const char *relative)

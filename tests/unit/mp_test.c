@@ -417,7 +417,7 @@ TEST_T(mp_missing_environment, 30)
 TEST_T(mp_wrong_secret, 30)
 {
     char        port[64];
-    int         p      = 20000 + (int) (getpid() % 20000);
+    int         p      = test_store_port();
     const char *env0[] = { "SHOAL_RANK=0", "SHOAL_SIZE=2", port,
         "SHOAL_TIMEOUT_SECONDS=3", "SHOAL_SECRET=right", NULL };
     const char *env1[] = { "SHOAL_RANK=1", "SHOAL_SIZE=2", port,
