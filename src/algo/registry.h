@@ -5,17 +5,46 @@
 // communicator offers, SHOAL_ALGO's parsing and the dispatch of a call to
 // its algorithm all derive from the table. Adding an algorithm is one file
 // (its steps, preconditions and cost at the top) and one row here, plus
-// its name in enum shi_algo (select.h) when the name is new, and a default
-// rule in select.c if it should be chosen without SHOAL_ALGO.
+// its name in enum shi_algo below when the name is new, and a default
+// rule in coll/select.c if it should be chosen without SHOAL_ALGO.
 #ifndef SHI_REGISTRY_H
 #define SHI_REGISTRY_H
 
 #include <stddef.h>
 
-#include "algo/select.h"
 #include "core/comm.h"
+#include "core/op_props.h"
 
 struct net_gen;
+
+// The algorithms' names as identifiers; what each one runs, on which
+// transport class, at what cost, is in the registry (registry.c).
+typedef enum shi_algo {
+    SHI_ALGO_NONE = 0,
+    SHI_ALGO_ONESHOT, // every rank stages its input; every reader reduces all
+    SHI_ALGO_TWOSHOT, // staged reduce-scatter, then all-gather
+    SHI_ALGO_DIRECT, // single copy: read peers' buffers (heap or CMA)
+    SHI_ALGO_STAGED, // data movement through staging slabs, chunked
+    SHI_ALGO_OUTBOX, // broadcast through the root's outbox
+    SHI_ALGO_FLAGS, // barrier on counters
+    // Across hosts (message schedules over TCP, src/algo/net):
+    SHI_ALGO_RING, // ring: reduce-scatter/all-gather, pipelined chain
+    SHI_ALGO_RHD, // recursive halving/doubling, dissemination barrier
+    SHI_ALGO_FLAT, // every rank talks to every rank (or the root) directly
+    SHI_ALGO_HIER, // shared memory within each host, TCP between hosts
+    SHI_ALGO_COUNT
+} shi_algo;
+
+// Bit of `algo` in an availability mask.
+#define SHI_ALGO_BIT(a) (1u << (a))
+
+// An algorithm's name ("oneshot"), its registry rows' (registry.c); NULL
+// for out-of-range values. A collective's is in its op_props rows.
+const char *shi_algo_name(int algo);
+
+// Which algorithms can run `coll` at all (a mask of SHI_ALGO_BIT): those
+// with a row for it in the registry.
+unsigned shi_algos_for(shi_coll coll);
 
 // What an algorithm needs beyond its transport class.
 enum shi_algo_needs {

@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "core/comm.h"
 #include "core/engine.h"
+#include "core/upcalls.h"
 #include "platform/net.h"
 #include "platform/unix_sock.h"
 #include "store/store.h"

@@ -12,6 +12,7 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "core/engine.h"
+#include "core/upcalls.h"
 #include "platform/net.h"
 #include "store/store.h"
 

@@ -83,9 +83,9 @@ struct shoal_comm {
     unsigned                 algos_available;
     struct shi_select_table *select;
     // Per collective, the (algorithm, rule source) pairs already named in
-    // an INFO line (coll_api.c), so each is said once per communicator.
+    // an INFO line (coll/api.c), so each is said once per communicator.
     _Atomic uint64_t algo_noted[SHI_COLL_COUNT];
-    // The collective driver of the transport's class (coll_setup.c): one
+    // The collective driver of the transport's class (coll/setup.c): one
     // step over the head collectives, and what an abort leaves to clean.
     int (*coll_step)(shoal_comm *comm);
     void (*coll_abandon)(shoal_comm *comm);
@@ -150,21 +150,6 @@ void shi_leave_unlist(shoal_comm *comm);
 // Shared heap of shoal_alloc (heap.c).
 int  shi_heap_init(shoal_comm *comm);
 void shi_heap_destroy(shoal_comm *comm);
-
-// Collectives' setup at the end of bootstrap (coll_setup.c): agree on
-// single-copy support and on the algorithm table, allocate scratch.
-int shi_coll_setup(shoal_comm *comm, int64_t deadline);
-// Its first part alone (bootstrap calls it early over TCP; then setup
-// skips it): rank 0's algorithm table, through the store.
-int  shi_coll_agree_table(shoal_comm *comm, int64_t deadline);
-void shi_coll_teardown(shoal_comm *comm);
-// Before a mapped transport's setup: the room the collectives need in the
-// memory every rank maps (transport.h: shi_tp_area), from this rank's
-// environment (the creating rank's plan wins).
-int shi_coll_area_plan(shoal_comm *comm, struct shi_tp_area *area);
-// After the engine started: the per-host and between-host communicators
-// of the host-aware collectives, where wanted.
-int shi_coll_start(shoal_comm *comm);
 
 // Rendezvous through the store (rendezvous.c). Creation keys live under
 // <prefix>boot/ (shi_rdv_key). begin leaves a will naming this rank; get

@@ -2,7 +2,7 @@
 // part, whether it reduces, which per-rank count arrays it takes, its
 // in-place form, the collective its algorithms are selected as, and the
 // elements of each buffer on a rank. The argument
-// checks (coll_api.c), the messages (request.c) and every
+// checks (coll/api.c), the messages (request.c) and every
 // transport's algorithms (the schedule executor's in-place rule) read it,
 // so a rule is written once.
 #ifndef SHI_OP_PROPS_H

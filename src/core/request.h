@@ -71,7 +71,7 @@ struct shoal_request {
     int                dtype;
     int                blocked_on; // the rank it waits for, -1 if none
     int                started; // collective entered (descriptor published)
-    // Collectives with a send and a receive buffer (coll_api.c): `buf` is
+    // Collectives with a send and a receive buffer (coll/api.c): `buf` is
     // the receive buffer, `count` the per-rank count.
     const unsigned char *sendbuf;
     shoal_reduce_op      op;

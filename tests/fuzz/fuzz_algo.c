@@ -1,11 +1,11 @@
-// The SHOAL_ALGO parser (algo/select.c). A spec that parses is printed
+// The SHOAL_ALGO parser (coll/select.c). A spec that parses is printed
 // with shi_select_format and parsed again: the printer promises text the
 // parser reads back to the same rules in the same order. A spec that does
 // not parse must leave the table as it was.
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/select.h"
+#include "coll/select.h"
 #include "fuzz.h"
 #include "shoal.h"
 

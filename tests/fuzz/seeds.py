@@ -84,7 +84,7 @@ def tcp_seeds():
     }
 
 
-# ---- SHOAL_ALGO (algo/select.h)
+# ---- SHOAL_ALGO (coll/select.h)
 def algo_seeds():
     specs = [
         "allreduce:oneshot@0-64K,twoshot@64K-1M,direct@1M-;"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo/select.h"
+#include "coll/select.h"
 #include "core/comm.h"
 #include "mptest.h"
 

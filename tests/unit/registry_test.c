@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "algo/registry.h"
-#include "algo/select.h"
+#include "coll/select.h"
 #include "test.h"
 
 TEST(registry_rows_are_well_formed)

@@ -32,7 +32,7 @@
 #include "algo/kernels/reduce_impl.h"
 #include "algo/net/net_gen.h"
 #include "algo/net/sched.h"
-#include "algo/select.h"
+#include "coll/select.h"
 #include "base/error.h"
 #include "core/request.h"
 #include "test.h"

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "algo/select.h"
+#include "coll/select.h"
 #include "base/error.h"
 #include "test.h"
 

@@ -1,4 +1,4 @@
-// Tuning files (algo/tuning.h): rules read into a selection table,
+// Tuning files (coll/tuning.h): rules read into a selection table,
 // comments and wildcards, rules for another host count skipped, a missing
 // file, malformed lines named by number, SHOAL_ALGO's rules before the
 // file's; and, on ranks, rank 0's file applying everywhere (case tuning).
@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo/select.h"
-#include "algo/tuning.h"
+#include "coll/select.h"
+#include "coll/tuning.h"
 #include "base/error.h"
 #include "test.h"
 

@@ -1,6 +1,6 @@
 // shoal-tune: measures every algorithm the registry offers for every
 // collective and size, in lockstep on every rank, and writes a tuning file
-// (src/algo/tuning.h documents its format) that communicators read when
+// (src/coll/tuning.h documents its format) that communicators read when
 // they are created.
 //
 //   shoalrun -n 4 shoal-tune [--collectives all_reduce,all_gather]

@@ -22,6 +22,7 @@
 #include "algo/kernels/reduce.h"
 #include "algo/net/net_gen.h"
 #include "algo/registry.h"
+#include "algo/upcalls.h"
 
 int
 shi_allreduce_hier_accepts(const shoal_request *req)

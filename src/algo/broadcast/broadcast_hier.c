@@ -8,6 +8,7 @@
 #include "algo/common/hier.h"
 #include "algo/net/net_gen.h"
 #include "algo/registry.h"
+#include "algo/upcalls.h"
 
 // Index of host `first`'s leader among the leaders (ranked by global
 // rank: the hosts' first ranks before it).

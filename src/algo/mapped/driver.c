@@ -5,7 +5,6 @@
 #include <stdlib.h>
 
 #include "algo/registry.h"
-#include "algo/select.h"
 #include "core/engine.h"
 #include "core/op_props.h"
 
@@ -168,7 +167,7 @@ shi_coll_verify(shoal_comm *comm, uint32_t upto)
 }
 
 // One step of the head collective's algorithm: the registry row chosen
-// at submission (coll_api.c).
+// at submission (coll/api.c).
 static int
 run_algorithm(shoal_comm *comm, shoal_request *req)
 {

@@ -18,7 +18,6 @@
 #include "algo/net/net_driver.h"
 #include "algo/net/sched.h"
 #include "algo/registry.h"
-#include "algo/select.h"
 #include "base/env.h"
 #include "base/log.h"
 #include "core/comm.h"

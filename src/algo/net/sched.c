@@ -15,7 +15,6 @@
 
 #include "algo/net/net_gen.h"
 #include "algo/registry.h"
-#include "algo/select.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "core/op_props.h"

@@ -1,7 +1,7 @@
 // Memory operations of the shared-memory transport (transport.h): a
 // region in a rank's shared heap is mapped by every peer and viewed in
 // place; any other region is reached by single copies through the kernel
-// (process_vm_readv/writev), where the ranks may (see coll_setup.c).
+// (process_vm_readv/writev), where the ranks may (see coll/setup.c).
 #include <errno.h>
 #include <limits.h>
 #include <string.h>

@@ -8,8 +8,8 @@
 
 #include "algo/kernels/reduce.h"
 #include "algo/registry.h"
-#include "algo/select.h"
-#include "algo/tuning.h"
+#include "coll/select.h"
+#include "coll/tuning.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "core/engine.h"

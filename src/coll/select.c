@@ -8,7 +8,7 @@
 //   size  := digits [ K | M | G ]          (binary, case-insensitive)
 // Sizes are [lo, hi) bytes, rank bounds [min, max] inclusive; an empty
 // bound is open. Names are case-insensitive.
-#include "algo/select.h"
+#include "coll/select.h"
 
 #include <limits.h>
 #include <stdarg.h>

@@ -1,14 +1,14 @@
 // Tuning files (see tuning.h): each line becomes one rule in SHOAL_ALGO
 // syntax, checked by the same parser as SHOAL_ALGO, so that a file and the
 // variable mean the same thing and a bad line is reported with its number.
-#include "algo/tuning.h"
+#include "coll/tuning.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/select.h"
+#include "coll/select.h"
 #include "base/error.h"
 #include "shoal.h"
 

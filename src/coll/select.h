@@ -16,28 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "algo/registry.h"
 #include "core/op_props.h"
-
-// The algorithms' names as identifiers; what each one runs, on which
-// transport class, at what cost, is in the registry (registry.c).
-typedef enum shi_algo {
-    SHI_ALGO_NONE = 0,
-    SHI_ALGO_ONESHOT, // every rank stages its input; every reader reduces all
-    SHI_ALGO_TWOSHOT, // staged reduce-scatter, then all-gather
-    SHI_ALGO_DIRECT, // single copy: read peers' buffers (heap or CMA)
-    SHI_ALGO_STAGED, // data movement through staging slabs, chunked
-    SHI_ALGO_OUTBOX, // broadcast through the root's outbox
-    SHI_ALGO_FLAGS, // barrier on counters
-    // Across hosts (message schedules over TCP, src/algo/net):
-    SHI_ALGO_RING, // ring: reduce-scatter/all-gather, pipelined chain
-    SHI_ALGO_RHD, // recursive halving/doubling, dissemination barrier
-    SHI_ALGO_FLAT, // every rank talks to every rank (or the root) directly
-    SHI_ALGO_HIER, // shared memory within each host, TCP between hosts
-    SHI_ALGO_COUNT
-} shi_algo;
-
-// Bit of `algo` in an availability mask.
-#define SHI_ALGO_BIT(a) (1u << (a))
 
 #define SHI_SELECT_MAX_RULES 512
 
@@ -71,19 +51,11 @@ typedef struct shi_select_table {
     int16_t first[SHI_COLL_COUNT];
 } shi_select_table;
 
-// An algorithm's name ("oneshot"), its registry rows' (registry.c); NULL
-// for out-of-range values. A collective's is in its op_props rows.
-const char *shi_algo_name(int algo);
-
 // The collective named `name` (underscores ignored: "all_reduce"), or -1.
 int shi_coll_by_name(const char *name);
 
 // The names of the algorithms in `mask`, ", "-separated, into buf.
 void shi_algo_mask_names(unsigned mask, char *buf, size_t len);
-
-// Which algorithms can run `coll` at all (a mask of SHI_ALGO_BIT): those
-// with a row for it in the registry.
-unsigned shi_algos_for(shi_coll coll);
 
 // The built-in table.
 void shi_select_defaults(shi_select_table *t);
