@@ -69,6 +69,8 @@ static const shi_algo_desc algo_rows[] = {
     SCHED(REDUCE_SCATTER, RING, "ring", net_reduce_scatter_ring_cost,
         net_reduce_scatter_ring),
     SCHED(ALLGATHER, FLAT, "flat", net_flat_blocks_cost, net_all_gather_flat),
+    SCHED(ALLGATHER, BRUCK, "bruck", net_all_gather_bruck_cost,
+        net_all_gather_bruck),
     SCHED(ALLGATHER, RING, "ring", net_all_gather_ring_cost,
         net_all_gather_ring),
     SCHED(ALLTOALL, FLAT, "flat", net_flat_blocks_cost, net_all_to_all_flat),

@@ -32,6 +32,7 @@ typedef enum shi_algo {
     SHI_ALGO_RHD, // recursive halving/doubling, dissemination barrier
     SHI_ALGO_FLAT, // every rank talks to every rank (or the root) directly
     SHI_ALGO_HIER, // shared memory within each host, TCP between hosts
+    SHI_ALGO_BRUCK, // dissemination in ceil(log2 n) rounds (all-gather)
     SHI_ALGO_COUNT
 } shi_algo;
 

@@ -119,6 +119,13 @@ TCP_CASE(tcp_flat_reduce_scatter_3, 3, "coll_reduce_scatter", "sample", TCP,
     ALL_SMALL)
 TCP_CASE(
     tcp_flat_all_gather_v_4, 4, "coll_all_gather_v", "sample", TCP, ALL_SMALL)
+// Bruck's all-gather on rank counts that are not powers of two (its last
+// round sends fewer slots than the one before).
+#define BRUCK "SHOAL_ALGO=allgather:bruck"
+TCP_CASE(
+    tcp_bruck_all_gather_5, 5, "coll_all_gather", "sample", TCP, TINY, BRUCK)
+TCP_CASE(tcp_bruck_all_gather_v_6, 6, "coll_all_gather_v", "sample", TCP,
+    SOCKETS3, BRUCK)
 TCP_CASE(tcp_one_socket_all_reduce_2, 2, "coll_all_reduce", "sample", TCP,
     "SHOAL_SOCKETS_PER_PEER=1")
 

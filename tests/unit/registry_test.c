@@ -62,7 +62,7 @@ TEST(registry_offers_by_class_and_needs)
         mapped & (SHI_ALGO_BIT(SHI_ALGO_RING) | SHI_ALGO_BIT(SHI_ALGO_HIER))));
     CHECK(net
         == (SHI_ALGO_BIT(SHI_ALGO_RING) | SHI_ALGO_BIT(SHI_ALGO_RHD)
-            | SHI_ALGO_BIT(SHI_ALGO_FLAT)));
+            | SHI_ALGO_BIT(SHI_ALGO_FLAT) | SHI_ALGO_BIT(SHI_ALGO_BRUCK)));
     CHECK(hosts == (net | SHI_ALGO_BIT(SHI_ALGO_HIER)));
 }
 

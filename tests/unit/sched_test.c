@@ -1268,6 +1268,8 @@ TEST(sched_data_movement)
             ag[i], SHI_ALGO_FLAT, rank_counts, NELEMS(rank_counts), 0, 1);
         sim_matrix(
             ag[i], SHI_ALGO_RING, rank_counts, NELEMS(rank_counts), 0, 1);
+        sim_matrix(
+            ag[i], SHI_ALGO_BRUCK, rank_counts, NELEMS(rank_counts), 0, 1);
     }
     sim_matrix(SHI_OP_ALLTOALL, SHI_ALGO_FLAT, rank_counts,
         NELEMS(rank_counts), 0, 0);
@@ -1609,6 +1611,7 @@ TEST(sched_pairing_large)
     static const int    kinds[][2] = { { SHI_OP_ALLREDUCE, SHI_ALGO_RING },
            { SHI_OP_REDUCE, SHI_ALGO_RING }, { SHI_OP_BCAST, SHI_ALGO_RING },
            { SHI_OP_ALLGATHER, SHI_ALGO_RING },
+           { SHI_OP_ALLGATHER, SHI_ALGO_BRUCK },
            { SHI_OP_REDUCE_SCATTER, SHI_ALGO_RING } };
     static const size_t counts[]   = { 1048579, 4099, 65536, 300007 };
     static const size_t pieces[]   = { 4096, 1000, 1 << 20, 65536 };

@@ -87,7 +87,8 @@ TEST(select_algos_for)
     CHECK(shi_algos_for(SHI_COLL_REDUCE)
         == (SHI_ALGO_BIT(SHI_ALGO_ONESHOT) | SHI_ALGO_BIT(SHI_ALGO_DIRECT)
             | ring | flat));
-    CHECK(shi_algos_for(SHI_COLL_ALLGATHER) == (move | ring | flat));
+    CHECK(shi_algos_for(SHI_COLL_ALLGATHER)
+        == (move | ring | flat | SHI_ALGO_BIT(SHI_ALGO_BRUCK)));
     CHECK(shi_algos_for(SHI_COLL_REDUCE_SCATTER) == (move | ring | flat));
     CHECK(shi_algos_for(SHI_COLL_ALLTOALL) == (move | flat));
     CHECK(shi_algos_for(SHI_COLL_GATHER) == (move | flat));

@@ -175,6 +175,7 @@ int net_reduce_scatter_flat(net_gen *g);
 int net_reduce_scatter_ring(net_gen *g);
 int net_all_gather_flat(net_gen *g);
 int net_all_gather_ring(net_gen *g);
+int net_all_gather_bruck(net_gen *g);
 int net_all_to_all_flat(net_gen *g);
 int net_gather_flat(net_gen *g);
 int net_scatter_flat(net_gen *g);
@@ -195,6 +196,7 @@ NET_COST(net_reduce_ring_cost);
 NET_COST(net_reduce_scatter_flat_cost);
 NET_COST(net_reduce_scatter_ring_cost);
 NET_COST(net_all_gather_ring_cost);
+NET_COST(net_all_gather_bruck_cost);
 // alpha + (n - 1) B beta: every flat data movement (all_gather(_v),
 // all_to_all(_v), gather, scatter; net_move_parts.c).
 NET_COST(net_flat_blocks_cost);
