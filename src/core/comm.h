@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -21,27 +22,17 @@ struct shi_net_run;
 struct shi_mapped_state;
 struct shi_store_ref; // shared by a communicator and the ones split from it
 
-enum shi_peer_state {
-    SHI_PEER_LIVE = 0,
-    SHI_PEER_LEFT, // destroyed its communicator (said goodbye)
-    SHI_PEER_DEAD, // connection lost without a goodbye
-};
-
-struct shi_peer {
-    atomic_int state;
-    int        pid;
-    char       host[64];
-};
-
 struct shoal_comm {
-    char    name[64];
-    int     rank;
-    int     size;
-    int64_t timeout_ms;
+    // What a transport sees (transport/view.h): first, and named both
+    // ways, comm->rank here and shi_tp_comm(comm)->rank in a transport.
+    union {
+        struct shi_tp_comm tp_view;
+        struct {
+            SHI_TP_COMM_FIELDS
+        };
+    };
 
-    shi_secret            secret;
     struct shi_store_ref *store;
-    char                  prefix[256]; // store key prefix of this comm
     int                   nsplits; // splits made from this comm
     // While being created (rendezvous.c): the communicator it is split
     // from (its failure ends the creation), whether a will is left.
@@ -51,10 +42,9 @@ struct shoal_comm {
     char        rdv_job_key[64]; // set when a rank of the job is gone
     int         nplans; // plans compiled on this comm
 
-    struct shi_peer *peers;
-    // The transport (transport.h) and its private state.
+    // The transport (transport.h); its private state is tp_state.
     const struct shi_transport_ops *tp;
-    void                           *tp_state;
+
     // Over TCP with several ranks on some host (algo/common/hier.c): this
     // host's ranks, and the first rank of each host (NULL elsewhere).
     shoal_comm *local, *leaders;
@@ -64,7 +54,6 @@ struct shoal_comm {
     // The communicator's lock: its engine, transport and requests.
     pthread_mutex_t   lock;
     struct shi_engine engine; // engine.c's alone (core/engine_state.h)
-    uint64_t          p2p_seq;
     shoal_request    *owned; // non-blocking requests not freed yet (onext)
     // The first failure among untracked requests (a send or receive issued
     // without a request handle), until shoal_comm_sync reports it.
@@ -72,14 +61,11 @@ struct shoal_comm {
     char     untracked_text[SHI_ERROR_TEXT_MAX];
     unsigned fork_generation; // forked.c: the process it belongs to
     int      creator_pid;
-    int      p2p_active; // incomplete sends and receives
 
-    // Collectives (src/algo): the mapped-memory family's lasting state,
-    // whether every rank can read every other's memory (process_vm_readv),
-    // the algorithm table (rank 0's SHOAL_ALGO), scratch for reads and
-    // reduces.
+    // Collectives (src/algo, src/coll): the mapped-memory family's lasting
+    // state, the algorithm table (rank 0's SHOAL_ALGO), scratch for reads
+    // and reduces.
     struct shi_mapped_state *mapped_state; // algo/mapped/driver.h
-    int                      cma_ok;
     unsigned                 algos_available;
     struct shi_select_table *select;
     // Per collective, the (algorithm, rule source) pairs already named in
@@ -107,12 +93,13 @@ struct shoal_comm {
     uint64_t           *peer_counts; // nranks x nranks: all_to_all_v plans
     struct shi_heap    *heap; // shoal_alloc bookkeeping (heap.c)
 
-    // Failure: the first outside fault aborts the communicator.
-    atomic_int      failed; // 0, or the status of the fault
-    pthread_mutex_t err_lock;
-    char            fail_text[SHI_ERROR_TEXT_MAX];
-    char            last_error[SHI_ERROR_TEXT_MAX];
+    // The failure itself (failed, fail_text) is in the transport's view.
+    char last_error[SHI_ERROR_TEXT_MAX];
 };
+
+// shi_tp_comm() and shi_tp_req() cast to the first member.
+_Static_assert(offsetof(struct shoal_comm, tp_view) == 0,
+    "the transport's view of the communicator must come first");
 
 // Records `status` and the thread's error text as comm's last error (and
 // returns status), so shoal_comm_last_error can show it.

@@ -18,8 +18,9 @@
 // progress. An operation a transport does not provide is NULL only where
 // the contract below says so.
 //
-// Calls the other way (a transport telling the layers above something) go
-// only through the functions declared at the end of this file.
+// What a transport sees of the communicator and of a request is view.h's;
+// calls the other way (a transport telling the layers above something) go
+// only through the functions upcalls.h declares.
 #ifndef SHI_TRANSPORT_H
 #define SHI_TRANSPORT_H
 
@@ -29,6 +30,7 @@
 
 #include "platform/unix_sock.h"
 #include "shoal.h"
+#include "transport/view.h"
 
 struct shoal_comm;
 struct shi_msg;

@@ -8,7 +8,6 @@
 
 #include <pthread.h>
 
-#include "core/comm.h"
 #include "transport/shm/shm_segment.h"
 
 // A message that arrived before its receive was posted (small ones only).
@@ -54,7 +53,7 @@ struct shi_shm {
 static inline struct shi_shm *
 shi_shm_of(const shoal_comm *comm)
 {
-    return (struct shi_shm *) comm->tp_state;
+    return (struct shi_shm *) shi_tp_comm(comm)->tp_state;
 }
 
 static inline shm_segment *

@@ -13,8 +13,9 @@
 static uint64_t
 heap_offset(shoal_comm *comm, const void *ptr, size_t bytes)
 {
-    const unsigned char *base = shm_heap_of(shi_shm_seg(comm), comm->rank);
-    const unsigned char *p    = ptr;
+    const unsigned char *base
+        = shm_heap_of(shi_shm_seg(comm), shi_tp_comm(comm)->rank);
+    const unsigned char *p = ptr;
 
     if (p == NULL || p < base
         || (size_t) (p - base) > shi_shm_seg(comm)->heap_bytes
@@ -32,7 +33,7 @@ shi_shm_mem_expose(shoal_comm *comm, const void *base, size_t bytes,
         .addr     = (uint64_t) (uintptr_t) base,
         .bytes    = bytes,
         .heap_off = heap_offset(comm, base, bytes),
-        .owner    = comm->rank,
+        .owner    = shi_tp_comm(comm)->rank,
     };
 }
 
@@ -48,7 +49,8 @@ static int
 reachable(
     shoal_comm *comm, const struct shi_tp_region *r, size_t off, size_t bytes)
 {
-    return r->owner >= 0 && r->owner < comm->size && inside(r, off, bytes);
+    return r->owner >= 0 && r->owner < shi_tp_comm(comm)->size
+        && inside(r, off, bytes);
 }
 
 // Byte `off` of a reachable region in place, if the whole region lies in
@@ -111,7 +113,8 @@ static int
 mem_copy(shoal_comm *comm, const struct shi_tp_region *r, size_t off,
     unsigned char *local, size_t bytes, int write)
 {
-    unsigned char *view;
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    unsigned char      *view;
 
     if (bytes == 0) {
         return SHOAL_OK;
@@ -126,16 +129,16 @@ mem_copy(shoal_comm *comm, const struct shi_tp_region *r, size_t off,
         memcpy(write ? view : local, write ? local : view, bytes);
         return SHOAL_OK;
     }
-    if (r->owner == comm->rank) {
+    if (r->owner == tc->rank) {
         unsigned char *mine = (unsigned char *) (uintptr_t) r->addr + off;
         memmove(write ? mine : local, write ? local : mine, bytes);
         return SHOAL_OK;
     }
-    if (cma_copy((pid_t) comm->peers[r->owner].pid, r->addr + off, local,
-            bytes, write)
+    if (cma_copy((pid_t) tc->peers[r->owner].pid, r->addr + off, local, bytes,
+            write)
         != 0) {
         return cma_failed(
-            errno, write, bytes, r->owner, (pid_t) comm->peers[r->owner].pid);
+            errno, write, bytes, r->owner, (pid_t) tc->peers[r->owner].pid);
     }
     return SHOAL_OK;
 }
@@ -193,8 +196,8 @@ cma_read_strided(shoal_comm *comm, const struct shi_tp_region *r,
     unsigned char *to, const shi_strided *dst)
 {
     static _Thread_local struct iovec l[CMA_PIECES], rv[CMA_PIECES];
-    pid_t                             pid = (pid_t) comm->peers[r->owner].pid;
-    uint64_t                          at  = 0;
+    pid_t    pid = (pid_t) shi_tp_comm(comm)->peers[r->owner].pid;
+    uint64_t at  = 0;
 
     while (at < bytes) {
         uint64_t len;
@@ -238,7 +241,7 @@ shi_shm_mem_read_strided(shoal_comm *comm, const struct shi_tp_region *r,
         shi_strided_copy(to, dst, 0, view + base_off, src, 0, bytes);
         return SHOAL_OK;
     }
-    if (r->owner == comm->rank) {
+    if (r->owner == shi_tp_comm(comm)->rank) {
         shi_strided_copy(to, dst, 0,
             (unsigned char *) (uintptr_t) r->addr + base_off, src, 0, bytes);
         return SHOAL_OK;

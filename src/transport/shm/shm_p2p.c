@@ -57,16 +57,18 @@ static void
 stream_copy(const shoal_request *r, uint64_t at, unsigned char *to,
     const unsigned char *from, size_t n)
 {
+    const struct shi_tp_req *tr = shi_tp_req(r);
+
     if (n == 0) { // buf may be NULL for zero bytes
         return;
     }
-    if (r->layout == NULL) {
-        memcpy(to != NULL ? to : r->buf + at,
-            from != NULL ? from : r->buf + at, n);
+    if (tr->layout == NULL) {
+        memcpy(to != NULL ? to : tr->buf + at,
+            from != NULL ? from : tr->buf + at, n);
     } else if (to != NULL) {
-        shi_strided_copy(to, NULL, 0, r->buf, r->layout, at, n);
+        shi_strided_copy(to, NULL, 0, tr->buf, tr->layout, at, n);
     } else {
-        shi_strided_copy(r->buf, r->layout, at, from, NULL, 0, n);
+        shi_strided_copy(tr->buf, tr->layout, at, from, NULL, 0, n);
     }
 }
 
@@ -77,8 +79,8 @@ consume_slot(shoal_comm *comm, int src)
 
     p->recv_slot++;
     atomic_store_explicit(
-        &shm_p2p_tail(shi_shm_seg(comm), src, comm->rank)->tail, p->recv_slot,
-        memory_order_release);
+        &shm_p2p_tail(shi_shm_seg(comm), src, shi_tp_comm(comm)->rank)->tail,
+        p->recv_slot, memory_order_release);
     shi_ring(comm, src, 0);
 }
 
@@ -86,11 +88,13 @@ static int
 size_mismatch(shoal_comm *comm, int src, int tag, uint64_t sent,
     const shoal_request *req)
 {
+    const struct shi_tp_req *tr = shi_tp_req(req);
+
     shi_comm_abort(comm, SHOAL_EMISMATCH,
         "rank %d sent %llu bytes with tag %d, but rank %d posted "
         "a receive of %zu bytes (%zu x %s)",
-        src, (unsigned long long) sent, tag, comm->rank, req->bytes,
-        req->count, shoal_dtype_name(req->dtype));
+        src, (unsigned long long) sent, tag, shi_tp_comm(comm)->rank,
+        tr->bytes, tr->count, shoal_dtype_name(tr->dtype));
     return 1;
 }
 
@@ -133,8 +137,8 @@ buffer_unexpected(shoal_comm *comm, int src, struct shm_slot_header *h)
 static shoal_request *
 first_with_tag(const shi_req_queue *q, int tag)
 {
-    for (shoal_request *r = q->head; r != NULL; r = r->qnext) {
-        if (r->tag == tag) {
+    for (shoal_request *r = q->head; r != NULL; r = shi_tp_req(r)->qnext) {
+        if (shi_tp_req(r)->tag == tag) {
             return r;
         }
     }
@@ -150,10 +154,12 @@ take_posted(shoal_comm *comm, int src, int tag)
     shoal_request       *named = first_with_tag(&p->recvs, tag);
     shoal_request *any = first_with_tag(&shi_shm_of(comm)->any_recvs, tag);
 
-    if (any != NULL && (named == NULL || any->seq < named->seq)) {
+    if (any != NULL
+        && (named == NULL || shi_tp_req(any)->seq < shi_tp_req(named)->seq)) {
         shi_queue_remove(&shi_shm_of(comm)->any_recvs, any);
-        any->source     = src;
-        any->blocked_on = src; // from now on it needs this sender only
+        shi_tp_req(any)->source = src;
+        shi_tp_req(any)->blocked_on
+            = src; // from now on it needs this sender only
         return any;
     }
     if (named != NULL) {
@@ -180,6 +186,7 @@ static int
 read_from_sender(
     shoal_comm *comm, int src, struct shm_slot_header *h, shoal_request *r)
 {
+    struct shi_tp_req   *tr = shi_tp_req(r);
     struct shm_read_desc d;
     int                  st;
 
@@ -197,14 +204,14 @@ read_from_sender(
             (int) d.region.owner);
         return SHOAL_EPROTO;
     }
-    st = shi_shm_mem_read_strided(
-        comm, &d.region, d.base_off, &d.layout, r->bytes, r->buf, r->layout);
+    st = shi_shm_mem_read_strided(comm, &d.region, d.base_off, &d.layout,
+        tr->bytes, tr->buf, tr->layout);
     if (st != SHOAL_OK) {
         shi_comm_abort(comm, st, "receiving %zu bytes from rank %d: %s",
-            r->bytes, src, shoal_last_error());
+            tr->bytes, src, shoal_last_error());
         return st;
     }
-    r->done = r->bytes;
+    tr->done = tr->bytes;
     return SHOAL_OK;
 }
 
@@ -216,8 +223,8 @@ recv_step(shoal_comm *comm, int src)
     int                  n = 0;
 
     for (;;) {
-        struct shm_slot_header *h
-            = shm_p2p_slot(shi_shm_seg(comm), src, comm->rank, p->recv_slot);
+        struct shm_slot_header *h = shm_p2p_slot(
+            shi_shm_seg(comm), src, shi_tp_comm(comm)->rank, p->recv_slot);
         if (atomic_load_explicit(&h->seq, memory_order_acquire)
             != p->recv_slot + 1) {
             return n;
@@ -235,7 +242,7 @@ recv_step(shoal_comm *comm, int src)
             }
             p->head_seen   = 0;
             p->active_recv = r;
-            if (h->msg_bytes != r->bytes) {
+            if (h->msg_bytes != shi_tp_req(r)->bytes) {
                 return size_mismatch(comm, src, (int) h->tag, h->msg_bytes, r);
             }
         }
@@ -246,8 +253,9 @@ recv_step(shoal_comm *comm, int src)
                 return n + 1;
             }
         } else {
-            stream_copy(r, r->done, NULL, shm_slot_data(h), h->chunk_bytes);
-            r->done += h->chunk_bytes;
+            stream_copy(r, shi_tp_req(r)->done, NULL, shm_slot_data(h),
+                h->chunk_bytes);
+            shi_tp_req(r)->done += h->chunk_bytes;
         }
         consume_slot(comm, src);
         n++;
@@ -263,31 +271,33 @@ recv_step(shoal_comm *comm, int src)
 static int
 offer_read(shoal_comm *comm, shoal_request *r, struct shm_slot_header *h)
 {
-    struct shm_read_desc d = { 0 };
+    struct shi_tp_req   *tr = shi_tp_req(r);
+    struct shm_read_desc d  = { 0 };
     int64_t              lo, hi;
 
     size_t channel = (size_t) shi_shm_seg(comm)->p2p_slots
         * shi_shm_seg(comm)->p2p_slot_bytes;
 
-    if (r->bytes <= channel || shi_shm_seg(comm)->p2p_slot_bytes < sizeof(d)) {
+    if (tr->bytes <= channel
+        || shi_shm_seg(comm)->p2p_slot_bytes < sizeof(d)) {
         return 0;
     }
-    if (r->layout != NULL) {
-        d.layout = *r->layout;
+    if (tr->layout != NULL) {
+        d.layout = *tr->layout;
     } else {
-        shi_strided_dense(&d.layout, r->bytes);
+        shi_strided_dense(&d.layout, tr->bytes);
     }
-    if (shi_strided_extent(&d.layout, r->bytes, &lo, &hi) != 0) {
+    if (shi_strided_extent(&d.layout, tr->bytes, &lo, &hi) != 0) {
         return 0; // the caller checked it; the slots take it anyway
     }
-    shi_shm_mem_expose(comm, r->buf + lo, (size_t) (hi - lo), &d.region);
-    if (d.region.heap_off == 0 && !comm->cma_ok) {
+    shi_shm_mem_expose(comm, tr->buf + lo, (size_t) (hi - lo), &d.region);
+    if (d.region.heap_off == 0 && !shi_tp_comm(comm)->cma_ok) {
         return 0;
     }
     d.base_off = (uint64_t) -lo;
     memcpy(shm_slot_data(h), &d, sizeof(d));
-    h->msg_bytes   = r->bytes;
-    h->tag         = (uint32_t) r->tag;
+    h->msg_bytes   = tr->bytes;
+    h->tag         = (uint32_t) tr->tag;
     h->chunk_bytes = (uint32_t) sizeof(d);
     h->flags       = SHM_FIRST | SHM_LAST | SHM_READ;
     return 1;
@@ -298,16 +308,17 @@ static int
 read_done(shoal_comm *comm, int dst, const shoal_request *r)
 {
     uint64_t tail = atomic_load_explicit(
-        &shm_p2p_tail(shi_shm_seg(comm), comm->rank, dst)->tail,
+        &shm_p2p_tail(shi_shm_seg(comm), shi_tp_comm(comm)->rank, dst)->tail,
         memory_order_acquire);
 
-    return tail >= r->p2p_read_slot;
+    return tail >= shi_tp_req(r)->p2p_read_slot;
 }
 
 // Writes the queued sends to `dst` into free slots, in issue order.
 static int
 send_step(shoal_comm *comm, int dst)
 {
+    struct shi_tp_comm  *tc    = shi_tp_comm(comm);
     struct shi_shm_peer *p     = &shi_shm_of(comm)->peers[dst];
     uint32_t             slots = shi_shm_seg(comm)->p2p_slots;
     size_t               max   = shi_shm_seg(comm)->p2p_slot_bytes;
@@ -315,7 +326,7 @@ send_step(shoal_comm *comm, int dst)
     shoal_request       *r;
 
     while ((r = p->sends.head) != NULL) {
-        if (r->p2p_read_slot != 0) {
+        if (shi_tp_req(r)->p2p_read_slot != 0) {
             if (!read_done(comm, dst, r)) {
                 return n;
             }
@@ -325,7 +336,7 @@ send_step(shoal_comm *comm, int dst)
         }
         if (p->send_slot >= p->send_free) {
             uint64_t tail = atomic_load_explicit(
-                &shm_p2p_tail(shi_shm_seg(comm), comm->rank, dst)->tail,
+                &shm_p2p_tail(shi_shm_seg(comm), tc->rank, dst)->tail,
                 memory_order_acquire);
             p->send_free = tail + slots;
             if (p->send_slot >= p->send_free) {
@@ -333,28 +344,31 @@ send_step(shoal_comm *comm, int dst)
             }
         }
         struct shm_slot_header *h
-            = shm_p2p_slot(shi_shm_seg(comm), comm->rank, dst, p->send_slot);
-        if (r->done == 0 && offer_read(comm, r, h)) {
+            = shm_p2p_slot(shi_shm_seg(comm), tc->rank, dst, p->send_slot);
+        if (shi_tp_req(r)->done == 0 && offer_read(comm, r, h)) {
             atomic_store_explicit(
                 &h->seq, p->send_slot + 1, memory_order_release);
-            r->p2p_read_slot = ++p->send_slot;
+            shi_tp_req(r)->p2p_read_slot = ++p->send_slot;
             n++;
             shi_ring(comm, dst, 0);
             continue;
         }
-        size_t chunk = r->bytes - r->done < max ? r->bytes - r->done : max;
-        stream_copy(r, r->done, shm_slot_data(h), NULL, chunk);
-        h->msg_bytes   = r->bytes;
-        h->tag         = (uint32_t) r->tag;
+        size_t chunk = shi_tp_req(r)->bytes - shi_tp_req(r)->done < max
+            ? shi_tp_req(r)->bytes - shi_tp_req(r)->done
+            : max;
+        stream_copy(r, shi_tp_req(r)->done, shm_slot_data(h), NULL, chunk);
+        h->msg_bytes   = shi_tp_req(r)->bytes;
+        h->tag         = (uint32_t) shi_tp_req(r)->tag;
         h->chunk_bytes = (uint32_t) chunk;
-        h->flags       = (r->done == 0 ? SHM_FIRST : 0)
-            | (r->done + chunk == r->bytes ? SHM_LAST : 0);
+        h->flags       = (shi_tp_req(r)->done == 0 ? SHM_FIRST : 0)
+            | (shi_tp_req(r)->done + chunk == shi_tp_req(r)->bytes ? SHM_LAST
+                                                                   : 0);
         atomic_store_explicit(&h->seq, p->send_slot + 1, memory_order_release);
         p->send_slot++;
-        r->done += chunk;
+        shi_tp_req(r)->done += chunk;
         n++;
         shi_ring(comm, dst, 0);
-        if (r->done == r->bytes) {
+        if (shi_tp_req(r)->done == shi_tp_req(r)->bytes) {
             shi_transport_complete(comm, r, SHOAL_OK);
         }
     }
@@ -364,10 +378,11 @@ send_step(shoal_comm *comm, int dst)
 int
 shi_shm_p2p_step(shoal_comm *comm)
 {
-    int n = 0;
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    int                 n  = 0;
 
-    for (int peer = 0; peer < comm->size; peer++) {
-        if (peer == comm->rank) {
+    for (int peer = 0; peer < tc->size; peer++) {
+        if (peer == tc->rank) {
             continue;
         }
         if (shi_shm_of(comm)->peers[peer].sends.head != NULL) {
@@ -399,7 +414,8 @@ static void
 deliver_unexpected(shoal_comm *comm, int src, struct shi_unexpected *u,
     struct shi_unexpected *prev, shoal_request *req)
 {
-    struct shi_shm_peer *p = &shi_shm_of(comm)->peers[src];
+    struct shi_tp_req   *tr = shi_tp_req(req);
+    struct shi_shm_peer *p  = &shi_shm_of(comm)->peers[src];
 
     if (prev != NULL) {
         prev->next = u->next;
@@ -410,8 +426,8 @@ deliver_unexpected(shoal_comm *comm, int src, struct shi_unexpected *u,
         p->unexpected_tail = prev;
     }
     shi_shm_of(comm)->unexpected_bytes -= (int64_t) u->bytes;
-    req->source = src;
-    if (u->bytes != req->bytes) {
+    tr->source = src;
+    if (u->bytes != tr->bytes) {
         size_mismatch(comm, src, u->tag, u->bytes, req);
     } else {
         stream_copy(req, 0, NULL, u->data, u->bytes);
@@ -428,7 +444,8 @@ head_waits_with_tag(shoal_comm *comm, int src, int tag)
     struct shi_shm_peer *p = &shi_shm_of(comm)->peers[src];
 
     return p->head_seen != 0 && p->active_recv == NULL
-        && (int) shm_p2p_slot(shi_shm_seg(comm), src, comm->rank, p->recv_slot)
+        && (int) shm_p2p_slot(
+               shi_shm_seg(comm), src, shi_tp_comm(comm)->rank, p->recv_slot)
                ->tag
         == tag;
 }
@@ -438,15 +455,16 @@ head_waits_with_tag(shoal_comm *comm, int src, int tag)
 static void
 bind_waiting_head(shoal_comm *comm, int src, shoal_request *req)
 {
-    struct shi_shm_peer    *p = &shi_shm_of(comm)->peers[src];
-    struct shm_slot_header *h
-        = shm_p2p_slot(shi_shm_seg(comm), src, comm->rank, p->recv_slot);
+    struct shi_tp_req      *tr = shi_tp_req(req);
+    struct shi_shm_peer    *p  = &shi_shm_of(comm)->peers[src];
+    struct shm_slot_header *h  = shm_p2p_slot(
+         shi_shm_seg(comm), src, shi_tp_comm(comm)->rank, p->recv_slot);
 
-    p->head_seen    = 0;
-    p->active_recv  = req;
-    req->source     = src;
-    req->blocked_on = src;
-    if (h->msg_bytes != req->bytes) {
+    p->head_seen   = 0;
+    p->active_recv = req;
+    tr->source     = src;
+    tr->blocked_on = src;
+    if (h->msg_bytes != tr->bytes) {
         size_mismatch(comm, src, (int) h->tag, h->msg_bytes, req);
     }
 }
@@ -457,15 +475,16 @@ bind_waiting_head(shoal_comm *comm, int src, shoal_request *req)
 static int
 match_arrived(shoal_comm *comm, shoal_request *req)
 {
+    struct shi_tp_req     *tr = shi_tp_req(req);
     struct shi_unexpected *prev, *u;
 
-    u = find_unexpected(&shi_shm_of(comm)->peers[req->peer], req->tag, &prev);
+    u = find_unexpected(&shi_shm_of(comm)->peers[tr->peer], tr->tag, &prev);
     if (u != NULL) {
-        deliver_unexpected(comm, req->peer, u, prev, req);
+        deliver_unexpected(comm, tr->peer, u, prev, req);
         return 1;
     }
-    if (head_waits_with_tag(comm, req->peer, req->tag)) {
-        bind_waiting_head(comm, req->peer, req);
+    if (head_waits_with_tag(comm, tr->peer, tr->tag)) {
+        bind_waiting_head(comm, tr->peer, req);
         return 1;
     }
     return 0;
@@ -476,20 +495,22 @@ match_arrived(shoal_comm *comm, shoal_request *req)
 static int
 match_arrived_any(shoal_comm *comm, shoal_request *req)
 {
+    struct shi_tp_comm    *tc   = shi_tp_comm(comm);
+    struct shi_tp_req     *tr   = shi_tp_req(req);
     struct shi_unexpected *best = NULL, *best_prev = NULL;
     uint64_t               best_arrival = UINT64_MAX;
     int                    best_src = -1, best_is_head = 0;
 
-    for (int src = 0; src < comm->size; src++) {
+    for (int src = 0; src < tc->size; src++) {
         struct shi_unexpected *prev, *u;
-        if (src == comm->rank) {
+        if (src == tc->rank) {
             continue;
         }
-        u = find_unexpected(&shi_shm_of(comm)->peers[src], req->tag, &prev);
+        u = find_unexpected(&shi_shm_of(comm)->peers[src], tr->tag, &prev);
         if (u != NULL && u->arrival < best_arrival) {
             best = u, best_prev = prev, best_arrival = u->arrival;
             best_src = src, best_is_head = 0;
-        } else if (u == NULL && head_waits_with_tag(comm, src, req->tag)
+        } else if (u == NULL && head_waits_with_tag(comm, src, tr->tag)
             && shi_shm_of(comm)->peers[src].head_seen < best_arrival) {
             best_arrival = shi_shm_of(comm)->peers[src].head_seen;
             best_src = src, best_is_head = 1;
@@ -509,21 +530,23 @@ match_arrived_any(shoal_comm *comm, shoal_request *req)
 void
 shi_shm_p2p_post(shoal_comm *comm, shoal_request *req)
 {
-    int any = req->peer == SHOAL_ANY_SOURCE;
+    struct shi_tp_comm *tc  = shi_tp_comm(comm);
+    struct shi_tp_req  *tr  = shi_tp_req(req);
+    int                 any = tr->peer == SHOAL_ANY_SOURCE;
 
-    req->seq        = ++comm->p2p_seq;
-    req->blocked_on = req->peer; // -1 (no one yet) for any-source
-    req->source     = req->peer;
-    comm->p2p_active++;
-    if (req->kind == SHI_OP_SEND) {
-        shi_queue_push(&shi_shm_of(comm)->peers[req->peer].sends, req);
+    tr->seq        = ++tc->p2p_seq;
+    tr->blocked_on = tr->peer; // -1 (no one yet) for any-source
+    tr->source     = tr->peer;
+    tc->p2p_active++;
+    if (tr->kind == SHI_OP_SEND) {
+        shi_queue_push(&shi_shm_of(comm)->peers[tr->peer].sends, req);
         return;
     }
     if (any ? match_arrived_any(comm, req) : match_arrived(comm, req)) {
         return;
     }
     shi_queue_push(any ? &shi_shm_of(comm)->any_recvs
-                       : &shi_shm_of(comm)->peers[req->peer].recvs,
+                       : &shi_shm_of(comm)->peers[tr->peer].recvs,
         req);
 }
 
@@ -532,7 +555,8 @@ shi_shm_p2p_discard(shoal_comm *comm)
 {
     struct shi_shm *sh = shi_shm_of(comm);
 
-    for (int i = 0; sh != NULL && sh->peers != NULL && i < comm->size; i++) {
+    for (int i = 0;
+         sh != NULL && sh->peers != NULL && i < shi_tp_comm(comm)->size; i++) {
         struct shi_unexpected *u = sh->peers[i].unexpected;
         while (u != NULL) {
             struct shi_unexpected *next = u->next;
@@ -546,15 +570,16 @@ shi_shm_p2p_discard(shoal_comm *comm)
 void
 shi_shm_p2p_forget(shoal_comm *comm, shoal_request *req)
 {
-    struct shi_shm *sh = shi_shm_of(comm);
+    struct shi_tp_req *tr = shi_tp_req(req);
+    struct shi_shm    *sh = shi_shm_of(comm);
 
-    if (req->kind == SHI_OP_SEND) {
-        shi_queue_remove(&sh->peers[req->peer].sends, req);
-    } else if (req->source < 0) {
+    if (tr->kind == SHI_OP_SEND) {
+        shi_queue_remove(&sh->peers[tr->peer].sends, req);
+    } else if (tr->source < 0) {
         shi_queue_remove(&sh->any_recvs, req); // any-source, not matched
-    } else if (sh->peers[req->source].active_recv == req) {
-        sh->peers[req->source].active_recv = NULL;
+    } else if (sh->peers[tr->source].active_recv == req) {
+        sh->peers[tr->source].active_recv = NULL;
     } else {
-        shi_queue_remove(&sh->peers[req->source].recvs, req);
+        shi_queue_remove(&sh->peers[tr->source].recvs, req);
     }
 }

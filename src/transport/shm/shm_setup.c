@@ -18,12 +18,13 @@ static int
 connect_lower(
     shoal_comm *comm, const struct shi_tp_peer_info *entries, int64_t deadline)
 {
-    struct shi_shm *sh = shi_shm_of(comm);
-    char            what[64];
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    struct shi_shm     *sh = shi_shm_of(comm);
+    char                what[64];
 
-    for (int r = 0; r < comm->rank; r++) {
+    for (int r = 0; r < tc->rank; r++) {
         int     fd, st;
-        int32_t me = comm->rank;
+        int32_t me = tc->rank;
         snprintf(what, sizeof(what), "rank %d (pid %d)", r, entries[r].pid);
         do {
             int64_t until = shi_rdv_until(deadline);
@@ -36,7 +37,7 @@ connect_lower(
             st         = shi_unix_check_peer_uid(fd);
         }
         if (st == SHOAL_OK) {
-            st = shi_auth_client(fd, &comm->secret, what, deadline);
+            st = shi_auth_client(fd, &tc->secret, what, deadline);
         }
         if (st == SHOAL_OK) {
             st = shi_write_all(fd, &me, sizeof(me), deadline);
@@ -53,9 +54,10 @@ connect_lower(
 static int
 accept_one(shoal_comm *comm, int lfd, int64_t deadline, int *done)
 {
-    struct shi_shm *sh = shi_shm_of(comm);
-    int             fd, st;
-    int32_t         r = -1;
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    struct shi_shm     *sh = shi_shm_of(comm);
+    int                 fd, st;
+    int32_t             r = -1;
 
     *done = 0;
     do {
@@ -68,17 +70,17 @@ accept_one(shoal_comm *comm, int lfd, int64_t deadline, int *done)
     }
     st = shi_unix_check_peer_uid(fd);
     if (st == SHOAL_OK) {
-        st = shi_auth_server(fd, &comm->secret, "a rank connecting", deadline);
+        st = shi_auth_server(fd, &tc->secret, "a rank connecting", deadline);
     }
     if (st == SHOAL_OK) {
         st = shi_read_all(fd, &r, sizeof(r), deadline);
     }
     if (st == SHOAL_OK
-        && (r <= comm->rank || r >= comm->size || sh->fds[r] >= 0)) {
+        && (r <= tc->rank || r >= tc->size || sh->fds[r] >= 0)) {
         st = shi_error(SHOAL_EPROTO, "connection claims to be rank %d", r);
     }
     if (st != SHOAL_OK) {
-        SHI_WARN("communicator '%s': refused a connection: %s", comm->name,
+        SHI_WARN("communicator '%s': refused a connection: %s", tc->name,
             shi_error_text());
         close(fd);
         return st == SHOAL_ETIMEDOUT ? st : SHOAL_OK;
@@ -91,7 +93,8 @@ accept_one(shoal_comm *comm, int lfd, int64_t deadline, int *done)
 static int
 accept_higher(shoal_comm *comm, int lfd, int64_t deadline)
 {
-    int need = comm->size - 1 - comm->rank;
+    struct shi_tp_comm *tc   = shi_tp_comm(comm);
+    int                 need = tc->size - 1 - tc->rank;
 
     while (need > 0) {
         int done, st = accept_one(comm, lfd, deadline, &done);
@@ -110,17 +113,18 @@ static int
 share_segment(
     shoal_comm *comm, const struct shi_tp_area *area, int64_t deadline)
 {
-    struct shi_shm *sh    = shi_shm_of(comm);
-    uint64_t        bytes = 0;
-    int             fd, st;
+    struct shi_tp_comm *tc    = shi_tp_comm(comm);
+    struct shi_shm     *sh    = shi_shm_of(comm);
+    uint64_t            bytes = 0;
+    int                 fd, st;
 
-    if (comm->rank == 0) {
-        if ((st = shm_segment_create(&sh->seg, comm->size, area, &fd))
+    if (tc->rank == 0) {
+        if ((st = shm_segment_create(&sh->seg, tc->size, area, &fd))
             != SHOAL_OK) {
             return st;
         }
         bytes = sh->seg.bytes;
-        for (int r = 1; r < comm->size && st == SHOAL_OK; r++) {
+        for (int r = 1; r < tc->size && st == SHOAL_OK; r++) {
             st = shi_unix_send_fd(
                 sh->fds[r], fd, &bytes, sizeof(bytes), deadline);
         }
@@ -129,7 +133,7 @@ share_segment(
     }
     st = shi_unix_recv_fd(sh->fds[0], &fd, &bytes, sizeof(bytes), deadline);
     if (st == SHOAL_OK) {
-        st = shm_segment_attach(&sh->seg, fd, comm->size);
+        st = shm_segment_attach(&sh->seg, fd, tc->size);
         close(fd);
     }
     return st;
@@ -138,11 +142,12 @@ share_segment(
 static int
 alloc_state(shoal_comm *comm)
 {
-    struct shi_shm *sh = calloc(1, sizeof(*sh));
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    struct shi_shm     *sh = calloc(1, sizeof(*sh));
 
     if (sh == NULL
-        || (sh->fds = malloc((size_t) comm->size * sizeof(int))) == NULL
-        || (sh->peers = calloc((size_t) comm->size, sizeof(*sh->peers)))
+        || (sh->fds = malloc((size_t) tc->size * sizeof(int))) == NULL
+        || (sh->peers = calloc((size_t) tc->size, sizeof(*sh->peers)))
             == NULL) {
         if (sh != NULL) {
             free(sh->fds);
@@ -150,11 +155,11 @@ alloc_state(shoal_comm *comm)
         free(sh);
         return shi_error(SHOAL_ENOMEM, "out of memory");
     }
-    for (int r = 0; r < comm->size; r++) {
+    for (int r = 0; r < tc->size; r++) {
         sh->fds[r] = -1;
     }
     sh->watch_stop_fd = sh->watch_ep = -1;
-    comm->tp_state                   = sh;
+    tc->tp_state                     = sh;
     return SHOAL_OK;
 }
 
@@ -162,9 +167,10 @@ int
 shi_shm_setup(
     shoal_comm *comm, const struct shi_tp_boot *boot, int64_t deadline)
 {
-    int st = alloc_state(comm), fd;
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    int                 st = alloc_state(comm), fd;
 
-    if (st == SHOAL_OK && comm->size == 1) {
+    if (st == SHOAL_OK && tc->size == 1) {
         st = shm_segment_create(&shi_shm_of(comm)->seg, 1, &boot->area, &fd);
         if (st == SHOAL_OK) {
             close(fd);
@@ -182,7 +188,7 @@ shi_shm_setup(
     }
     if (st == SHOAL_OK) {
         struct shi_shm *sh = shi_shm_of(comm);
-        sh->me             = shm_rank_of(&sh->seg, comm->rank);
+        sh->me             = shm_rank_of(&sh->seg, tc->rank);
     }
     return st;
 }

@@ -16,7 +16,7 @@
 static int
 shm_start(shoal_comm *comm)
 {
-    return comm->size > 1 ? shi_shm_watch_start(comm) : SHOAL_OK;
+    return shi_tp_comm(comm)->size > 1 ? shi_shm_watch_start(comm) : SHOAL_OK;
 }
 
 static void
@@ -30,13 +30,14 @@ shm_stop(shoal_comm *comm)
 static void
 shm_teardown(shoal_comm *comm)
 {
-    struct shi_shm *sh = shi_shm_of(comm);
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    struct shi_shm     *sh = shi_shm_of(comm);
 
     shi_shm_p2p_discard(comm);
     if (sh != NULL) {
         sh->me = NULL;
         shm_segment_unmap(&sh->seg);
-        for (int r = 0; r < comm->size; r++) {
+        for (int r = 0; r < tc->size; r++) {
             if (sh->fds[r] >= 0) {
                 close(sh->fds[r]);
             }
@@ -44,14 +45,14 @@ shm_teardown(shoal_comm *comm)
         free(sh->fds);
         free(sh->peers);
         free(sh);
-        comm->tp_state = NULL;
+        tc->tp_state = NULL;
     }
 }
 
 static int
 shm_reaches(const shoal_comm *comm, int peer)
 {
-    return peer >= 0 && peer < comm->size;
+    return peer >= 0 && peer < shi_tp_comm(comm)->size;
 }
 
 static const char *
@@ -67,7 +68,7 @@ shm_progress(shoal_comm *comm)
 {
     // Messages nobody waits for stay in their rings (up to a ring's worth
     // of sends complete without a receiver), so collectives skip the scan.
-    return comm->p2p_active > 0 ? shi_shm_p2p_step(comm) : 0;
+    return shi_tp_comm(comm)->p2p_active > 0 ? shi_shm_p2p_step(comm) : 0;
 }
 
 int
@@ -139,9 +140,10 @@ shm_wake(shoal_comm *comm, int rank, int force)
 static int
 shm_peers_on_my_cpu(shoal_comm *comm, cpu_set_t *peers)
 {
-    struct shi_shm *sh  = shi_shm_mapped(comm);
-    int             cpu = sched_getcpu(), n = 0;
-    uint32_t        mine;
+    struct shi_tp_comm *tc  = shi_tp_comm(comm);
+    struct shi_shm     *sh  = shi_shm_mapped(comm);
+    int                 cpu = sched_getcpu(), n = 0;
+    uint32_t            mine;
 
     if (sh == NULL || cpu < 0) {
         return 0;
@@ -153,11 +155,11 @@ shm_peers_on_my_cpu(shoal_comm *comm, cpu_set_t *peers)
     if (peers != NULL) {
         CPU_ZERO(peers);
     }
-    for (int p = 0; p < comm->size; p++) {
+    for (int p = 0; p < tc->size; p++) {
         struct shm_rank *ctl = shm_rank_of(&sh->seg, p);
         uint32_t         theirs
             = atomic_load_explicit(&ctl->cpu, memory_order_relaxed);
-        if (p == comm->rank || theirs == 0) {
+        if (p == tc->rank || theirs == 0) {
             continue;
         }
         n += theirs == mine;
@@ -171,16 +173,17 @@ shm_peers_on_my_cpu(shoal_comm *comm, cpu_set_t *peers)
 static void
 shm_wake_peers(shoal_comm *comm)
 {
-    struct shi_shm *sh = shi_shm_mapped(comm);
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    struct shi_shm     *sh = shi_shm_mapped(comm);
 
     if (sh == NULL) {
         return;
     }
     // One fence covers every peer (see shm_wake); then ring only sleepers.
     atomic_thread_fence(memory_order_seq_cst);
-    for (int p = 0; p < comm->size; p++) {
+    for (int p = 0; p < tc->size; p++) {
         struct shm_rank *ctl = shm_rank_of(&sh->seg, p);
-        if (p != comm->rank
+        if (p != tc->rank
             && atomic_load_explicit(&ctl->sleepers, memory_order_relaxed)
                 != 0) {
             shm_wake(comm, p, 1);
@@ -193,9 +196,10 @@ shm_wake_peers(shoal_comm *comm)
 static void
 shm_abort_notify(shoal_comm *comm, int status, const char *text)
 {
-    struct shi_shm   *sh = shi_shm_mapped(comm);
-    struct shm_abort *ab;
-    uint32_t          old = 0;
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    struct shi_shm     *sh = shi_shm_mapped(comm);
+    struct shm_abort   *ab;
+    uint32_t            old = 0;
 
     if (sh == NULL) {
         return;
@@ -203,11 +207,11 @@ shm_abort_notify(shoal_comm *comm, int status, const char *text)
     ab = shm_abort_of(&sh->seg);
     if (atomic_compare_exchange_strong(&ab->state, &old, 1)) {
         ab->status  = status;
-        ab->by_rank = comm->rank;
+        ab->by_rank = tc->rank;
         snprintf(ab->text, sizeof(ab->text), "%s", text);
         atomic_store_explicit(&ab->state, 2, memory_order_release);
     }
-    for (int r = 0; r < comm->size; r++) {
+    for (int r = 0; r < tc->size; r++) {
         shm_wake(comm, r, 1);
     }
 }
@@ -220,7 +224,7 @@ shm_goodbye(shoal_comm *comm, int64_t deadline)
     struct shi_shm *sh = shi_shm_of(comm);
 
     (void) deadline;
-    for (int r = 0; sh != NULL && r < comm->size; r++) {
+    for (int r = 0; sh != NULL && r < shi_tp_comm(comm)->size; r++) {
         if (sh->fds[r] >= 0
             && send(sh->fds[r], "B", 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
             SHI_TRACE("goodbye to rank %d not sent", r);
@@ -234,7 +238,7 @@ shm_heap_region(
 {
     struct shi_shm *sh = shi_shm_of(comm);
 
-    *base   = shm_heap_of(&sh->seg, comm->rank);
+    *base   = shm_heap_of(&sh->seg, shi_tp_comm(comm)->rank);
     *bytes  = sh->seg.heap_bytes;
     *shared = 1;
 }

@@ -20,16 +20,17 @@
 static int
 watch_peer_event(shoal_comm *comm, int r)
 {
-    struct shi_peer *p = &comm->peers[r];
-    char             buf[64];
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    struct shi_peer    *p  = &tc->peers[r];
+    char                buf[64];
     ssize_t n = recv(shi_shm_of(comm)->fds[r], buf, sizeof(buf), MSG_DONTWAIT);
 
     if (n > 0) {
         if (memchr(buf, 'B', (size_t) n) != NULL) {
             atomic_store(&p->state, SHI_PEER_LEFT);
             SHI_INFO("communicator '%s': rank %d destroyed its communicator",
-                comm->name, r);
-            shi_ring(comm, comm->rank, 1); // waiters re-check their peers
+                tc->name, r);
+            shi_ring(comm, tc->rank, 1); // waiters re-check their peers
         }
         return 0;
     }
@@ -48,7 +49,7 @@ watch_peer_event(shoal_comm *comm, int r)
         shi_comm_abort(comm, SHOAL_EPEER,
             "rank %d (pid %d on %s) died: Connection closed by peer: its "
             "connection to rank %d closed without a goodbye",
-            r, p->pid, p->host, comm->rank);
+            r, p->pid, p->host, tc->rank);
     }
     return 1;
 }
@@ -90,7 +91,7 @@ shi_shm_watch_start(shoal_comm *comm)
         return shi_error(SHOAL_ESYS, "cannot set up the watcher of peers: %s",
             strerror(errno));
     }
-    for (int r = 0; r < comm->size; r++) {
+    for (int r = 0; r < shi_tp_comm(comm)->size; r++) {
         if (sh->fds[r] >= 0) {
             struct epoll_event e
                 = { .events = EPOLLIN | EPOLLRDHUP, .data.u32 = (uint32_t) r };

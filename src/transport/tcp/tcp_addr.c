@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm.h"
+#include "base/error.h"
 #include "store/store.h"
 #include "transport/tcp/tcp_addr.h"
 #include "transport/upcalls.h"

@@ -28,7 +28,6 @@
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/log.h"
-#include "core/comm.h"
 #include "platform/net.h"
 #include "transport/tcp/tcp_net.h"
 #include "transport/upcalls.h"
@@ -107,8 +106,10 @@ shi_tcp_tune(int fd, int64_t timeout_ms)
 static int
 hello_ok(const struct tcp_hello *h, const shoal_comm *comm, int nsock)
 {
-    return h->magic == (int32_t) SHI_TCP_MAGIC && h->rank > comm->rank
-        && h->rank < comm->size && h->nsock == nsock && h->sock >= 0
+    const struct shi_tp_comm *tc = shi_tp_comm(comm);
+
+    return h->magic == (int32_t) SHI_TCP_MAGIC && h->rank > tc->rank
+        && h->rank < tc->size && h->nsock == nsock && h->sock >= 0
         && h->sock < nsock;
 }
 
@@ -118,11 +119,12 @@ static int
 accept_one(shoal_comm *comm, struct shi_net *net, int lfd, int64_t until,
     int64_t deadline, int *got)
 {
-    struct pollfd    pfd = { .fd = lfd, .events = POLLIN };
-    struct tcp_hello h;
-    char             who[80];
-    int64_t          now = shi_now_ns(), hs_deadline;
-    int              fd, st;
+    struct shi_tp_comm *tc  = shi_tp_comm(comm);
+    struct pollfd       pfd = { .fd = lfd, .events = POLLIN };
+    struct tcp_hello    h;
+    char                who[80];
+    int64_t             now = shi_now_ns(), hs_deadline;
+    int                 fd, st;
 
     *got = 0;
     if (now >= until) {
@@ -140,7 +142,7 @@ accept_one(shoal_comm *comm, struct shi_net *net, int lfd, int64_t until,
     shi_socket_peer_name(fd, who, sizeof(who));
     hs_deadline = now + TCP_HANDSHAKE_NS < deadline ? now + TCP_HANDSHAKE_NS
                                                     : deadline;
-    st          = shi_auth_server(fd, &comm->secret, who, hs_deadline);
+    st          = shi_auth_server(fd, &tc->secret, who, hs_deadline);
     if (st == SHOAL_OK) {
         st = shi_read_all(fd, &h, sizeof(h), hs_deadline);
     }
@@ -160,7 +162,7 @@ accept_one(shoal_comm *comm, struct shi_net *net, int lfd, int64_t until,
         shi_log_limited(st == SHOAL_EAUTH ? &refused_auth : &refused_other,
             SHI_LOG_WARN,
             "communicator '%s': refused a TCP connection from %s: %s",
-            comm->name, who, shi_error_text());
+            tc->name, who, shi_error_text());
         close(fd);
         return SHOAL_OK;
     }
@@ -172,7 +174,8 @@ accept_one(shoal_comm *comm, struct shi_net *net, int lfd, int64_t until,
 static int
 accept_higher(shoal_comm *comm, struct shi_net *net, int lfd, int64_t deadline)
 {
-    int need = (comm->size - 1 - comm->rank) * net->nsock;
+    struct shi_tp_comm *tc   = shi_tp_comm(comm);
+    int                 need = (tc->size - 1 - tc->rank) * net->nsock;
 
     while (need > 0) {
         int64_t until = shi_rdv_until(deadline);
@@ -185,7 +188,7 @@ accept_higher(shoal_comm *comm, struct shi_net *net, int lfd, int64_t deadline)
         if (st != SHOAL_OK) {
             return shi_error_wrap(st,
                 "rank %d waiting for %d connection(s) from higher ranks",
-                comm->rank, need);
+                tc->rank, need);
         }
         need -= got;
     }
@@ -196,10 +199,10 @@ static int
 connect_one(shoal_comm *comm, struct shi_net *net, int r, int s,
     const char *addr, int64_t deadline)
 {
-    char             host[64], what[128];
-    int              port, fd, st;
-    struct tcp_hello h
-        = { comm->rank, s, net->nsock, (int32_t) SHI_TCP_MAGIC };
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    char                host[64], what[128];
+    int                 port, fd, st;
+    struct tcp_hello h = { tc->rank, s, net->nsock, (int32_t) SHI_TCP_MAGIC };
 
     snprintf(what, sizeof(what), "rank %d at %s", r, addr);
     if ((st = shi_parse_host_port(addr, host, sizeof(host), &port))
@@ -218,7 +221,7 @@ connect_one(shoal_comm *comm, struct shi_net *net, int r, int s,
         return shi_error_wrap(st, "connecting to %s", what);
     }
     net->peers[r].socks[s].fd = fd;
-    st = shi_auth_client(fd, &comm->secret, what, deadline);
+    st = shi_auth_client(fd, &tc->secret, what, deadline);
     if (st == SHOAL_OK) {
         st = shi_write_all(fd, &h, sizeof(h), deadline);
     }
@@ -228,12 +231,13 @@ connect_one(shoal_comm *comm, struct shi_net *net, int r, int s,
 static int
 net_alloc(shoal_comm *comm, struct shi_net **out)
 {
-    struct shi_net *net = calloc(1, sizeof(*net));
-    int             st;
+    struct shi_tp_comm *tc  = shi_tp_comm(comm);
+    struct shi_net     *net = calloc(1, sizeof(*net));
+    int                 st;
 
     *out = net;
     if (net == NULL
-        || (net->peers = calloc((size_t) comm->size, sizeof(*net->peers)))
+        || (net->peers = calloc((size_t) tc->size, sizeof(*net->peers)))
             == NULL) {
         return shi_error(SHOAL_ENOMEM, "out of memory for TCP state");
     }
@@ -243,7 +247,7 @@ net_alloc(shoal_comm *comm, struct shi_net **out)
     if ((st = shi_tcp_config(&net->nsock, &net->chunk)) != SHOAL_OK) {
         return st;
     }
-    for (int r = 0; r < comm->size; r++) {
+    for (int r = 0; r < tc->size; r++) {
         struct shi_tcp_peer *p = &net->peers[r];
         if ((p->socks = calloc((size_t) net->nsock, sizeof(*p->socks)))
             == NULL) {
@@ -260,7 +264,8 @@ net_alloc(shoal_comm *comm, struct shi_net **out)
 static int
 net_arm(shoal_comm *comm, struct shi_net *net)
 {
-    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = UINT64_MAX };
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    struct epoll_event  ev = { .events = EPOLLIN, .data.u64 = UINT64_MAX };
 
     net->epfd   = epoll_create1(EPOLL_CLOEXEC);
     net->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -268,10 +273,10 @@ net_arm(shoal_comm *comm, struct shi_net *net)
         || epoll_ctl(net->epfd, EPOLL_CTL_ADD, net->wakefd, &ev) != 0) {
         return shi_error(SHOAL_ESYS, "epoll/eventfd: %s", strerror(errno));
     }
-    for (int r = 0; r < comm->size; r++) {
-        for (int s = 0; r != comm->rank && s < net->nsock; s++) {
+    for (int r = 0; r < tc->size; r++) {
+        for (int s = 0; r != tc->rank && s < net->nsock; s++) {
             int fd = net->peers[r].socks[s].fd;
-            shi_tcp_tune(fd, comm->timeout_ms);
+            shi_tcp_tune(fd, tc->timeout_ms);
             ev.data.u64 = ((uint64_t) r << 16) | (uint64_t) s;
             if (epoll_ctl(net->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
                 return shi_error(SHOAL_ESYS, "epoll_ctl: %s", strerror(errno));
@@ -285,11 +290,12 @@ net_arm(shoal_comm *comm, struct shi_net *net)
 int
 shi_tcp_mesh(shoal_comm *comm, int lfd, char (*addrs)[64], int64_t deadline)
 {
-    struct shi_net *net;
-    int             st = net_alloc(comm, &net);
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    struct shi_net     *net;
+    int                 st = net_alloc(comm, &net);
 
-    comm->tp_state = net;
-    for (int r = 0; r < comm->size && net != NULL; r++) {
+    tc->tp_state = net;
+    for (int r = 0; r < tc->size && net != NULL; r++) {
         snprintf(
             net->peers[r].addr, sizeof(net->peers[r].addr), "%s", addrs[r]);
     }
@@ -301,7 +307,7 @@ shi_tcp_mesh(shoal_comm *comm, int lfd, char (*addrs)[64], int64_t deadline)
         && delay_ms > 0) {
         usleep((useconds_t) (delay_ms > 60000 ? 60000 : delay_ms) * 1000);
     }
-    for (int r = 0; st == SHOAL_OK && r < comm->rank; r++) {
+    for (int r = 0; st == SHOAL_OK && r < tc->rank; r++) {
         for (int s = 0; st == SHOAL_OK && s < net->nsock; s++) {
             st = connect_one(comm, net, r, s, addrs[r], deadline);
         }
@@ -321,7 +327,8 @@ shi_net_free(struct shi_net *net)
     if (net == NULL) {
         return;
     }
-    for (int r = 0; net->peers != NULL && r < net->comm->size; r++) {
+    for (int r = 0; net->peers != NULL && r < shi_tp_comm(net->comm)->size;
+         r++) {
         struct shi_tcp_peer *p = &net->peers[r];
         for (int s = 0; p->socks != NULL && s < net->nsock; s++) {
             if (p->socks[s].fd >= 0) {

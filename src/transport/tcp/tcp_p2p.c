@@ -5,7 +5,6 @@
 // kernel's socket buffers, so the caller may reuse its buffer then.
 #include <stdlib.h>
 
-#include "core/comm.h"
 #include "transport/tcp/tcp_net.h"
 #include "transport/upcalls.h"
 
@@ -14,7 +13,7 @@ shi_net_p2p_done(shoal_comm *comm, shi_msg *msg)
 {
     shoal_request *req = msg->owner;
 
-    req->xfer = NULL;
+    shi_tp_req(req)->xfer = NULL;
     free(msg);
     shi_transport_complete(comm, req, SHOAL_OK);
 }
@@ -27,33 +26,35 @@ shi_net_p2p_matched(shoal_comm *comm, shi_msg *msg)
     shoal_request *req = msg->owner;
 
     (void) comm;
-    req->source     = msg->peer;
-    req->blocked_on = msg->peer;
+    shi_tp_req(req)->source     = msg->peer;
+    shi_tp_req(req)->blocked_on = msg->peer;
 }
 
 void
 shi_tcp_p2p_post(shoal_comm *comm, shoal_request *req)
 {
-    struct shi_net *net = comm->tp_state;
-    shi_msg        *m   = calloc(1, sizeof(*m));
+    struct shi_tp_comm *tc  = shi_tp_comm(comm);
+    struct shi_tp_req  *tr  = shi_tp_req(req);
+    struct shi_net     *net = tc->tp_state;
+    shi_msg            *m   = calloc(1, sizeof(*m));
 
-    req->seq        = ++comm->p2p_seq;
-    req->blocked_on = req->peer; // -1 (no one yet) for any-source
-    req->source     = req->peer;
-    comm->p2p_active++;
+    tr->seq        = ++tc->p2p_seq;
+    tr->blocked_on = tr->peer; // -1 (no one yet) for any-source
+    tr->source     = tr->peer;
+    tc->p2p_active++;
     if (m == NULL) {
         shi_comm_abort(comm, SHOAL_ENOMEM, "out of memory for a message");
         return;
     }
-    m->peer   = req->peer;
+    m->peer   = tr->peer;
     m->type   = SHI_TCP_P2P;
-    m->tag    = req->tag;
-    m->buf    = req->buf;
-    m->total  = req->bytes;
-    m->posted = req->seq;
+    m->tag    = tr->tag;
+    m->buf    = tr->buf;
+    m->total  = tr->bytes;
+    m->posted = tr->seq;
     m->owner  = req;
-    req->xfer = m;
-    if (req->kind == SHI_OP_SEND) {
+    tr->xfer  = m;
+    if (tr->kind == SHI_OP_SEND) {
         shi_tcp_send(net, m);
     } else if (shi_tcp_recv(net, m)) {
         shi_net_p2p_done(comm, m);

@@ -8,7 +8,6 @@
 // refuses aborts the communicator (EPROTO) before a byte is written.
 #include <stdlib.h>
 
-#include "core/comm.h"
 #include "transport/tcp/tcp_net.h"
 #include "transport/upcalls.h"
 
@@ -16,22 +15,23 @@ void
 shi_tcp_rma_send(
     shoal_comm *comm, shoal_request *req, uint32_t win, uint64_t off)
 {
-    struct shi_net *net = comm->tp_state;
-    shi_msg        *m   = calloc(1, sizeof(*m));
+    struct shi_tp_req *tr  = shi_tp_req(req);
+    struct shi_net    *net = shi_tp_comm(comm)->tp_state;
+    shi_msg           *m   = calloc(1, sizeof(*m));
 
-    req->blocked_on = req->peer;
+    tr->blocked_on = tr->peer;
     if (m == NULL) {
         shi_comm_abort(comm, SHOAL_ENOMEM, "out of memory for a message");
         return;
     }
-    m->peer      = req->peer;
-    m->type      = req->kind == SHI_OP_PUT ? SHI_TCP_PUT : SHI_TCP_SIGNAL;
+    m->peer      = tr->peer;
+    m->type      = tr->kind == SHI_OP_PUT ? SHI_TCP_PUT : SHI_TCP_SIGNAL;
     m->coll_seq  = win;
     m->call_hash = off;
-    m->buf       = (unsigned char *) req->sendbuf;
-    m->total     = req->kind == SHI_OP_PUT ? req->bytes : 0;
+    m->buf       = (unsigned char *) tr->sendbuf;
+    m->total     = tr->kind == SHI_OP_PUT ? tr->bytes : 0;
     m->owner     = req;
-    req->xfer    = m;
+    tr->xfer     = m;
     shi_tcp_send(net, m);
 }
 

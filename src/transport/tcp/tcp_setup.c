@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "base/env.h"
-#include "core/comm.h"
 #include "platform/net.h"
 #include "store/store.h"
 #include "transport/tcp/tcp_addr.h"
@@ -53,6 +52,8 @@ int
 shi_tcp_setup(
     shoal_comm *comm, const struct shi_tp_boot *boot, int64_t deadline)
 {
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+
     char   ip[64], key[512], (*addrs)[64];
     int    lfd = -1, port, st;
     char  *value;
@@ -62,18 +63,18 @@ shi_tcp_setup(
         != SHOAL_OK) {
         return st;
     }
-    if ((addrs = calloc((size_t) comm->size, sizeof(*addrs))) == NULL) {
+    if ((addrs = calloc((size_t) tc->size, sizeof(*addrs))) == NULL) {
         return shi_error(SHOAL_ENOMEM, "out of memory");
     }
-    st = shi_tcp_listen(ip, 0, comm->size * 16, &lfd, &port);
+    st = shi_tcp_listen(ip, 0, tc->size * 16, &lfd, &port);
     if (st == SHOAL_OK) {
-        shi_tcp_format_addr(ip, port, addrs[comm->rank], sizeof(*addrs));
-        snprintf(key, sizeof(key), "%sboot/tcp/%d", comm->prefix, comm->rank);
-        st = shi_store_set(shi_comm_store(comm), key, addrs[comm->rank],
-            strlen(addrs[comm->rank]), deadline);
+        shi_tcp_format_addr(ip, port, addrs[tc->rank], sizeof(*addrs));
+        snprintf(key, sizeof(key), "%sboot/tcp/%d", tc->prefix, tc->rank);
+        st = shi_store_set(shi_comm_store(comm), key, addrs[tc->rank],
+            strlen(addrs[tc->rank]), deadline);
     }
-    for (int r = 0; st == SHOAL_OK && r < comm->size; r++) {
-        snprintf(key, sizeof(key), "%sboot/tcp/%d", comm->prefix, r);
+    for (int r = 0; st == SHOAL_OK && r < tc->size; r++) {
+        snprintf(key, sizeof(key), "%sboot/tcp/%d", tc->prefix, r);
         st = shi_rdv_get(comm, key, &value, &len, deadline);
         if (st == SHOAL_OK) {
             snprintf(addrs[r], sizeof(*addrs), "%s", value);
@@ -84,7 +85,7 @@ shi_tcp_setup(
         st = shi_tcp_mesh(comm, lfd, addrs, deadline);
     }
     if (st == SHOAL_OK) {
-        st = map_heap(comm->tp_state);
+        st = map_heap(tc->tp_state);
     }
     if (lfd >= 0) {
         close(lfd); // strangers knocking later find nothing listening

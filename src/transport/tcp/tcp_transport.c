@@ -5,13 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/comm.h"
 #include "transport/tcp/tcp_net.h"
 
 static struct shi_net *
 net_of(const shoal_comm *comm)
 {
-    return (struct shi_net *) comm->tp_state;
+    return (struct shi_net *) shi_tp_comm(comm)->tp_state;
 }
 
 static int
@@ -31,13 +30,13 @@ static void
 tcp_teardown(shoal_comm *comm)
 {
     shi_net_free(net_of(comm));
-    comm->tp_state = NULL;
+    shi_tp_comm(comm)->tp_state = NULL;
 }
 
 static int
 tcp_reaches(const shoal_comm *comm, int peer)
 {
-    return peer >= 0 && peer < comm->size;
+    return peer >= 0 && peer < shi_tp_comm(comm)->size;
 }
 
 static const char *
@@ -45,7 +44,7 @@ tcp_peer_address(const shoal_comm *comm, int peer)
 {
     struct shi_net *net = net_of(comm);
 
-    return net != NULL && peer >= 0 && peer < comm->size
+    return net != NULL && peer >= 0 && peer < shi_tp_comm(comm)->size
         ? net->peers[peer].addr
         : "";
 }
@@ -87,7 +86,7 @@ tcp_wake(shoal_comm *comm, int rank, int force)
 {
     struct shi_net *net = net_of(comm);
 
-    if (net != NULL && rank == comm->rank
+    if (net != NULL && rank == shi_tp_comm(comm)->rank
         && (force || atomic_load(&net->sleepers) > 0)) {
         shi_tcp_wake(net);
     }
@@ -114,18 +113,19 @@ tcp_abort_notify(shoal_comm *comm, int status, const char *text)
 static void
 tcp_abort_flush(shoal_comm *comm)
 {
-    struct shi_net *net = net_of(comm);
-    char            text[SHI_ERROR_TEXT_MAX];
-    int             st = atomic_load(&comm->failed);
+    struct shi_tp_comm *tc  = shi_tp_comm(comm);
+    struct shi_net     *net = net_of(comm);
+    char                text[SHI_ERROR_TEXT_MAX];
+    int                 st = atomic_load(&tc->failed);
 
     if (net == NULL || st == 0 || net->abort_sent) {
         return;
     }
     net->abort_sent = 1;
     shi_tcp_purge(net);
-    pthread_mutex_lock(&comm->err_lock);
-    snprintf(text, sizeof(text), "%s", comm->fail_text);
-    pthread_mutex_unlock(&comm->err_lock);
+    pthread_mutex_lock(&tc->err_lock);
+    snprintf(text, sizeof(text), "%s", tc->fail_text);
+    pthread_mutex_unlock(&tc->err_lock);
     shi_tcp_abort_peers(net, st, text);
 }
 
@@ -160,7 +160,7 @@ tcp_mem_expose(shoal_comm *comm, const void *base, size_t bytes,
     *out = (struct shi_tp_region) {
         .addr  = (uint64_t) (uintptr_t) base,
         .bytes = bytes,
-        .owner = comm->rank,
+        .owner = shi_tp_comm(comm)->rank,
     };
 }
 

@@ -13,7 +13,6 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "core/comm.h"
 #include "platform/net.h"
 #include "platform/tcp_window.h"
 #include "transport/tcp/tcp_net.h"
@@ -184,7 +183,7 @@ static void
 peer_failed(struct shi_net *net, int p, const char *why, int err)
 {
     shoal_comm      *comm = net->comm;
-    struct shi_peer *cp   = &comm->peers[p];
+    struct shi_peer *cp   = &shi_tp_comm(comm)->peers[p];
 
     if (atomic_load(&cp->state) != SHI_PEER_LIVE) {
         return;
@@ -309,7 +308,8 @@ mismatch(struct shi_net *net, int p, const struct shi_tcp_frame *h,
         shi_comm_abort(comm, SHOAL_EMISMATCH,
             "rank %d sent %llu bytes with tag %d, but rank %d posted a "
             "receive of %zu bytes",
-            p, (unsigned long long) h->total, m->tag, comm->rank, m->total);
+            p, (unsigned long long) h->total, m->tag, shi_tp_comm(comm)->rank,
+            m->total);
         return;
     }
     shi_comm_abort(comm, SHOAL_EMISMATCH,
@@ -317,8 +317,8 @@ mismatch(struct shi_net *net, int p, const struct shi_tcp_frame *h,
         "%llu bytes for its collective #%u where rank %d expects %zu bytes "
         "(the ranks called different operations, counts, dtypes, roots "
         "or algorithms)",
-        m->coll_seq, p, (unsigned long long) h->total, h->coll_seq, comm->rank,
-        m->total);
+        m->coll_seq, p, (unsigned long long) h->total, h->coll_seq,
+        shi_tp_comm(comm)->rank, m->total);
 }
 
 static shi_msg *
@@ -497,9 +497,9 @@ control_arrived(struct shi_net *net, int p, struct shi_tcp_sock *sk,
         // goodbye, so then everything the peer sent has arrived.
         sk->bye = 1;
         if (++net->peers[p].byes == net->nsock) {
-            atomic_store(&comm->peers[p].state, SHI_PEER_LEFT);
+            atomic_store(&shi_tp_comm(comm)->peers[p].state, SHI_PEER_LEFT);
             SHI_INFO("communicator '%s': rank %d destroyed its communicator",
-                comm->name, p);
+                shi_tp_comm(comm)->name, p);
         }
         return;
     }
@@ -566,7 +566,8 @@ static int
 rx_failed(struct shi_net *net, int p, int s, ssize_t n, int err)
 {
     if (!net->peers[p].socks[s].bye
-        && atomic_load(&net->comm->peers[p].state) == SHI_PEER_LIVE) {
+        && atomic_load(&shi_tp_comm(net->comm)->peers[p].state)
+            == SHI_PEER_LIVE) {
         peer_failed(net, p,
             n == 0 ? "Connection closed by peer: its connection closed "
                      "without a goodbye"
@@ -586,7 +587,7 @@ rx_socket(struct shi_net *net, int p, int s)
     const struct shi_tcp_frame *h      = &sk->rx_hdr;
     int                         frames = 0;
 
-    while (!atomic_load(&net->comm->failed) && sk->fd >= 0) {
+    while (!atomic_load(&shi_tp_comm(net->comm)->failed) && sk->fd >= 0) {
         ssize_t n;
         if (sk->rx_hdr_got < FRAME_BYTES) {
             n = recv(sk->fd, (char *) &sk->rx_hdr + sk->rx_hdr_got,
@@ -733,8 +734,8 @@ recv_any(struct shi_net *net, shi_msg *m)
 {
     shi_msg *best = NULL;
 
-    for (int p = 0; p < net->comm->size; p++) {
-        shi_msg *u = p == net->comm->rank
+    for (int p = 0; p < shi_tp_comm(net->comm)->size; p++) {
+        shi_msg *u = p == shi_tp_comm(net->comm)->rank
             ? NULL
             : queue_find_tag(&net->peers[p].p2p_unexp, m->tag);
         if (u != NULL && (best == NULL || u->arrival < best->arrival)) {
@@ -787,8 +788,9 @@ shi_tcp_recv(struct shi_net *net, shi_msg *m)
 int
 shi_tcp_unreachable(struct shi_net *net, int *peer, char *why, size_t len)
 {
-    for (int p = 0; p < net->comm->size; p++) {
-        for (int s = 0; p != net->comm->rank && s < net->nsock; s++) {
+    for (int p = 0; p < shi_tp_comm(net->comm)->size; p++) {
+        for (int s = 0; p != shi_tp_comm(net->comm)->rank && s < net->nsock;
+             s++) {
             struct tcp_info ti;
             socklen_t       tl = sizeof(ti);
             int             fd = net->peers[p].socks[s].fd;
@@ -849,9 +851,10 @@ queue_control(struct shi_net *net, int p, int type, int status,
 void
 shi_tcp_abort_peers(struct shi_net *net, int status, const char *text)
 {
-    for (int p = 0; p < net->comm->size; p++) {
-        if (p != net->comm->rank
-            && atomic_load(&net->comm->peers[p].state) == SHI_PEER_LIVE) {
+    for (int p = 0; p < shi_tp_comm(net->comm)->size; p++) {
+        if (p != shi_tp_comm(net->comm)->rank
+            && atomic_load(&shi_tp_comm(net->comm)->peers[p].state)
+                == SHI_PEER_LIVE) {
             queue_control(net, p, SHI_TCP_ABORT, status, text, 1);
         }
     }
@@ -869,7 +872,7 @@ purge_queue(struct shi_tcp_queue *q, int keep_control)
             && (m->type == SHI_TCP_ABORT || m->type == SHI_TCP_BYE)) {
             queue_push(q, m);
         } else if (m->owner != NULL) { // a request's: P2P, PUT, SIGNAL
-            ((shoal_request *) m->owner)->xfer = NULL;
+            shi_tp_req((shoal_request *) m->owner)->xfer = NULL;
             free(m);
         }
     }
@@ -883,13 +886,14 @@ shi_tcp_purge(struct shi_net *net)
     }
     net->purged = (shi_msg) { .type = SHI_TCP_DATA, .total = SIZE_MAX };
     purge_queue(&net->p2p_any, 0);
-    for (int p = 0; p < net->comm->size; p++) {
+    for (int p = 0; p < shi_tp_comm(net->comm)->size; p++) {
         struct shi_tcp_peer *peer = &net->peers[p];
         purge_queue(&peer->data_out, 0);
         purge_queue(&peer->posted, 0);
         purge_queue(&peer->p2p_posted, 0);
         purge_queue(&peer->ctl_out, 1);
-        for (int s = 0; p != net->comm->rank && s < net->nsock; s++) {
+        for (int s = 0; p != shi_tp_comm(net->comm)->rank && s < net->nsock;
+             s++) {
             struct shi_tcp_sock *sk = &peer->socks[s];
             if (sk->tx != NULL && sk->tx->type != SHI_TCP_ABORT
                 && sk->tx->type != SHI_TCP_BYE) {
@@ -907,9 +911,9 @@ shi_tcp_purge(struct shi_net *net)
 static int
 anything_queued(struct shi_net *net)
 {
-    for (int p = 0; p < net->comm->size; p++) {
+    for (int p = 0; p < shi_tp_comm(net->comm)->size; p++) {
         struct shi_tcp_peer *peer = &net->peers[p];
-        if (p == net->comm->rank || peer->open_socks == 0) {
+        if (p == shi_tp_comm(net->comm)->rank || peer->open_socks == 0) {
             continue;
         }
         if (peer->ctl_out.head != NULL || peer->data_out.head != NULL) {
@@ -960,8 +964,9 @@ linger_after_abort(struct shi_net *net, int64_t deadline)
     for (;;) {
         struct pollfd fds[64];
         int           n = 0;
-        for (int p = 0; p < net->comm->size; p++) {
-            for (int s = 0; p != net->comm->rank && s < net->nsock; s++) {
+        for (int p = 0; p < shi_tp_comm(net->comm)->size; p++) {
+            for (int s = 0;
+                 p != shi_tp_comm(net->comm)->rank && s < net->nsock; s++) {
                 int fd = net->peers[p].socks[s].fd;
                 if (fd >= 0 && n < 64) {
                     fds[n++] = (struct pollfd) { .fd = fd, .events = POLLIN };
@@ -999,12 +1004,13 @@ shi_tcp_goodbye(struct shi_net *net, int64_t deadline)
             shi_tcp_sleep(net, 1000000);
         }
     }
-    for (int p = 0; p < net->comm->size; p++) {
-        for (int s = 0; p != net->comm->rank && s < net->nsock; s++) {
+    for (int p = 0; p < shi_tp_comm(net->comm)->size; p++) {
+        for (int s = 0; p != shi_tp_comm(net->comm)->rank && s < net->nsock;
+             s++) {
             close_gracefully(net, p, s, deadline);
         }
     }
-    if (atomic_load(&net->comm->failed)) {
+    if (atomic_load(&shi_tp_comm(net->comm)->failed)) {
         linger_after_abort(net, deadline);
     }
 }
