@@ -296,10 +296,13 @@ housekeeping_locked(shoal_comm *comm, int64_t now)
                 snprintf(
                     waiting, sizeof(waiting), "for rank %d", r->blocked_on);
             }
+            // The time it was given, not when this pass noticed: a busy
+            // machine may notice late, and the deadline is what passed.
             shi_req_describe(r, desc, sizeof(desc));
             shi_comm_abort(comm, SHOAL_ETIMEDOUT,
                 "%s on rank %d: Timed out waiting %s after %.2f s", desc,
-                comm->rank, waiting, (double) (now - r->start_ns) / 1e9);
+                comm->rank, waiting,
+                (double) (r->deadline - r->start_ns) / 1e9);
             return;
         }
     }
