@@ -441,13 +441,9 @@ class Comm:
             return _DONE
         s = _Stage("all_gather_single")
         ib, ob = s.read(input, "input"), s.write(output, "output")
-        self._check_dtype("all_gather_single", ob, "output", ib, "input")
-        self._check_count("all_gather_single", ob, "output",
-                          ib.count * self._size,
-                          f"{self._size} ranks x {ib.count} elements of "
-                          "input")
         return self._run(s, self._c.all_gather(
-            ib, ob, self._ms(timeout, hints, "all_gather_single")), async_op)
+            ib, ob, self._ms(timeout, hints, "all_gather_single"),
+            "all_gather_single"), async_op)
 
     def reduce_scatter(self, output, input_list, op, async_op=False,
                        hints=None, timeout=None):
@@ -477,14 +473,10 @@ class Comm:
             return _DONE
         s = _Stage("reduce_scatter_single")
         ib, ob = s.read(input, "input"), s.write(output, "output")
-        self._check_dtype("reduce_scatter_single", ob, "output", ib, "input")
-        self._check_count("reduce_scatter_single", ib, "input",
-                          ob.count * self._size,
-                          f"{self._size} ranks x {ob.count} elements of "
-                          "output")
         return self._run(s, self._c.reduce_scatter(
             ib, ob, kind, scalar,
-            self._ms(timeout, hints, "reduce_scatter_single")), async_op)
+            self._ms(timeout, hints, "reduce_scatter_single"),
+            "reduce_scatter_single"), async_op)
 
     def gather(self, output_tensor_list, input_tensor, root, async_op=False,
                hints=None, timeout=None):
@@ -555,16 +547,9 @@ class Comm:
         rank r (equal blocks)."""
         s = _Stage("all_to_all_single")
         ib, ob = s.read(input, "input"), s.write(output, "output")
-        self._check_dtype("all_to_all_single", ob, "output", ib, "input")
-        self._check_count("all_to_all_single", ob, "output", ib.count,
-                          "as many as input")
-        if ib.count % self._size:
-            raise InvalidArgumentError(
-                f"all_to_all_single: input has {ib.count} elements "
-                f"({_desc(ib)}), which do not split evenly over "
-                f"{self._size} ranks")
         return self._run(s, self._c.all_to_all(
-            ib, ob, self._ms(timeout, hints, "all_to_all_single")), async_op)
+            ib, ob, self._ms(timeout, hints, "all_to_all_single"),
+            "all_to_all_single"), async_op)
 
     def all_to_all_v_single(self, output, input, output_split_sizes,
                             input_split_sizes, async_op=False, hints=None,
@@ -574,7 +559,6 @@ class Comm:
         op = "all_to_all_v_single"
         s = _Stage(op)
         ib, ob = s.read(input, "input"), s.write(output, "output")
-        self._check_dtype(op, ob, "output", ib, "input")
         irow, orow = _row(ib), _row(ob)
         if ib.ndim and ob.ndim and irow != orow:
             raise InvalidArgumentError(
@@ -586,7 +570,7 @@ class Comm:
                                ob)
         return self._run(s, self._c.all_to_all_v(
             ib, [n * irow for n in scounts], ob, [n * orow for n in rcounts],
-            self._ms(timeout, hints, "all_to_all_v_single")), async_op)
+            self._ms(timeout, hints, op), op), async_op)
 
     def _splits(self, op, sizes, what, b):
         """Rows per rank along b's first dimension."""

@@ -25,12 +25,15 @@ ops_optional(PyObject *obj, int writable, const char *what, ext_buffer **out)
     return *out != NULL ? 0 : -1;
 }
 
+// The checks of a call's buffers, made here once for every caller (the
+// Python methods check only what this layer never sees: their lists).
+// `op` is the method the caller called ("all_gather_single").
 static int
-ops_same_dtype(const ext_buffer *a, const ext_buffer *b)
+ops_same_dtype(const char *op, const ext_buffer *a, const ext_buffer *b)
 {
     if (a->dtype != b->dtype) {
-        ext_invalid("input is %s but output is %s", shoal_dtype_name(a->dtype),
-            shoal_dtype_name(b->dtype));
+        ext_invalid("%s: input is %s but output is %s: dtypes differ", op,
+            shoal_dtype_name(a->dtype), shoal_dtype_name(b->dtype));
         return -1;
     }
     return 0;
@@ -38,17 +41,22 @@ ops_same_dtype(const ext_buffer *a, const ext_buffer *b)
 
 // `big` must hold exactly n times the elements of `small`.
 static int
-ops_times(const ext_buffer *big, const char *big_name, const ext_buffer *small,
-    const char *small_name, size_t n)
+ops_times(const char *op, const ext_buffer *big, const char *big_name,
+    const ext_buffer *small, const char *small_name, size_t n)
 {
-    if (big->count != small->count * n) {
-        ext_invalid("%s has %zu elements, expected %zu (%zu ranks x %zu "
-                    "elements of %s)",
-            big_name, big->count, small->count * n, n, small->count,
-            small_name);
-        return -1;
+    if (big->count == small->count * n) {
+        return 0;
     }
-    return 0;
+    if (n == 1) {
+        ext_invalid("%s: %s has %zu elements, expected %zu (as many as %s)",
+            op, big_name, big->count, small->count, small_name);
+    } else {
+        ext_invalid("%s: %s has %zu elements, expected %zu (%zu ranks x %zu "
+                    "elements of %s)",
+            op, big_name, big->count, small->count * n, n, small->count,
+            small_name);
+    }
+    return -1;
 }
 
 // One operation's issue: a per-call deadline around the call, then either
@@ -304,7 +312,8 @@ ops_all_reduce(ext_comm *self, PyObject *args)
         || ops_begin(&c, self, timeout) < 0
         || (s = ext_buffer_arg(in, 0, "input")) == NULL
         || (r = ext_buffer_arg(out, 1, "output")) == NULL
-        || ops_same_dtype(s, r) < 0 || ops_times(r, "output", s, "input", 1)) {
+        || ops_same_dtype("all_reduce", s, r) < 0
+        || ops_times("all_reduce", r, "output", s, "input", 1)) {
         Py_XDECREF(s);
         Py_XDECREF(r);
         return NULL;
@@ -332,8 +341,8 @@ ops_reduce(ext_comm *self, PyObject *args)
         || (s = ext_buffer_arg(in, 0, "input")) == NULL
         || ops_optional(out, 1, "output", &r) < 0
         || (r != NULL
-            && (ops_same_dtype(s, r) < 0
-                || ops_times(r, "output", s, "input", 1) < 0))) {
+            && (ops_same_dtype("reduce", s, r) < 0
+                || ops_times("reduce", r, "output", s, "input", 1) < 0))) {
         Py_XDECREF(s);
         Py_XDECREF(r);
         return NULL;
@@ -356,14 +365,16 @@ ops_reduce_scatter(ext_comm *self, PyObject *args)
     double      scalar;
     long long   timeout;
     ext_buffer *s = NULL, *r = NULL;
+    const char *name = "reduce_scatter"; // or the caller's method
     ops_call    c;
 
-    if (!PyArg_ParseTuple(args, "OOidL", &in, &out, &kind, &scalar, &timeout)
+    if (!PyArg_ParseTuple(
+            args, "OOidL|s", &in, &out, &kind, &scalar, &timeout, &name)
         || ops_begin(&c, self, timeout) < 0
         || (s = ext_buffer_arg(in, 0, "input")) == NULL
         || (r = ext_buffer_arg(out, 1, "output")) == NULL
-        || ops_same_dtype(s, r) < 0
-        || ops_times(s, "input", r, "output", ops_size(self)) < 0) {
+        || ops_same_dtype(name, s, r) < 0
+        || ops_times(name, s, "input", r, "output", ops_size(self)) < 0) {
         Py_XDECREF(s);
         Py_XDECREF(r);
         return NULL;
@@ -390,7 +401,7 @@ ops_reduce_scatter_v(ext_comm *self, PyObject *args)
         || ops_begin(&c, self, timeout) < 0
         || (s = ext_buffer_arg(in, 0, "input")) == NULL
         || (r = ext_buffer_arg(out, 1, "output")) == NULL
-        || ops_same_dtype(s, r) < 0
+        || ops_same_dtype("reduce_scatter_v", s, r) < 0
         || (counts = ops_counts(list, ops_size(self), "counts", &total))
             == NULL) {
         Py_XDECREF(s);
@@ -422,14 +433,15 @@ ops_all_gather(ext_comm *self, PyObject *args)
     PyObject   *in, *out;
     long long   timeout;
     ext_buffer *s = NULL, *r = NULL;
+    const char *name = "all_gather"; // or the caller's method
     ops_call    c;
 
-    if (!PyArg_ParseTuple(args, "OOL", &in, &out, &timeout)
+    if (!PyArg_ParseTuple(args, "OOL|s", &in, &out, &timeout, &name)
         || ops_begin(&c, self, timeout) < 0
         || (s = ext_buffer_arg(in, 0, "input")) == NULL
         || (r = ext_buffer_arg(out, 1, "output")) == NULL
-        || ops_same_dtype(s, r) < 0
-        || ops_times(r, "output", s, "input", ops_size(self)) < 0) {
+        || ops_same_dtype(name, s, r) < 0
+        || ops_times(name, r, "output", s, "input", ops_size(self)) < 0) {
         Py_XDECREF(s);
         Py_XDECREF(r);
         return NULL;
@@ -453,7 +465,7 @@ ops_all_gather_v(ext_comm *self, PyObject *args)
         || ops_begin(&c, self, timeout) < 0
         || (s = ext_buffer_arg(in, 0, "input")) == NULL
         || (r = ext_buffer_arg(out, 1, "output")) == NULL
-        || ops_same_dtype(s, r) < 0
+        || ops_same_dtype("all_gather_v", s, r) < 0
         || (counts = ops_counts(list, ops_size(self), "counts", &total))
             == NULL) {
         Py_XDECREF(s);
@@ -483,15 +495,16 @@ ops_all_to_all(ext_comm *self, PyObject *args)
     PyObject   *in, *out;
     long long   timeout;
     ext_buffer *s = NULL, *r = NULL;
+    const char *name = "all_to_all"; // or the caller's method
     size_t      n;
     ops_call    c;
 
-    if (!PyArg_ParseTuple(args, "OOL", &in, &out, &timeout)
+    if (!PyArg_ParseTuple(args, "OOL|s", &in, &out, &timeout, &name)
         || ops_begin(&c, self, timeout) < 0
         || (s = ext_buffer_arg(in, 0, "input")) == NULL
         || (r = ext_buffer_arg(out, 1, "output")) == NULL
-        || ops_same_dtype(s, r) < 0
-        || ops_times(r, "output", s, "input", 1) < 0) {
+        || ops_same_dtype(name, s, r) < 0
+        || ops_times(name, r, "output", s, "input", 1) < 0) {
         Py_XDECREF(s);
         Py_XDECREF(r);
         return NULL;
@@ -500,9 +513,9 @@ ops_all_to_all(ext_comm *self, PyObject *args)
     if (s->count % n != 0) {
         Py_DECREF(s);
         Py_DECREF(r);
-        return ext_invalid("all_to_all: %zu elements do not split evenly "
-                           "over %zu ranks",
-            s->count, n);
+        return ext_invalid("%s: input has %zu elements, which do not split "
+                           "evenly over %zu ranks",
+            name, s->count, n);
     }
     ops_deadline(&c);
     c.st = shoal_iall_to_all(
@@ -517,13 +530,15 @@ ops_all_to_all_v(ext_comm *self, PyObject *args)
     long long   timeout;
     ext_buffer *s = NULL, *r = NULL;
     size_t     *sc = NULL, *rc = NULL, stotal, rtotal;
+    const char *name = "all_to_all_v"; // or the caller's method
     ops_call    c;
 
-    if (!PyArg_ParseTuple(args, "OOOOL", &in, &slist, &out, &rlist, &timeout)
+    if (!PyArg_ParseTuple(
+            args, "OOOOL|s", &in, &slist, &out, &rlist, &timeout, &name)
         || ops_begin(&c, self, timeout) < 0
         || (s = ext_buffer_arg(in, 0, "input")) == NULL
         || (r = ext_buffer_arg(out, 1, "output")) == NULL
-        || ops_same_dtype(s, r) < 0
+        || ops_same_dtype(name, s, r) < 0
         || (sc = ops_counts(slist, ops_size(self), "send counts", &stotal))
             == NULL
         || (rc = ops_counts(rlist, ops_size(self), "receive counts", &rtotal))
@@ -538,10 +553,10 @@ ops_all_to_all_v(ext_comm *self, PyObject *args)
         free(rc);
         Py_DECREF(s);
         Py_DECREF(r);
-        return ext_invalid("all_to_all_v: send counts sum to %zu for an "
-                           "input of %zu elements, receive counts to %zu "
-                           "for an output of %zu",
-            stotal, s->count, rtotal, r->count);
+        return ext_invalid("%s: send counts sum to %zu for an input of %zu "
+                           "elements, receive counts to %zu for an output "
+                           "of %zu",
+            name, stotal, s->count, rtotal, r->count);
     }
     ops_deadline(&c);
     c.st = shoal_iall_to_all_v(
@@ -577,8 +592,9 @@ ops_rooted(ext_comm *self, PyObject *args, int is_gather)
         goto fail;
     }
     if (whole != NULL
-        && (ops_same_dtype(s, r) < 0
-            || ops_times(whole, is_gather ? "output" : "input", part,
+        && (ops_same_dtype(is_gather ? "gather" : "scatter", s, r) < 0
+            || ops_times(is_gather ? "gather" : "scatter", whole,
+                   is_gather ? "output" : "input", part,
                    is_gather ? "input" : "output", ops_size(self))
                 < 0)) {
         goto fail;
