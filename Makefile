@@ -58,7 +58,7 @@ test: build
 	$(PY_TIMED)
 	$(MAKE) --no-print-directory test-net
 
-# Hosts as network namespaces (tests/net, about 2 s): skipped, not failed,
+# Hosts as network namespaces (tests/net, about 15 s): skipped, not failed,
 # where namespaces are not permitted (not root, or a container without
 # CAP_SYS_ADMIN). ip, tc and ping are installed when missing if we are root;
 # where that fails, the tests that need them skip.

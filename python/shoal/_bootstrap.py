@@ -2,13 +2,16 @@
 
 Without a store, libshoal reads the launcher's variables itself (shoalrun,
 torchrun, mpirun, srun: see the README). With a store (a torch.distributed
-Store, or anything with set(key, value) and get(key)), rank 0 picks a free
-local port and a random job secret and publishes both under a key unique to
-this communicator; every rank then creates the communicator with that
-address (rank 0 serves libshoal's store there) and proves the secret.
+Store, or anything with set(key, value) and get(key)), rank 0 picks an
+address the other ranks can reach (its own address on the route to the
+store's server, or loopback for a store without one), a free port there
+and a random job secret, and publishes them under a key unique to this
+communicator; every rank then creates the communicator with that address
+(rank 0 serves libshoal's store there) and proves the secret.
 Rank and size then come from the environment, as in torchcomms.
 """
 
+import random
 import secrets
 import socket
 
@@ -98,7 +101,9 @@ def store_rendezvous(store, key, rank, size):
     if size == 1:  # nobody to meet; a secret keeps libshoal from warning
         return dict(args, secret=secrets.token_hex(32))
     if rank == 0:
-        store.set(key, f"127.0.0.1:{_free_port()} {secrets.token_hex(32)}")
+        ip = _reachable_ip(store)
+        host = f"[{ip}]" if ":" in ip else ip
+        store.set(key, f"{host}:{_free_port(ip)} {secrets.token_hex(32)}")
     value = store.get(key)
     if isinstance(value, bytes):
         value = value.decode()
@@ -107,8 +112,44 @@ def store_rendezvous(store, key, rank, size):
     return args
 
 
-def _free_port():
-    """A port nobody listens on now; rank 0's libshoal binds it next."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _reachable_ip(store):
+    """This host's address for the ranks of other hosts: the one it reaches
+    the store's server from, as libshoal's TCP transport finds its own. A
+    store that names no server (a FileStore, a HashStore) is taken to be
+    one host's: loopback."""
+    while getattr(store, "underlying_store", None) is not None:
+        store = store.underlying_store  # a PrefixStore's
+    host = getattr(store, "host", None)
+    if not host:
+        return "127.0.0.1"
+    port = getattr(store, "port", None) or 1
+    try:
+        family, _, _, _, addr = socket.getaddrinfo(
+            host, port, type=socket.SOCK_DGRAM)[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect(addr)  # no packet: only picks the route
+            return s.getsockname()[0]
+    except OSError as e:
+        raise _C.ShoalError(
+            f"new_comm: cannot find this host's address on the route to "
+            f"the store's server {host}:{port}: {e}") from e
+
+
+def _free_port(ip):
+    """A port on `ip` that nothing uses now, for rank 0's libshoal to bind
+    next. It is drawn below the kernel's ephemeral range (32768 up): a port
+    the kernel just handed out and took back could go to an outgoing
+    connection before libshoal binds it."""
+    family = socket.AF_INET6 if ":" in ip else socket.AF_INET
+    draw = random.SystemRandom()
+    for _ in range(200):
+        port = draw.randrange(20000, 32768)
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((ip, port))
+            except OSError:
+                continue
+            return port
+    raise _C.ShoalError(
+        f"new_comm: no free port on {ip} in 20000-32767 for the store")
