@@ -103,7 +103,7 @@ def store_rendezvous(store, key, rank, size):
     if rank == 0:
         ip = _reachable_ip(store)
         host = f"[{ip}]" if ":" in ip else ip
-        store.set(key, f"{host}:{_free_port(ip)} {secrets.token_hex(32)}")
+        store.set(key, f"{host}:{free_port(ip)} {secrets.token_hex(32)}")
     value = store.get(key)
     if isinstance(value, bytes):
         value = value.decode()
@@ -135,21 +135,27 @@ def _reachable_ip(store):
             f"the store's server {host}:{port}: {e}") from e
 
 
-def _free_port(ip):
-    """A port on `ip` that nothing uses now, for rank 0's libshoal to bind
-    next. It is drawn below the kernel's ephemeral range (32768 up): a port
-    the kernel just handed out and took back could go to an outgoing
-    connection before libshoal binds it."""
+def free_port(ip, span=1):
+    """A port on `ip`, and the span - 1 after it, that nothing uses now,
+    for a server to bind next (rank 0's libshoal store; the tests' jobs).
+    It is drawn below the kernel's ephemeral range (32768 up): a port the
+    kernel just handed out and took back could go to an outgoing
+    connection before the server binds it."""
     family = socket.AF_INET6 if ":" in ip else socket.AF_INET
     draw = random.SystemRandom()
     for _ in range(200):
-        port = draw.randrange(20000, 32768)
-        with socket.socket(family, socket.SOCK_STREAM) as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind((ip, port))
-            except OSError:
-                continue
+        port = draw.randrange(20000, 32768 - span)
+        if all(_bindable(family, ip, port + i) for i in range(span)):
             return port
     raise _C.ShoalError(
         f"new_comm: no free port on {ip} in 20000-32767 for the store")
+
+
+def _bindable(family, ip, port):
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((ip, port))
+        except OSError:
+            return False
+        return True

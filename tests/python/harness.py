@@ -10,11 +10,9 @@ pool (the next test starts a fresh one) and fails with each rank's stderr.
 
 import json
 import os
-import random
 import resource
 import secrets
 import selectors
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,27 +33,11 @@ def tool_path(name):
     return shoal.run.tool_path(name)
 
 
-def _bindable(port):
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
 def free_port(span=1):
-    """A port on 127.0.0.1, and the span - 1 after it, that nothing uses
-    now. It is drawn below the kernel's ephemeral range (32768 up): a port
-    the kernel just handed out and took back could go to an outgoing
-    connection of a test running beside before the job's server binds it."""
-    draw = random.SystemRandom()
-    for _ in range(200):
-        p = draw.randrange(20000, 32768 - span)
-        if all(_bindable(p + i) for i in range(span)):
-            return p
-    raise RuntimeError("no free port on 127.0.0.1 in 20000-32767")
+    """A port on 127.0.0.1 (and the span - 1 after it) that nothing uses
+    now: shoal's own choice for rank 0's store (shoal._bootstrap)."""
+    from shoal._bootstrap import free_port as free_on
+    return free_on("127.0.0.1", span)
 
 
 def free_master_port():
