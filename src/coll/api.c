@@ -1,6 +1,5 @@
 // Public entry points of the collectives: argument and overlap checks, the
 // choice of algorithm (once, here), then a request for the engine.
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,20 +34,6 @@ call_name(const struct coll_call *c)
     return shi_op_props_of(c->kind)->name;
 }
 
-static int coll_error(shoal_comm *comm, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static int
-coll_error(shoal_comm *comm, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    shi_verror(SHOAL_EINVAL, fmt, ap);
-    va_end(ap);
-    return shi_comm_error(comm, SHOAL_EINVAL);
-}
-
 static shi_op_shape
 shape_of(shoal_comm *comm, const struct coll_call *c)
 {
@@ -67,10 +52,11 @@ check_counts(shoal_comm *comm, const struct coll_call *c)
     const shi_op_props *p = shi_op_props_of(c->kind);
 
     if (p->counts && c->counts == NULL) {
-        return coll_error(comm, "%s: the counts array is NULL", call_name(c));
+        return shi_comm_invalid(
+            comm, "%s: the counts array is NULL", call_name(c));
     }
     if (p->rcounts && c->rcounts == NULL) {
-        return coll_error(comm, "%s: recvcounts is NULL", call_name(c));
+        return shi_comm_invalid(comm, "%s: recvcounts is NULL", call_name(c));
     }
     return SHOAL_OK;
 }
@@ -86,18 +72,18 @@ check_buffers(shoal_comm *comm, const struct coll_call *c, size_t es)
         const char *which = send > 0 && c->send == NULL ? "sendbuf"
             : c->kind == SHI_OP_BCAST                   ? "buf"
                                                         : "recvbuf";
-        return coll_error(comm, "%s: %s is NULL but holds %zu elements",
+        return shi_comm_invalid(comm, "%s: %s is NULL but holds %zu elements",
             call_name(c), which, send > 0 && c->send == NULL ? send : recv);
     }
     if (send > SIZE_MAX / es / 2 || recv > SIZE_MAX / es / 2) {
-        return coll_error(
+        return shi_comm_invalid(
             comm, "%s: counts overflow the buffer size", call_name(c));
     }
     const unsigned char *s = c->send, *r = c->recv;
     int                  overlap
         = send > 0 && recv > 0 && s < r + recv * es && r < s + send * es;
     if (overlap && !shi_op_in_place(&shape, es, s, r)) {
-        return coll_error(comm,
+        return shi_comm_invalid(comm,
             "%s: sendbuf and recvbuf overlap, which is "
             "not this collective's in-place form (see "
             "shoal.h)",
@@ -117,14 +103,14 @@ check_call(shoal_comm *comm, const struct coll_call *c, size_t es)
             SHOAL_EINVAL, "%s: the communicator is NULL", call_name(c));
     }
     if (es == 0) {
-        return coll_error(comm, "%s: unknown dtype %d (see shoal_dtype)",
+        return shi_comm_invalid(comm, "%s: unknown dtype %d (see shoal_dtype)",
             call_name(c), (int) c->dtype);
     }
     const shi_op_props *p = shi_op_props_of(c->kind);
 
     if (p->rooted && (c->root < 0 || c->root >= comm->size)) {
-        return coll_error(comm, "%s: root %d is outside 0..%d", call_name(c),
-            c->root, comm->size - 1);
+        return shi_comm_invalid(comm, "%s: root %d is outside 0..%d",
+            call_name(c), c->root, comm->size - 1);
     }
     if (p->reduces && shi_reduce_check(c->dtype, c->op) != SHOAL_OK) {
         return shi_comm_error(

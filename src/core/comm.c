@@ -51,6 +51,17 @@ shi_store_ref_put(struct shi_store_ref *ref)
 }
 
 int
+shi_comm_invalid(shoal_comm *comm, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    shi_verror(SHOAL_EINVAL, fmt, ap);
+    va_end(ap);
+    return shi_comm_error(comm, SHOAL_EINVAL);
+}
+
+int
 shi_comm_error(shoal_comm *comm, int status)
 {
     if (comm != NULL) {

@@ -105,6 +105,11 @@ _Static_assert(offsetof(struct shoal_comm, tp_view) == 0,
 // returns status), so shoal_comm_last_error can show it.
 int shi_comm_error(shoal_comm *comm, int status);
 
+// A bad argument: records SHOAL_EINVAL with the formatted message as this
+// thread's error and comm's last error (comm may be NULL), and returns it.
+int shi_comm_invalid(shoal_comm *comm, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 // Wakes every peer that sleeps (after publishing something they may wait
 // for).
 void shi_ring_peers(shoal_comm *comm);

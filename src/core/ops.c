@@ -1,6 +1,5 @@
 // Public entry points of the operations: argument checks, then a request
 // handed to the engine. Blocking forms keep their request on the stack.
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,21 +7,6 @@
 #include "base/clock.h"
 #include "core/engine.h"
 #include "core/ops.h"
-
-static int bad_arg(shoal_comm *comm, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-// Records an argument error on the thread and the comm.
-static int
-bad_arg(shoal_comm *comm, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    shi_verror(SHOAL_EINVAL, fmt, ap);
-    va_end(ap);
-    return comm != NULL ? shi_comm_error(comm, SHOAL_EINVAL) : SHOAL_EINVAL;
-}
 
 // Checks what every operation with a buffer needs.
 static int
@@ -33,14 +17,15 @@ check_buffer(
         return shi_error(SHOAL_EINVAL, "%s: the communicator is NULL", op);
     }
     if (shoal_dtype_size(dtype) == 0) {
-        return bad_arg(
+        return shi_comm_invalid(
             comm, "%s: unknown dtype %d (see shoal_dtype)", op, dtype);
     }
     if (buf == NULL && count > 0) {
-        return bad_arg(comm, "%s: buffer is NULL but count is %zu", op, count);
+        return shi_comm_invalid(
+            comm, "%s: buffer is NULL but count is %zu", op, count);
     }
     if (count > SIZE_MAX / shoal_dtype_size(dtype)) {
-        return bad_arg(
+        return shi_comm_invalid(
             comm, "%s: count %zu overflows the buffer size", op, count);
     }
     return SHOAL_OK;
@@ -52,7 +37,7 @@ check_rank(shoal_comm *comm, const char *op, const char *what, int rank)
     if (rank >= 0 && rank < comm->size) {
         return SHOAL_OK;
     }
-    return bad_arg(
+    return shi_comm_invalid(
         comm, "%s: %s %d is outside 0..%d", op, what, rank, comm->size - 1);
 }
 
@@ -61,13 +46,13 @@ static int
 check_any_source(shoal_comm *comm, int kind)
 {
     if (kind == SHI_OP_SEND) {
-        return bad_arg(comm,
+        return shi_comm_invalid(comm,
             "send: peer %d is SHOAL_ANY_SOURCE, which only receives accept; "
             "name the destination rank",
             SHOAL_ANY_SOURCE);
     }
     if (comm->size == 1) {
-        return bad_arg(comm,
+        return shi_comm_invalid(comm,
             "recv: SHOAL_ANY_SOURCE on communicator '%s' of one rank: no "
             "other rank can send to it (sending to oneself is not "
             "supported)",
@@ -87,20 +72,20 @@ check_p2p(shoal_comm *comm, int kind, const void *buf, size_t count, int dtype,
         st = check_any_source(comm, kind);
     } else if (st == SHOAL_OK && kind == SHI_OP_RECV
         && (peer < 0 || peer >= comm->size)) {
-        st = bad_arg(comm,
+        st = shi_comm_invalid(comm,
             "recv: peer %d is outside 0..%d (or SHOAL_ANY_SOURCE, -1)", peer,
             comm->size - 1);
     } else if (st == SHOAL_OK) {
         st = check_rank(comm, op, "peer", peer);
     }
     if (st == SHOAL_OK && peer == comm->rank) {
-        st = bad_arg(comm,
+        st = shi_comm_invalid(comm,
             "%s: peer %d is this rank; sending to oneself "
             "is not supported",
             op, peer);
     }
     if (st == SHOAL_OK && tag < 0) {
-        st = bad_arg(comm, "%s: tag %d is negative", op, tag);
+        st = shi_comm_invalid(comm, "%s: tag %d is negative", op, tag);
     }
     return st;
 }
