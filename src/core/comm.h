@@ -12,7 +12,6 @@
 #include "core/engine_state.h"
 #include "core/op_props.h"
 #include "core/request.h"
-#include "platform/auth.h"
 #include "shoal.h"
 #include "transport/transport.h"
 #include "transport/upcalls.h"

@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "platform/strided.h"
 #include "shoal.h"
 #include "transport/view.h"
 
