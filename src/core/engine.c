@@ -144,6 +144,9 @@ pass_locked(shoal_comm *comm)
         return 0;
     }
     int n = comm->tp->progress(comm);
+    if (comm->watch != NULL) {
+        comm->watch(comm->watch_arg);
+    }
     if (comm->engine.active.head == NULL) {
         return n;
     }
@@ -567,6 +570,20 @@ fail_text_status(shoal_comm *comm, shoal_request *req, int st)
     return shi_comm_error(comm, st);
 }
 
+// An application thread stops driving. The last one hands over to the
+// progress thread where there is work for it: requests still active, or
+// a listener (a window's target, a queue channel) that must go on
+// applying what peers send while the application computes. Under the
+// lock.
+static void
+app_driver_leaves(shoal_comm *comm)
+{
+    if (--comm->engine.app_drivers == 0
+        && (comm->engine.active.head != NULL || comm->engine.listening > 0)) {
+        pthread_cond_signal(&comm->engine.cv);
+    }
+}
+
 // Drives the engine from an application thread already counted in
 // app_drivers until req is done, then hands over to the progress thread.
 static int
@@ -575,9 +592,7 @@ drive_as_app(
 {
     drive(comm, req, deadline, 1, until);
     pthread_mutex_lock(&comm->lock);
-    if (--comm->engine.app_drivers == 0 && comm->engine.active.head != NULL) {
-        pthread_cond_signal(&comm->engine.cv);
-    }
+    app_driver_leaves(comm);
     pthread_mutex_unlock(&comm->lock);
     return atomic_load_explicit(&req->status, memory_order_acquire);
 }
@@ -699,7 +714,7 @@ shi_engine_sync(shoal_comm *comm, int64_t deadline)
         drive(comm, NULL, deadline, 1, SHI_NO_DEADLINE);
     }
     pthread_mutex_lock(&comm->lock);
-    comm->engine.app_drivers--;
+    app_driver_leaves(comm);
     st = atomic_load(&comm->failed);
     pthread_mutex_unlock(&comm->lock);
     if (st != 0) {
