@@ -55,7 +55,8 @@ SHOAL_API int shoal_version(void);
     XX(EPROTO, -10, "malformed or unexpected message on the wire")            \
     XX(EENV, -11, "launch environment missing or contradictory")              \
     XX(ECONNECT, -12, "could not connect to the store or a peer")             \
-    XX(ENOSPACE, -13, "shared memory too small")
+    XX(ENOSPACE, -13, "shared memory too small")                              \
+    XX(EAGAIN, -14, "queue empty, or full, when the call's time ran out")
 
 typedef enum shoal_status {
 #define SHOAL_STATUS_ENUM_(name, value, text) SHOAL_##name = (value),
@@ -719,6 +720,120 @@ SHOAL_API int shoal_window_access_of(shoal_window *win, int peer);
 // not from shoal_alloc, or the peer is on another host); SHOAL_EINVAL
 // (not registered, peer out of range).
 SHOAL_API int shoal_window_peer_ptr(shoal_window *win, int peer, void **out);
+
+// ---------------------------------------------------------------------------
+// Queues: tensors and objects between ranks, FIFO per sender
+// ---------------------------------------------------------------------------
+//
+// A queue lives on one rank (its location) or on several (multicast: every
+// put is delivered to each of them, and each takes from its own copy).
+// Any rank of the communicator may put; any rank may take from a queue
+// with one location (a remote get asks its location), only the locations
+// from a multicast one. Items keep their order per sender; items of
+// different senders interleave.
+//
+// A put never waits for the receiving rank to call anything: it writes
+// the item into a ring that the location registered for it in the
+// communicator's queue channel (a window, see "Windows"), and the
+// location's progress thread moves it into the queue. Each sender has a
+// ring of SHOAL_QUEUE_RING_BYTES (default 1 MiB) at each rank; an item
+// larger than the ring goes in pieces as the location takes them in. A
+// queue holds at most SHOAL_QUEUE_CAPACITY items (default 65536): while
+// it is full its location takes nothing more from a sender whose next
+// item is for it, so that sender's puts wait (or fail with SHOAL_EAGAIN
+// once their time is out) when its ring fills, puts to other queues of
+// that location included.
+//
+// The channel: one per communicator, opened by every rank together
+// (shoal_queue_channel_open; the first shoal_queue_create opens it). A
+// named queue is opened by one rank alone, on a communicator whose channel
+// is open.
+//
+// Times: `timeout_ms` < 0 waits without limit (a dead location still ends
+// the wait, with SHOAL_EPEER naming it), 0 does not wait, > 0 waits that
+// long. A time that runs out returns SHOAL_EAGAIN and leaves the
+// communicator as it was: it is not a failure.
+
+typedef struct shoal_queue      shoal_queue;
+typedef struct shoal_queue_item shoal_queue_item;
+
+// What an item holds: a tensor (dtype and shape describe its bytes), or
+// bytes the application encoded (a pickled object, say).
+typedef enum shoal_queue_kind {
+    SHOAL_QUEUE_TENSOR = 0,
+    SHOAL_QUEUE_OBJECT = 1,
+} shoal_queue_kind;
+
+#define SHOAL_QUEUE_MAX_DIMS 8
+// Put flag: the item belongs to a transaction whose next item follows;
+// the receiving rank shows none of the transaction's items until one
+// without the flag arrives, and drops them if the sender dies first.
+#define SHOAL_QUEUE_MORE 1u
+
+// Opens the communicator's queue channel. Collective; a no-op where it is
+// open already. Errors: those of shoal_window_register (SHOAL_ENOSPACE:
+// no room for the rings in the shared heap).
+SHOAL_API int shoal_queue_channel_open(shoal_comm *comm);
+
+// Creates an unnamed queue, collectively: every rank calls it, in the
+// same order as its other queue creations, with the same locations.
+// `locations` lists `nlocations` distinct ranks (1 .. size). `streaming`
+// must be 0: puts always become visible whole (SHOAL_ENOTSUP otherwise).
+// Errors: SHOAL_EINVAL, SHOAL_EMISMATCH (ranks passed different
+// locations), SHOAL_ENOTSUP, plus those of shoal_queue_channel_open.
+SHOAL_API int shoal_queue_create(shoal_comm *comm, const int *locations,
+    int nlocations, int streaming, shoal_queue **out);
+
+// Opens the named queue `name` (1 .. 255 bytes) by this rank alone: the
+// same name and locations on any rank reach the same queue. Opening a
+// name this rank opened before with other locations fails with
+// SHOAL_EINVAL. Errors: SHOAL_EINVAL (also: the channel is not open),
+// SHOAL_ENOTSUP (streaming).
+SHOAL_API int shoal_queue_open(shoal_comm *comm, const char *name,
+    const int *locations, int nlocations, int streaming, shoal_queue **out);
+
+// Releases this rank's handle (NULL accepted). Items stay in the queue.
+SHOAL_API void shoal_queue_free(shoal_queue *q);
+
+// The queue's id: equal on every rank for the same queue.
+SHOAL_API uint64_t shoal_queue_id(const shoal_queue *q);
+
+// Puts an item: `bytes` bytes at `data`, which may be reused on return;
+// for a tensor, `dtype` and `shape[ndim]` (ndim <= SHOAL_QUEUE_MAX_DIMS)
+// must describe exactly `bytes`. `flags`: 0 or SHOAL_QUEUE_MORE. Returns
+// once the item is in the ring of every location (not yet taken).
+// Errors: SHOAL_EINVAL, SHOAL_EAGAIN (no room before the time ran out;
+// nothing was sent), SHOAL_EPEER, SHOAL_EABORTED.
+SHOAL_API int shoal_queue_put(shoal_queue *q, shoal_queue_kind kind,
+    const void *data, size_t bytes, shoal_dtype dtype, int ndim,
+    const int64_t *shape, unsigned flags, int64_t timeout_ms);
+
+// Takes the queue's next item, waiting up to `timeout_ms`. The caller owns
+// *out (shoal_queue_item_free). Errors: SHOAL_EAGAIN (empty until the time
+// ran out), SHOAL_EINVAL (a multicast queue this rank is not a location
+// of), SHOAL_EPEER (the location died), SHOAL_EABORTED.
+SHOAL_API int shoal_queue_get(
+    shoal_queue *q, int64_t timeout_ms, shoal_queue_item **out);
+
+// The number of items in the queue now (asked of its location: a round
+// trip where that is another rank). Errors: those of shoal_queue_get.
+SHOAL_API int shoal_queue_size(shoal_queue *q, size_t *out);
+
+// Waits up to `timeout_ms` until the queue holds an item, without taking
+// it: SHOAL_OK, or SHOAL_EAGAIN. Errors: those of shoal_queue_get.
+SHOAL_API int shoal_queue_wait(shoal_queue *q, int64_t timeout_ms);
+
+// An item's parts. The data is the caller's to read and write until
+// shoal_queue_item_free.
+SHOAL_API shoal_queue_kind shoal_queue_item_kind(const shoal_queue_item *it);
+SHOAL_API void            *shoal_queue_item_data(shoal_queue_item *it);
+SHOAL_API size_t           shoal_queue_item_bytes(const shoal_queue_item *it);
+SHOAL_API shoal_dtype      shoal_queue_item_dtype(const shoal_queue_item *it);
+SHOAL_API int              shoal_queue_item_ndim(const shoal_queue_item *it);
+SHOAL_API const int64_t   *shoal_queue_item_shape(const shoal_queue_item *it);
+// The rank that put it.
+SHOAL_API int  shoal_queue_item_sender(const shoal_queue_item *it);
+SHOAL_API void shoal_queue_item_free(shoal_queue_item *it);
 
 // ---------------------------------------------------------------------------
 // Compiled custom collectives (compile_op)

@@ -9,6 +9,7 @@ what its own layer or a lower one defines, and a layer's upward entry
 points only where the layer below declares them as its upcalls.
 
   base < platform < store < transport < core < algo < coll < plan, rma
+       < queue
 
 Within a layer, a transport's folder (transport/shm, transport/tcp) uses
 only itself, the interface headers' functions and the layers below: one
@@ -33,7 +34,7 @@ import subprocess
 import sys
 
 ORDER = ["base", "platform", "store", "transport", "core", "algo", "coll",
-         "plan", "rma"]
+         "plan", "rma", "queue"]
 RANK = {layer: i for i, layer in enumerate(ORDER)}
 RANK["rma"] = RANK["plan"]  # siblings: neither calls the other
 

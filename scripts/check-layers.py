@@ -16,6 +16,7 @@ The layers, bottom to top (docs/architecture.md draws them):
              the one place that chooses its algorithm, and its setup
   plan       src/plan/: compiled custom collectives
   rma        src/rma/: windows (one-sided put, signal, mapped memory)
+  queue      src/queue/: queues of items between ranks, over a window
 
 Every file may include the public header shoal.h and the base headers.
 (scripts/check-calls.py checks the same order on the compiled objects'
@@ -76,6 +77,10 @@ def allowed(src, inc):
         if inc.startswith("transport/"):
             return inc in TRANSPORT_API
         return inc.startswith(("platform/", "core/", "rma/"))
+    if layer == "queue":
+        if inc.startswith("transport/"):
+            return inc in TRANSPORT_API
+        return inc.startswith(("platform/", "core/", "rma/", "queue/"))
     if layer == "plan":
         return inc.startswith(
             ("plan/", "algo/kernels/", "platform/")) or inc in {

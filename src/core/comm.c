@@ -149,6 +149,9 @@ void
 shi_comm_free(shoal_comm *comm)
 {
     shi_leave_unlist(comm); // before anything is torn down
+    if (comm->queue_close != NULL) {
+        comm->queue_close(comm); // its service uses the windows and local
+    }
     // The per-host and between-host communicators first: they may still
     // drive an operation of ours.
     shoal_comm_destroy(comm->local);
@@ -340,6 +343,9 @@ shoal_comm_destroy(shoal_comm *comm)
     }
     if (shi_fork_check(comm, "comm_destroy") != SHOAL_OK) {
         return SHOAL_OK; // a forked child's copy: let go, touch nothing
+    }
+    if (comm->queue_close != NULL) {
+        comm->queue_close(comm); // its service thread sends while it runs
     }
     st = atomic_load(&comm->failed) ? SHOAL_OK : shoal_comm_sync(comm);
     // Say goodbye, so peers tell a clean exit from a crash (an abort's

@@ -19,6 +19,7 @@
 struct shi_select_table;
 struct shi_net_run;
 struct shi_mapped_state;
+struct shi_q_channel;
 struct shi_store_ref; // shared by a communicator and the ones split from it
 
 struct shoal_comm {
@@ -80,6 +81,13 @@ struct shoal_comm {
     uint32_t      window_seq; // registrations so far (collective: equal)
     void (*windows_detach)(shoal_comm *comm);
     int abandoned; // coll_abandon ran (engine.c)
+    // Queues (src/queue): the channel, what closes it when the
+    // communicator is destroyed, and a watch the engine calls at every
+    // pass while one is set (under the lock: it only looks and wakes).
+    struct shi_q_channel *queue_channel;
+    void (*queue_close)(shoal_comm *comm);
+    void (*watch)(void *arg);
+    void *watch_arg;
     // Message schedules (algo/net): the executor's state for the head
     // collective, and the host-aware stage in flight.
     struct shi_net_run *net_run;

@@ -64,6 +64,9 @@ void   mp_sleep_ms(int ms);
 int mp_meet(shoal_comm *comm);
 
 int mp_case_p2p(shoal_comm *comm, int argc, char **argv);
+int mp_case_queue(shoal_comm *comm, int argc, char **argv);
+int mp_case_queue_kill(shoal_comm *comm, int argc, char **argv);
+int mp_case_queue_full(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_tags(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_async(shoal_comm *comm, int argc, char **argv);
 int mp_case_progress(shoal_comm *comm, int argc, char **argv);

@@ -1,0 +1,331 @@
+// Opening and closing a communicator's queue channel, and the waiting and
+// waking its threads share (channel.h says how the channel works).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/env.h"
+#include "core/engine.h"
+#include "platform/futex.h"
+#include "queue/channel.h"
+#include "rma/window.h"
+
+// Ring sizes: big enough for a 1 MiB item in four pieces in flight, small
+// enough that 64 ranks cost 64 MiB of (lazily touched) heap each.
+#define RING_DEFAULT  (1LL << 20)
+#define RING_MIN      (16LL << 10)
+#define RING_MAX      (1LL << 30)
+#define CAPACITY_MAX  (1LL << 32)
+#define WAIT_SLICE_NS (100 * 1000000LL) // longest futex wait between looks
+
+struct shi_q_channel *
+shi_q_channel_of(shoal_comm *comm)
+{
+    return comm != NULL ? comm->queue_channel : NULL;
+}
+
+void
+shi_q_kick(struct shi_q_channel *ch)
+{
+    // Sequentially consistent, paired with shi_q_wait_events: a waiter
+    // counts itself before its last look, a kicker bumps before reading
+    // the count, so one of them sees the other.
+    atomic_fetch_add(&ch->events, 1);
+    if (atomic_load(&ch->sleepers) > 0) {
+        shi_futex_wake_all(&ch->events);
+    }
+}
+
+void
+shi_q_wait_events(struct shi_q_channel *ch, uint32_t seen, int64_t ns)
+{
+    if (ns <= 0) {
+        return;
+    }
+    atomic_fetch_add(&ch->sleepers, 1);
+    if (atomic_load(&ch->events) == seen) {
+        shi_futex_wait(
+            &ch->events, seen, ns > WAIT_SLICE_NS ? WAIT_SLICE_NS : ns);
+    }
+    atomic_fetch_sub(&ch->sleepers, 1);
+}
+
+// The engine's watch (comm->watch), at every pass of the communicator's
+// progress (and of the host's communicator, where same-host peers signal
+// through it): wakes the channel's waiters when a signal arrived or the
+// communicator failed. Under that communicator's lock: looks only.
+static void
+watch(void *arg)
+{
+    struct shi_q_channel *ch  = arg;
+    uint64_t              sum = 0;
+
+    for (int s = 0; s < ch->n; s++) {
+        sum += atomic_load_explicit(ch->in[s].signals, memory_order_relaxed);
+    }
+    if (atomic_load(&ch->comm->failed)) {
+        sum = UINT64_MAX;
+    }
+    if (atomic_exchange(&ch->watched, sum) != sum) {
+        shi_q_kick(ch);
+    }
+}
+
+int
+shi_q_usable(struct shi_q_channel *ch, int peer, const char *op)
+{
+    shoal_comm *comm = ch->comm;
+
+    if (ch->closed) {
+        return shi_error(
+            SHOAL_EINVAL, "%s: the queue's communicator was destroyed", op);
+    }
+    if (ch->faulty) {
+        return shi_error(ch->faulty, "%s: %s", op, ch->fault);
+    }
+    if (atomic_load(&comm->failed)) {
+        pthread_mutex_lock(&comm->err_lock);
+        int st = atomic_load(&comm->failed) == SHOAL_EPEER ? SHOAL_EPEER
+                                                           : SHOAL_EABORTED;
+        shi_error(st, "%s: communicator '%s' failed: %s", op, comm->name,
+            comm->fail_text);
+        pthread_mutex_unlock(&comm->err_lock);
+        return st;
+    }
+    if (peer >= 0 && peer != comm->rank
+        && atomic_load(&comm->peers[peer].state) != SHI_PEER_LIVE) {
+        return shi_error(SHOAL_EPEER, "%s: rank %d %s", op, peer,
+            atomic_load(&comm->peers[peer].state) == SHI_PEER_LEFT
+                ? "left the communicator"
+                : "died");
+    }
+    return SHOAL_OK;
+}
+
+// ------------------------------------------------------------ lifetime
+
+static void
+free_all(struct shi_q_channel *ch)
+{
+    for (struct shi_q_store *st = ch->stores, *next; st != NULL; st = next) {
+        next = st->next;
+        shi_q_item_free_list(st->head);
+        free(st);
+    }
+    for (struct shi_q_park *p = ch->parks, *next; p != NULL; p = next) {
+        next = p->next;
+        free(p);
+    }
+    for (struct shi_q_owed *o = ch->owed, *next; o != NULL; o = next) {
+        next = o->next;
+        shi_q_item_free_list(o->item);
+        free(o);
+    }
+    for (struct shi_q_name *nm = ch->names, *next; nm != NULL; nm = next) {
+        next = nm->next;
+        free(nm);
+    }
+    for (int s = 0; ch->in != NULL && s < ch->n; s++) {
+        shi_q_item_free_list(ch->in[s].partial);
+        shi_q_item_free_list(ch->in[s].tx);
+    }
+    for (int d = 0; ch->out != NULL && d < ch->n; d++) {
+        pthread_mutex_destroy(&ch->out[d].send);
+    }
+    free(ch->in);
+    free(ch->out);
+    pthread_mutex_destroy(&ch->mu);
+    pthread_mutex_destroy(&ch->credit_mu);
+    free(ch);
+}
+
+void
+shi_q_ref(struct shi_q_channel *ch)
+{
+    pthread_mutex_lock(&ch->mu);
+    ch->refs++;
+    pthread_mutex_unlock(&ch->mu);
+}
+
+void
+shi_q_unref(struct shi_q_channel *ch)
+{
+    pthread_mutex_lock(&ch->mu);
+    int last = --ch->refs == 0;
+    pthread_mutex_unlock(&ch->mu);
+    if (last) {
+        free_all(ch);
+    }
+}
+
+static void
+set_watch(shoal_comm *comm, struct shi_q_channel *ch)
+{
+    if (comm == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&comm->lock);
+    comm->watch     = ch != NULL ? watch : NULL;
+    comm->watch_arg = ch;
+    pthread_mutex_unlock(&comm->lock);
+    shi_engine_listen(comm, ch != NULL);
+}
+
+// comm->queue_close: the communicator is being destroyed. Its asks fail
+// (closed), its stores go; the window stays registered until the
+// communicator's windows are released, and its memory with the heap.
+static void
+close_channel(shoal_comm *comm)
+{
+    struct shi_q_channel *ch = comm->queue_channel;
+
+    comm->queue_close = NULL;
+    if (ch == NULL) {
+        return;
+    }
+    shi_q_service_stop(ch);
+    set_watch(comm, NULL);
+    set_watch(comm->local, NULL);
+    pthread_mutex_lock(&ch->mu);
+    ch->closed = 1;
+    pthread_mutex_unlock(&ch->mu);
+    shi_q_kick(ch);
+    shoal_window_free(ch->win);
+    ch->win             = NULL;
+    comm->queue_channel = NULL;
+    shi_q_unref(ch);
+}
+
+// ------------------------------------------------------------ opening
+
+static int
+settings(struct shi_q_channel *ch)
+{
+    long long ring, capacity;
+    int       st;
+
+    if ((st = shi_env_size("SHOAL_QUEUE_RING_BYTES", RING_DEFAULT, RING_MIN,
+             RING_MAX, &ring))
+            != SHOAL_OK
+        || (st = shi_env_size(
+                "SHOAL_QUEUE_CAPACITY", 65536, 1, CAPACITY_MAX, &capacity))
+            != SHOAL_OK) {
+        return st;
+    }
+    ch->ring     = (size_t) ring / SHI_Q_ALIGN * SHI_Q_ALIGN;
+    ch->capacity = (size_t) capacity;
+    // Four pieces of an item fit a ring at once: the location reads one
+    // while the sender writes the next.
+    ch->chunk = (ch->ring / 4 - sizeof(struct shi_q_rec)) / SHI_Q_ALIGN
+        * SHI_Q_ALIGN;
+    return SHOAL_OK;
+}
+
+static struct shi_q_channel *
+channel_new(shoal_comm *comm)
+{
+    struct shi_q_channel *ch = calloc(1, sizeof(*ch));
+
+    if (ch == NULL) {
+        return NULL;
+    }
+    ch->comm = comm;
+    ch->n    = comm->size;
+    ch->rank = comm->rank;
+    ch->refs = 1;
+    ch->in   = calloc((size_t) ch->n, sizeof(*ch->in));
+    ch->out  = calloc((size_t) ch->n, sizeof(*ch->out));
+    pthread_mutex_init(&ch->mu, NULL);
+    pthread_mutex_init(&ch->credit_mu, NULL);
+    for (int d = 0; ch->out != NULL && d < ch->n; d++) {
+        pthread_mutex_init(&ch->out[d].send, NULL);
+    }
+    if (ch->in == NULL || ch->out == NULL) {
+        free_all(ch);
+        return NULL;
+    }
+    return ch;
+}
+
+// Points each sender's ring and signal counter, and each credit line.
+static void
+map_rings(struct shi_q_channel *ch)
+{
+    size_t lines = (size_t) ch->n * SHI_Q_CREDIT;
+
+    for (int p = 0; p < ch->n; p++) {
+        int           peer = p;
+        shoal_window *via  = shi_window_route(ch->win, &peer);
+
+        ch->in[p].ring    = ch->base + lines + (size_t) p * ch->ring;
+        ch->in[p].signals = &via->lines[peer].signals;
+        ch->out[p].credit = (_Atomic uint64_t *) (void *) (ch->base
+            + (size_t) p * SHI_Q_CREDIT);
+        void *there       = NULL;
+        if (p == ch->rank) {
+            ch->out[p].credit_there = ch->out[p].credit;
+        } else if (shoal_window_peer_ptr(ch->win, p, &there) == SHOAL_OK) {
+            ch->out[p].credit_there
+                = (_Atomic uint64_t *) (void *) ((unsigned char *) there
+                    + (size_t) ch->rank * SHI_Q_CREDIT);
+        }
+    }
+}
+
+static int
+register_window(struct shi_q_channel *ch)
+{
+    shoal_comm *comm  = ch->comm;
+    size_t      bytes = (size_t) ch->n * (SHI_Q_CREDIT + ch->ring);
+    int         st;
+
+    if ((st = shoal_window_create(comm, &ch->win)) != SHOAL_OK) {
+        return st;
+    }
+    if ((st = shoal_alloc(comm, bytes, (void **) &ch->base)) != SHOAL_OK) {
+        return shi_error_wrap(st,
+            "queue channel: %zu bytes of rings (SHOAL_QUEUE_RING_BYTES=%zu "
+            "per rank)",
+            bytes, ch->ring);
+    }
+    memset(ch->base, 0, (size_t) ch->n * SHI_Q_CREDIT);
+    st = shoal_window_register(ch->win, ch->base, bytes, SHOAL_UINT8);
+    return st == SHOAL_OK ? st : shi_error_wrap(st, "queue channel");
+}
+
+int
+shoal_queue_channel_open(shoal_comm *comm)
+{
+    struct shi_q_channel *ch;
+    int                   st;
+
+    if (comm == NULL) {
+        return shi_error(SHOAL_EINVAL, "queue_channel_open: comm is NULL");
+    }
+    if (comm->queue_channel != NULL) {
+        return SHOAL_OK;
+    }
+    if ((ch = channel_new(comm)) == NULL) {
+        return shi_comm_error(comm,
+            shi_error(SHOAL_ENOMEM, "queue_channel_open: out of memory"));
+    }
+    if ((st = settings(ch)) != SHOAL_OK
+        || (st = register_window(ch)) != SHOAL_OK) {
+        shoal_window_free(ch->win);
+        shoal_free(comm, ch->base);
+        free_all(ch);
+        return shi_comm_error(comm, st);
+    }
+    map_rings(ch);
+    if ((st = shi_q_service_start(ch)) != SHOAL_OK) {
+        shoal_window_free(ch->win);
+        free_all(ch);
+        return shi_comm_error(comm, st);
+    }
+    comm->queue_channel = ch;
+    comm->queue_close   = close_channel;
+    set_watch(comm, ch);
+    set_watch(comm->local, ch);
+    return SHOAL_OK;
+}
