@@ -25,30 +25,70 @@ shi_q_channel_of(shoal_comm *comm)
     return comm != NULL ? comm->queue_channel : NULL;
 }
 
+static void
+ring_bell(struct shi_q_bell *bell)
+{
+    // Sequentially consistent, paired with shi_q_wait_events: a waiter
+    // counts itself before its last look, a ringer bumps before reading
+    // the count, so one of them sees the other.
+    atomic_fetch_add(&bell->events, 1);
+    if (atomic_load(&bell->sleepers) > 0) {
+        shi_futex_wake_all(&bell->events);
+    }
+}
+
 void
 shi_q_kick(struct shi_q_channel *ch)
 {
-    // Sequentially consistent, paired with shi_q_wait_events: a waiter
-    // counts itself before its last look, a kicker bumps before reading
-    // the count, so one of them sees the other.
-    atomic_fetch_add(&ch->events, 1);
-    if (atomic_load(&ch->sleepers) > 0) {
-        shi_futex_wake_all(&ch->events);
+    ring_bell(ch->bell);
+}
+
+void
+shi_q_ring(struct shi_q_channel *ch, int dst)
+{
+    struct shi_q_bell *bell = ch->out[dst].bell_there;
+
+    if (bell != NULL && atomic_load(&bell->lookers) == 0) {
+        ring_bell(bell);
+    }
+}
+
+// Whether a record waits in some ring.
+static int
+pending(struct shi_q_channel *ch)
+{
+    for (int s = 0; s < ch->n; s++) {
+        if (atomic_load(ch->in[s].signals) != atomic_load(&ch->in[s].done)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void
+shi_q_look(struct shi_q_channel *ch, int on)
+{
+    if (on) {
+        atomic_fetch_add(&ch->bell->lookers, 1);
+    } else if (atomic_fetch_sub(&ch->bell->lookers, 1) == 1 && pending(ch)) {
+        ring_bell(ch->bell); // a sender saw us looking and did not ring
     }
 }
 
 void
 shi_q_wait_events(struct shi_q_channel *ch, uint32_t seen, int64_t ns)
 {
+    struct shi_q_bell *bell = ch->bell;
+
     if (ns <= 0) {
         return;
     }
-    atomic_fetch_add(&ch->sleepers, 1);
-    if (atomic_load(&ch->events) == seen) {
+    atomic_fetch_add(&bell->sleepers, 1);
+    if (atomic_load(&bell->events) == seen) {
         shi_futex_wait(
-            &ch->events, seen, ns > WAIT_SLICE_NS ? WAIT_SLICE_NS : ns);
+            &bell->events, seen, ns > WAIT_SLICE_NS ? WAIT_SLICE_NS : ns);
     }
-    atomic_fetch_sub(&ch->sleepers, 1);
+    atomic_fetch_sub(&bell->sleepers, 1);
 }
 
 // The engine's watch (comm->watch), at every pass of the communicator's
@@ -159,17 +199,24 @@ shi_q_unref(struct shi_q_channel *ch)
     }
 }
 
+// Where peers' puts and signals are messages (TCP), this rank's progress
+// applies them and its watch rings the bell; the progress thread must
+// then listen while the channel is open. Over shared memory senders ring
+// the bell themselves, and the progress thread may rest.
 static void
-set_watch(shoal_comm *comm, struct shi_q_channel *ch)
+set_watch(struct shi_q_channel *ch, int on)
 {
-    if (comm == NULL) {
+    shoal_comm *comm = ch->comm;
+
+    if (!ch->win->messages || ch->listening == on) {
         return;
     }
     pthread_mutex_lock(&comm->lock);
-    comm->watch     = ch != NULL ? watch : NULL;
-    comm->watch_arg = ch;
+    comm->watch     = on ? watch : NULL;
+    comm->watch_arg = on ? ch : NULL;
     pthread_mutex_unlock(&comm->lock);
-    shi_engine_listen(comm, ch != NULL);
+    shi_engine_listen(comm, on);
+    ch->listening = on;
 }
 
 // comm->queue_close: the communicator is being destroyed. Its asks fail
@@ -185,8 +232,7 @@ close_channel(shoal_comm *comm)
         return;
     }
     shi_q_service_stop(ch);
-    set_watch(comm, NULL);
-    set_watch(comm->local, NULL);
+    set_watch(ch, 0);
     pthread_mutex_lock(&ch->mu);
     ch->closed = 1;
     pthread_mutex_unlock(&ch->mu);
@@ -252,23 +298,26 @@ channel_new(shoal_comm *comm)
 static void
 map_rings(struct shi_q_channel *ch)
 {
-    size_t lines = (size_t) ch->n * SHI_Q_CREDIT;
+    size_t lines = (size_t) (ch->n + 1) * SHI_Q_CREDIT;
 
+    ch->bell = (struct shi_q_bell *) (void *) ch->base;
     for (int p = 0; p < ch->n; p++) {
         int           peer = p;
         shoal_window *via  = shi_window_route(ch->win, &peer);
+        void         *there;
 
         ch->in[p].ring    = ch->base + lines + (size_t) p * ch->ring;
         ch->in[p].signals = &via->lines[peer].signals;
         ch->out[p].credit = (_Atomic uint64_t *) (void *) (ch->base
-            + (size_t) p * SHI_Q_CREDIT);
-        void *there       = NULL;
-        if (p == ch->rank) {
-            ch->out[p].credit_there = ch->out[p].credit;
-        } else if (shoal_window_peer_ptr(ch->win, p, &there) == SHOAL_OK) {
-            ch->out[p].credit_there
-                = (_Atomic uint64_t *) (void *) ((unsigned char *) there
-                    + (size_t) ch->rank * SHI_Q_CREDIT);
+            + (size_t) (p + 1) * SHI_Q_CREDIT);
+        there             = p == ch->rank ? ch->base : NULL;
+        if (there != NULL
+            || (shoal_window_access_of(ch->win, p) == SHOAL_ACCESS_UNIFIED
+                && shoal_window_peer_ptr(ch->win, p, &there) == SHOAL_OK)) {
+            unsigned char *mem      = there;
+            ch->out[p].bell_there   = (struct shi_q_bell *) (void *) mem;
+            ch->out[p].credit_there = (_Atomic uint64_t *) (void *) (mem
+                + (size_t) (ch->rank + 1) * SHI_Q_CREDIT);
         }
     }
 }
@@ -276,9 +325,9 @@ map_rings(struct shi_q_channel *ch)
 static int
 register_window(struct shi_q_channel *ch)
 {
-    shoal_comm *comm  = ch->comm;
-    size_t      bytes = (size_t) ch->n * (SHI_Q_CREDIT + ch->ring);
-    int         st;
+    shoal_comm *comm = ch->comm;
+    size_t bytes = SHI_Q_CREDIT + (size_t) ch->n * (SHI_Q_CREDIT + ch->ring);
+    int    st;
 
     if ((st = shoal_window_create(comm, &ch->win)) != SHOAL_OK) {
         return st;
@@ -289,7 +338,7 @@ register_window(struct shi_q_channel *ch)
             "per rank)",
             bytes, ch->ring);
     }
-    memset(ch->base, 0, (size_t) ch->n * SHI_Q_CREDIT);
+    memset(ch->base, 0, (size_t) (ch->n + 1) * SHI_Q_CREDIT);
     st = shoal_window_register(ch->win, ch->base, bytes, SHOAL_UINT8);
     return st == SHOAL_OK ? st : shi_error_wrap(st, "queue channel");
 }
@@ -325,7 +374,6 @@ shoal_queue_channel_open(shoal_comm *comm)
     }
     comm->queue_channel = ch;
     comm->queue_close   = close_channel;
-    set_watch(comm, ch);
-    set_watch(comm->local, ch);
+    set_watch(ch, 1);
     return SHOAL_OK;
 }

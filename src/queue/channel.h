@@ -2,11 +2,14 @@
 // records, the rings in it, and what this rank keeps of its queues.
 //
 // Layout of each rank's window memory (registered as bytes):
-//   [n credit lines of 64 bytes][n rings of `ring` bytes]
+//   [bell: 64 bytes][n credit lines of 64 bytes][n rings of `ring` bytes]
 // Ring s on rank r is where rank s writes its records for r. Credit line
 // r on rank s is where r tells s how far it has read ring s (the head):
-// s may write up to `ring` bytes past it. Both are written only by puts,
-// so shared memory and TCP work alike (channel.c).
+// s may write up to `ring` bytes past it. Both are written by puts, so
+// shared memory and TCP work alike (channel.c), or by plain stores where
+// the peer's memory is mapped. The bell is the futex word this rank's
+// waiters sleep on; a sender whose target is mapped rings it itself,
+// else the target's progress does (a watch the engine calls).
 //
 // Who does what:
 // - A sender (any thread of the rank) writes a record with window puts,
@@ -33,7 +36,17 @@
 #include "shoal.h"
 
 #define SHI_Q_ALIGN  128 // records start and end on this boundary
-#define SHI_Q_CREDIT 64 // bytes of a credit line
+#define SHI_Q_CREDIT 64 // bytes of a credit line, and of the bell
+
+// A rank's bell, in its window memory.
+struct shi_q_bell {
+    _Atomic uint32_t events; // raised whenever anything may have changed
+    _Atomic uint32_t sleepers; // threads in a futex wait on `events`
+    _Atomic uint32_t lookers; // getters of this rank watching the rings
+    uint32_t         pad[13];
+};
+
+_Static_assert(sizeof(struct shi_q_bell) == SHI_Q_CREDIT, "one line");
 
 struct shoal_queue_item {
     shoal_queue_item *next;
@@ -101,9 +114,11 @@ struct shi_q_out {
     uint64_t          tail; // bytes written
     _Atomic uint64_t *credit; // d's head for that ring (d writes it)
     // Where d's memory is mapped here (this host's shared memory): d's
-    // credit line for this rank, stored to directly. NULL: a put, which
-    // d's progress applies under its communicator's lock.
-    _Atomic uint64_t *credit_there;
+    // credit line for this rank, stored to directly, and d's bell. NULL: a
+    // put, which d's progress applies under its communicator's lock, and
+    // d's watch rings its bell.
+    _Atomic uint64_t  *credit_there;
+    struct shi_q_bell *bell_there;
 };
 
 // A name this rank opened, and its locations' hash.
@@ -121,9 +136,9 @@ struct shi_q_channel {
     int                 n, rank;
     pthread_mutex_t     mu; // everything below that is not atomic
     pthread_mutex_t     credit_mu; // credit pushes, in order
-    _Atomic uint32_t    events; // raised whenever anything may have changed
-    _Atomic int         sleepers; // threads in a futex wait on `events`
+    struct shi_q_bell  *bell; // this rank's, at the start of its memory
     _Atomic uint64_t    watched; // the sum of signals the watch last saw
+    int                 listening; // the engine runs the watch (TCP)
     struct shi_q_in    *in;
     struct shi_q_out   *out;
     struct shi_q_store *stores;
@@ -145,6 +160,14 @@ struct shi_q_channel *shi_q_channel_of(shoal_comm *comm);
 
 // Wakes every thread that waits on the channel (something changed).
 void shi_q_kick(struct shi_q_channel *ch);
+
+// Rings `dst`'s bell after a record went there, where it is mapped and
+// no getter of dst watches its rings anyway.
+void shi_q_ring(struct shi_q_channel *ch, int dst);
+
+// A getter watches the rings (on 1) or stops (0). One that stops while
+// records wait rings the bell: the service thread takes over.
+void shi_q_look(struct shi_q_channel *ch, int on);
 
 // Waits until `events` differs from `seen`, at most `ns`.
 void shi_q_wait_events(struct shi_q_channel *ch, uint32_t seen, int64_t ns);

@@ -308,7 +308,8 @@ shoal_queue_put(shoal_queue *q, shoal_queue_kind kind, const void *data,
 // ------------------------------------------------------------ get here
 
 // Waits for news on the channel: spins a while (a put from a peer that
-// runs now is seen at once), then sleeps until kicked or `deadline`.
+// runs now is seen at once, and while this getter looks senders do not
+// ring), then sleeps until the bell rings or `deadline`.
 static void
 await(struct shi_q_channel *ch, uint32_t seen, int64_t deadline, int64_t start)
 {
@@ -325,7 +326,9 @@ await(struct shi_q_channel *ch, uint32_t seen, int64_t deadline, int64_t start)
         sched_yield();
         return;
     }
+    shi_q_look(ch, 0);
     shi_q_wait_events(ch, seen, deadline - now);
+    shi_q_look(ch, 1);
 }
 
 static int
@@ -347,8 +350,9 @@ local_get(shoal_queue *q, int take, int64_t timeout_ms, shoal_queue_item **out,
     int64_t               deadline = shi_deadline_in_ms(timeout_ms);
     int                   st;
 
+    shi_q_look(ch, 1);
     for (;;) {
-        uint32_t seen = atomic_load(&ch->events);
+        uint32_t seen = atomic_load(&ch->bell->events);
         pthread_mutex_lock(&ch->mu);
         st = shi_q_usable(ch, -1, op);
         shi_q_drain(ch);
@@ -363,13 +367,16 @@ local_get(shoal_queue *q, int take, int64_t timeout_ms, shoal_queue_item **out,
         if (it != NULL || (!take && n > 0) || st != SHOAL_OK) {
             *out  = it;
             *size = n;
-            return st;
+            break;
         }
         if (shi_now_ns() >= deadline) {
-            return time_out(op, q, timeout_ms);
+            st = time_out(op, q, timeout_ms);
+            break;
         }
         await(ch, seen, deadline, start);
     }
+    shi_q_look(ch, 0);
+    return st;
 }
 
 // ------------------------------------------------------------ get there
@@ -403,8 +410,9 @@ ask_location(shoal_queue *q, uint32_t what, int64_t timeout_ms,
     // The answer always comes (the location answers "empty" when the
     // time runs out there), unless the location dies.
     int64_t start = shi_now_ns();
+    shi_q_look(ch, 1);
     for (;;) {
-        uint32_t seen = atomic_load(&ch->events);
+        uint32_t seen = atomic_load(&ch->bell->events);
         pthread_mutex_lock(&ch->mu);
         if (st == SHOAL_OK) {
             st = shi_q_usable(ch, to, op);
@@ -425,6 +433,7 @@ ask_location(shoal_queue *q, uint32_t what, int64_t timeout_ms,
         }
         await(ch, seen, SHI_NO_DEADLINE, start);
     }
+    shi_q_look(ch, 0);
     *out   = a->item;
     *value = a->value;
     free(a);

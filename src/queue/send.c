@@ -89,7 +89,8 @@ static int
 put_at_tail(struct shi_q_channel *ch, int dst, const void *a, size_t abytes,
     const void *b, size_t bbytes)
 {
-    size_t off = (size_t) ch->n * SHI_Q_CREDIT + (size_t) ch->rank * ch->ring
+    size_t off = (size_t) (ch->n + 1) * SHI_Q_CREDIT
+        + (size_t) ch->rank * ch->ring
         + (size_t) (ch->out[dst].tail % ch->ring);
     int st = shoal_window_put(ch->win, a, abytes, SHOAL_UINT8, dst, off);
 
@@ -126,7 +127,10 @@ write_rec(struct shi_q_channel *ch, int dst, struct shi_q_rec *rec,
         return st;
     }
     ch->out[dst].tail += total;
-    return shoal_window_signal(ch->win, dst);
+    if ((st = shoal_window_signal(ch->win, dst)) == SHOAL_OK) {
+        shi_q_ring(ch, dst);
+    }
+    return st;
 }
 
 int

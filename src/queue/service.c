@@ -10,6 +10,15 @@
 #include "base/log.h"
 #include "queue/channel.h"
 
+// Whether peer p still takes messages (one that left needs no credit or
+// answer, and a put to it would fail the communicator).
+static int
+live(struct shi_q_channel *ch, int p)
+{
+    return p == ch->rank
+        || atomic_load(&ch->comm->peers[p].state) == SHI_PEER_LIVE;
+}
+
 // Tells each sender how far its ring here is read, where that moved.
 // credit_mu keeps the pushes in order: a later head never lands first.
 static void
@@ -25,9 +34,9 @@ push_credits(struct shi_q_channel *ch)
         if (due && ch->out[s].credit_there != NULL) {
             atomic_store_explicit(
                 ch->out[s].credit_there, head, memory_order_release);
-        } else if (due) {
+        } else if (due && live(ch, s)) {
             shoal_window_put(ch->win, &head, sizeof(head), SHOAL_UINT8, s,
-                (size_t) ch->rank * SHI_Q_CREDIT);
+                (size_t) (ch->rank + 1) * SHI_Q_CREDIT);
         }
     }
     pthread_mutex_unlock(&ch->credit_mu);
@@ -71,7 +80,7 @@ shi_q_flush(struct shi_q_channel *ch)
 
     push_credits(ch);
     while ((o = next_owed(ch)) != NULL) {
-        int st = send_owed(ch, o);
+        int st = live(ch, o->dst) ? send_owed(ch, o) : SHOAL_OK;
         if (st != SHOAL_OK) {
             // The peer is gone or the communicator failed: its asks
             // end with that failure there; nothing is left to tell.
@@ -90,7 +99,7 @@ service_main(void *arg)
 
     pthread_mutex_lock(&ch->mu);
     while (!ch->stop) {
-        uint32_t seen = atomic_load(&ch->events);
+        uint32_t seen = atomic_load(&ch->bell->events);
         shi_q_drain(ch);
         int64_t now = shi_now_ns(), next = shi_q_expire(ch, now);
         pthread_mutex_unlock(&ch->mu);
