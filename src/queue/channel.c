@@ -17,6 +17,8 @@
 #define RING_MIN      (16LL << 10)
 #define RING_MAX      (1LL << 30)
 #define CAPACITY_MAX  (1LL << 32)
+#define POOL_MIN      ((size_t) 64 << 10) // smaller items: malloc alone
+#define POOL_N        4 // buffers kept (channel.h: pool_buf)
 #define WAIT_SLICE_NS (100 * 1000000LL) // longest futex wait between looks
 
 struct shi_q_channel *
@@ -173,8 +175,12 @@ free_all(struct shi_q_channel *ch)
     for (int d = 0; ch->out != NULL && d < ch->n; d++) {
         pthread_mutex_destroy(&ch->out[d].send);
     }
+    for (int i = 0; i < POOL_N; i++) {
+        free(ch->pool_buf[i]);
+    }
     free(ch->in);
     free(ch->out);
+    pthread_mutex_destroy(&ch->pool_mu);
     pthread_mutex_destroy(&ch->mu);
     pthread_mutex_destroy(&ch->credit_mu);
     free(ch);
@@ -183,19 +189,98 @@ free_all(struct shi_q_channel *ch)
 void
 shi_q_ref(struct shi_q_channel *ch)
 {
-    pthread_mutex_lock(&ch->mu);
-    ch->refs++;
-    pthread_mutex_unlock(&ch->mu);
+    atomic_fetch_add(&ch->refs, 1);
 }
 
 void
 shi_q_unref(struct shi_q_channel *ch)
 {
-    pthread_mutex_lock(&ch->mu);
-    int last = --ch->refs == 0;
-    pthread_mutex_unlock(&ch->mu);
-    if (last) {
+    if (atomic_fetch_sub(&ch->refs, 1) == 1) {
         free_all(ch);
+    }
+}
+
+// ------------------------------------------------------------ buffers
+
+unsigned char *
+shi_q_buf_take(struct shi_q_channel *ch, size_t bytes, size_t *cap)
+{
+    unsigned char *buf = NULL;
+
+    *cap = bytes > 0 ? bytes : 1;
+    if (bytes >= POOL_MIN) {
+        pthread_mutex_lock(&ch->pool_mu);
+        for (int i = 0; i < POOL_N && buf == NULL; i++) {
+            // A buffer up to twice the size fits; larger ones stay for
+            // larger items.
+            if (ch->pool_buf[i] != NULL && ch->pool_cap[i] >= bytes
+                && ch->pool_cap[i] / 2 <= bytes) {
+                buf             = ch->pool_buf[i];
+                *cap            = ch->pool_cap[i];
+                ch->pool_buf[i] = NULL;
+            }
+        }
+        pthread_mutex_unlock(&ch->pool_mu);
+    }
+    return buf != NULL ? buf : malloc(*cap);
+}
+
+// Keeps a freed item's buffer, in place of the smallest kept one.
+static void
+buf_give(struct shi_q_channel *ch, unsigned char *buf, size_t cap)
+{
+    if (cap >= POOL_MIN && !atomic_load(&ch->closed)) {
+        pthread_mutex_lock(&ch->pool_mu);
+        int slot = 0;
+        for (int i = 1; i < POOL_N; i++) {
+            if (ch->pool_buf[i] == NULL
+                || (ch->pool_buf[slot] != NULL
+                    && ch->pool_cap[i] < ch->pool_cap[slot])) {
+                slot = i;
+            }
+        }
+        if (ch->pool_buf[slot] == NULL || ch->pool_cap[slot] < cap) {
+            unsigned char *old = ch->pool_buf[slot];
+            ch->pool_buf[slot] = buf;
+            ch->pool_cap[slot] = cap;
+            buf                = old;
+        }
+        pthread_mutex_unlock(&ch->pool_mu);
+    }
+    free(buf);
+}
+
+void
+shi_q_item_hand_out(struct shi_q_channel *ch, shoal_queue_item *it)
+{
+    if (it != NULL && it->cap >= POOL_MIN) {
+        shi_q_ref(ch);
+        it->pool = ch;
+    }
+}
+
+void
+shi_q_item_free_list(shoal_queue_item *it)
+{
+    while (it != NULL) {
+        shoal_queue_item     *next = it->next;
+        struct shi_q_channel *ch   = it->pool;
+        if (ch != NULL) {
+            buf_give(ch, it->data, it->cap);
+            shi_q_unref(ch);
+        } else {
+            free(it->data);
+        }
+        free(it);
+        it = next;
+    }
+}
+
+void
+shi_q_ring_credit(struct shi_q_channel *ch, int s)
+{
+    if (ch->out[s].bell_there != NULL) {
+        ring_bell(ch->out[s].bell_there);
     }
 }
 
@@ -284,6 +369,7 @@ channel_new(shoal_comm *comm)
     ch->out  = calloc((size_t) ch->n, sizeof(*ch->out));
     pthread_mutex_init(&ch->mu, NULL);
     pthread_mutex_init(&ch->credit_mu, NULL);
+    pthread_mutex_init(&ch->pool_mu, NULL);
     for (int d = 0; ch->out != NULL && d < ch->n; d++) {
         pthread_mutex_init(&ch->out[d].send, NULL);
     }

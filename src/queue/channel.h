@@ -59,6 +59,10 @@ struct shoal_queue_item {
     unsigned          flags; // SHI_Q_F_*
     uint64_t          queue; // its queue (a reply: the ask it answers)
     unsigned char    *data;
+    size_t            cap; // bytes allocated at data
+    // Once handed to the application: the channel whose buffer pool takes
+    // the data back when it is freed (holding a reference), or NULL.
+    struct shi_q_channel *pool;
 };
 
 // One queue's items on this rank (a location of it).
@@ -150,9 +154,14 @@ struct shi_q_channel {
     char                fault[SHI_ERROR_TEXT_MAX]; // a peer's bad record
     atomic_int          faulty; // its status (SHOAL_EPROTO), set after
     atomic_int          closed; // the communicator is gone
-    int                 refs; // the communicator, and each open queue
-    int                 stop; // the service thread ends
-    pthread_t           service;
+    atomic_int          refs; // the communicator, each queue, each item out
+    // Buffers of large items the application freed, for the next ones:
+    // fresh memory costs a page fault per 4 KiB, as much as the copy.
+    pthread_mutex_t pool_mu;
+    unsigned char  *pool_buf[4];
+    size_t          pool_cap[4];
+    int             stop; // the service thread ends
+    pthread_t       service;
 };
 
 // The channel of `comm`, or NULL when not open.
@@ -210,5 +219,18 @@ int  shi_q_service_start(struct shi_q_channel *ch);
 void shi_q_service_stop(struct shi_q_channel *ch);
 
 void shi_q_item_free_list(shoal_queue_item *it);
+
+// Memory for an item of `bytes` (from the pool where one fits), its size
+// in *cap; NULL when out of memory. Under ch->mu or not.
+unsigned char *shi_q_buf_take(
+    struct shi_q_channel *ch, size_t bytes, size_t *cap);
+
+// Hands an item to the application: its data returns to ch's pool when
+// freed.
+void shi_q_item_hand_out(struct shi_q_channel *ch, shoal_queue_item *it);
+
+// Rings peer s's bell after its credit moved, where it is mapped (a
+// sender waiting for room sleeps on it).
+void shi_q_ring_credit(struct shi_q_channel *ch, int s);
 
 #endif

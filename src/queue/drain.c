@@ -14,17 +14,6 @@
 
 #define ITEM_MAX (1ULL << 40) // larger items are refused as malformed
 
-void
-shi_q_item_free_list(shoal_queue_item *it)
-{
-    while (it != NULL) {
-        shoal_queue_item *next = it->next;
-        free(it->data);
-        free(it);
-        it = next;
-    }
-}
-
 struct shi_q_store *
 shi_q_store(struct shi_q_channel *ch, uint64_t id, int make)
 {
@@ -323,7 +312,7 @@ on_item(struct shi_q_channel *ch, int s, const struct shi_q_rec *rec,
     }
     shoal_queue_item *it = calloc(1, sizeof(*it));
     if (it == NULL
-        || (it->data = malloc(rec->total ? rec->total : 1)) == NULL) {
+        || (it->data = shi_q_buf_take(ch, rec->total, &it->cap)) == NULL) {
         free(it);
         return malformed(ch, s, "out of memory for its item");
     }

@@ -488,15 +488,18 @@ shoal_queue_get(shoal_queue *q, int64_t timeout_ms, shoal_queue_item **out)
     }
     *out = NULL;
     if (q->here) {
-        return finish(q, local_get(q, 1, timeout_ms, out, &n, "queue_get"));
+        st = local_get(q, 1, timeout_ms, out, &n, "queue_get");
+        shi_q_item_hand_out(q->ch, *out);
+        return finish(q, st);
     }
     if (q->n > 1) {
         return invalid(q,
             "queue_get: this rank is not a location of this multicast "
             "queue: only its locations take from it, each from its own copy");
     }
-    return finish(q,
-        ask_location(q, SHI_Q_ASK_TAKE, timeout_ms, out, &value, "queue_get"));
+    st = ask_location(q, SHI_Q_ASK_TAKE, timeout_ms, out, &value, "queue_get");
+    shi_q_item_hand_out(q->ch, *out);
+    return finish(q, st);
 }
 
 int

@@ -5,7 +5,6 @@
 // between. A record never crosses the ring's end: PAD fills up to it.
 #include <sched.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/clock.h"
 #include "queue/channel.h"
@@ -47,24 +46,22 @@ needed(struct shi_q_channel *ch, int dst, size_t bytes)
     return ch->ring - pos < bytes ? ch->ring - pos + bytes : bytes;
 }
 
-static void
-pause_ns(int64_t ns)
-{
-    struct timespec ts = { 0, (long) ns };
-
-    nanosleep(&ts, NULL);
-}
-
 // Waits until `bytes` fit at `dst`, the deadline passes (SHOAL_EAGAIN) or
 // the channel or `dst` fails. The wait backs off: a full ring empties at
 // the pace of its reader, whom spinning would only slow down.
 static int
 wait_room(struct shi_q_channel *ch, int dst, size_t bytes, int64_t deadline)
 {
-    int64_t nap = 2000;
-    int     st;
+    int st;
 
-    for (int tries = 0; room(ch, dst) < needed(ch, dst, bytes); tries++) {
+    for (int tries = 0;; tries++) {
+        // The location rings this rank's bell when it moves the credit,
+        // where it maps this rank; else its put of the credit is seen at
+        // the next look (each sleep is at most 1 ms).
+        uint32_t seen = atomic_load(&ch->bell->events);
+        if (room(ch, dst) >= needed(ch, dst, bytes)) {
+            break;
+        }
         if ((st = shi_q_usable(ch, dst, "queue_put")) != SHOAL_OK) {
             return st;
         }
@@ -78,8 +75,9 @@ wait_room(struct shi_q_channel *ch, int dst, size_t bytes, int64_t deadline)
             sched_yield();
             continue;
         }
-        pause_ns(nap);
-        nap = nap < 1000000 ? nap * 2 : nap;
+        int64_t left
+            = deadline == SHI_NO_DEADLINE ? 1000000 : deadline - shi_now_ns();
+        shi_q_wait_events(ch, seen, left < 1000000 ? left : 1000000);
     }
     return SHOAL_OK;
 }

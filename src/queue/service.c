@@ -34,6 +34,7 @@ push_credits(struct shi_q_channel *ch)
         if (due && ch->out[s].credit_there != NULL) {
             atomic_store_explicit(
                 ch->out[s].credit_there, head, memory_order_release);
+            shi_q_ring_credit(ch, s);
         } else if (due && live(ch, s)) {
             shoal_window_put(ch->win, &head, sizeof(head), SHOAL_UINT8, s,
                 (size_t) (ch->rank + 1) * SHI_Q_CREDIT);
@@ -100,7 +101,12 @@ service_main(void *arg)
     pthread_mutex_lock(&ch->mu);
     while (!ch->stop) {
         uint32_t seen = atomic_load(&ch->bell->events);
-        shi_q_drain(ch);
+        // A getter that looks at the rings drains them itself: two
+        // drainers would only queue on the lock behind each other's
+        // copies. It rings the bell when it stops looking.
+        if (atomic_load(&ch->bell->lookers) == 0) {
+            shi_q_drain(ch);
+        }
         int64_t now = shi_now_ns(), next = shi_q_expire(ch, now);
         pthread_mutex_unlock(&ch->mu);
         shi_q_flush(ch);
