@@ -129,6 +129,15 @@ run_job "0 0 1 1" "" window_map pairs
 run_job "0 1 2" "" window_errors
 echo "test_tcp_hosts: windows across 2 and 3 hosts ok"
 
+# --- Queues across hosts ------------------------------------------------------
+# Records to a location on another host are messages its progress applies
+# (its watch wakes the channel); to one on the same host, stores into its
+# mapped rings, with its bell rung by the sender.
+run_job "0 1 2" "" queue
+run_job "0 0 1 1" "" queue
+run_job "0 0 1 1" "SHOAL_QUEUE_RING_BYTES=16K SHOAL_TCP_CHUNK_BYTES=4096" queue
+echo "test_tcp_hosts: queues across 2 and 3 hosts ok"
+
 # --- A link cut in the middle of a loop -------------------------------------
 # wait_looping: until every rank printed "looping" (10 s at most).
 wait_looping() {
