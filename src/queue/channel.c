@@ -40,6 +40,15 @@ ring_bell(struct shi_q_bell *bell)
 }
 
 void
+shi_q_wake_service(struct shi_q_bell *bell)
+{
+    atomic_fetch_add(&bell->service, 1); // as ring_bell
+    if (atomic_load(&bell->service_sleeps) > 0) {
+        shi_futex_wake_all(&bell->service);
+    }
+}
+
+void
 shi_q_kick(struct shi_q_channel *ch)
 {
     ring_bell(ch->bell);
@@ -51,7 +60,8 @@ shi_q_ring(struct shi_q_channel *ch, int dst)
     struct shi_q_bell *bell = ch->out[dst].bell_there;
 
     if (bell != NULL && atomic_load(&bell->lookers) == 0) {
-        ring_bell(bell);
+        ring_bell(bell); // a getter that sleeps
+        shi_q_wake_service(bell);
     }
 }
 
@@ -73,7 +83,7 @@ shi_q_look(struct shi_q_channel *ch, int on)
     if (on) {
         atomic_fetch_add(&ch->bell->lookers, 1);
     } else if (atomic_fetch_sub(&ch->bell->lookers, 1) == 1 && pending(ch)) {
-        ring_bell(ch->bell); // a sender saw us looking and did not ring
+        shi_q_wake_service(ch->bell); // a sender saw us look, did not ring
     }
 }
 
@@ -91,6 +101,22 @@ shi_q_wait_events(struct shi_q_channel *ch, uint32_t seen, int64_t ns)
             &bell->events, seen, ns > WAIT_SLICE_NS ? WAIT_SLICE_NS : ns);
     }
     atomic_fetch_sub(&bell->sleepers, 1);
+}
+
+void
+shi_q_wait_service(struct shi_q_channel *ch, uint32_t seen, int64_t ns)
+{
+    struct shi_q_bell *bell = ch->bell;
+
+    if (ns <= 0) {
+        return;
+    }
+    atomic_fetch_add(&bell->service_sleeps, 1);
+    if (atomic_load(&bell->service) == seen) {
+        shi_futex_wait(
+            &bell->service, seen, ns > WAIT_SLICE_NS ? WAIT_SLICE_NS : ns);
+    }
+    atomic_fetch_sub(&bell->service_sleeps, 1);
 }
 
 // The engine's watch (comm->watch), at every pass of the communicator's
@@ -111,6 +137,7 @@ watch(void *arg)
     }
     if (atomic_exchange(&ch->watched, sum) != sum) {
         shi_q_kick(ch);
+        shi_q_wake_service(ch->bell);
     }
 }
 

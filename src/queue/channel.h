@@ -43,7 +43,11 @@ struct shi_q_bell {
     _Atomic uint32_t events; // raised whenever anything may have changed
     _Atomic uint32_t sleepers; // threads in a futex wait on `events`
     _Atomic uint32_t lookers; // getters of this rank watching the rings
-    uint32_t         pad[13];
+    // The service thread's own word: raised when records wait that no
+    // getter looks at (a getter's drains do not wake it).
+    _Atomic uint32_t service;
+    _Atomic uint32_t service_sleeps;
+    uint32_t         pad[11];
 };
 
 _Static_assert(sizeof(struct shi_q_bell) == SHI_Q_CREDIT, "one line");
@@ -180,6 +184,10 @@ void shi_q_look(struct shi_q_channel *ch, int on);
 
 // Waits until `events` differs from `seen`, at most `ns`.
 void shi_q_wait_events(struct shi_q_channel *ch, uint32_t seen, int64_t ns);
+
+// Wakes the service thread; the service thread waits for that.
+void shi_q_wake_service(struct shi_q_bell *bell);
+void shi_q_wait_service(struct shi_q_channel *ch, uint32_t seen, int64_t ns);
 
 // SHOAL_OK while the channel and peer `peer` (-1: none) can be used, else
 // the status with its message recorded ("op: ...").

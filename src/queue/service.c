@@ -100,7 +100,7 @@ service_main(void *arg)
 
     pthread_mutex_lock(&ch->mu);
     while (!ch->stop) {
-        uint32_t seen = atomic_load(&ch->bell->events);
+        uint32_t seen = atomic_load(&ch->bell->service);
         // A getter that looks at the rings drains them itself: two
         // drainers would only queue on the lock behind each other's
         // copies. It rings the bell when it stops looking.
@@ -110,7 +110,7 @@ service_main(void *arg)
         int64_t now = shi_now_ns(), next = shi_q_expire(ch, now);
         pthread_mutex_unlock(&ch->mu);
         shi_q_flush(ch);
-        shi_q_wait_events(ch, seen, next - now);
+        shi_q_wait_service(ch, seen, next - now);
         pthread_mutex_lock(&ch->mu);
     }
     pthread_mutex_unlock(&ch->mu);
@@ -136,6 +136,6 @@ shi_q_service_stop(struct shi_q_channel *ch)
     pthread_mutex_lock(&ch->mu);
     ch->stop = 1;
     pthread_mutex_unlock(&ch->mu);
-    shi_q_kick(ch);
+    shi_q_wake_service(ch->bell);
     pthread_join(ch->service, NULL);
 }
