@@ -128,7 +128,7 @@ static int (*const main_benches[])(perf_ctx *)
     = { perf_bench_allreduce, perf_bench_reduce, perf_bench_allgather,
           perf_bench_reducescatter, perf_bench_alltoall, perf_bench_gather,
           perf_bench_scatter, perf_bench_broadcast, perf_bench_sendrecv,
-          perf_bench_barrier, perf_bench_put };
+          perf_bench_barrier, perf_bench_put, perf_bench_queue };
 
 // Runs the chosen benchmarks in turn. One that failed with SHOAL_EINVAL or
 // SHOAL_ENOTSUP (found before anything moved, the communicator stays

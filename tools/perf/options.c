@@ -100,9 +100,9 @@ parse_dtype(const char *s, shoal_dtype *out)
 }
 
 // -o names, in table order (bit i of PERF_OP_* is options_ops[i]).
-static const char *const options_ops[]
-    = { "allreduce", "reduce", "allgather", "reducescatter", "alltoall",
-          "gather", "scatter", "broadcast", "sendrecv", "barrier", "put" };
+static const char *const options_ops[] = { "allreduce", "reduce", "allgather",
+    "reducescatter", "alltoall", "gather", "scatter", "broadcast", "sendrecv",
+    "barrier", "put", "queue" };
 
 static const char *const options_redops[] = { [SHOAL_SUM] = "sum",
     [SHOAL_PROD]                                          = "prod",
@@ -400,7 +400,9 @@ perf_usage(const char *prog, const char *err)
         "reducescatter alltoall\n"
         "                           gather scatter broadcast sendrecv "
         "barrier put\n"
-        "                           (window put + signal), or all\n"
+        "                           (window put + signal) queue (queue put"
+        " + get),\n"
+        "                           or all\n"
         "                           (default all)\n"
         "  -b, --minbytes SIZE      smallest message (default 8)\n"
         "  -e, --maxbytes SIZE      largest message (default 64M)\n"

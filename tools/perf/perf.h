@@ -46,7 +46,8 @@ enum {
     PERF_OP_SENDRECV      = 1 << 8,
     PERF_OP_BARRIER       = 1 << 9,
     PERF_OP_PUT           = 1 << 10,
-    PERF_OP_ALL           = (1 << 11) - 1
+    PERF_OP_QUEUE         = 1 << 11,
+    PERF_OP_ALL           = (1 << 12) - 1
 };
 
 // Where the benchmark buffers come from (-a/--alloc).
@@ -302,6 +303,7 @@ int perf_bench_sendrecv(perf_ctx *c);
 int perf_bench_broadcast(perf_ctx *c);
 int perf_bench_barrier(perf_ctx *c);
 int perf_bench_put(perf_ctx *c);
+int perf_bench_queue(perf_ctx *c);
 
 // Reports a failed shoal call on stderr (with the library's detail) and
 // returns st.
