@@ -112,15 +112,19 @@ struct shi_q_in {
     _Atomic uint64_t  done; // records read (written under the lock)
     uint64_t          head; // bytes read
     uint64_t          told; // head as last told s (credit_mu)
+    uint64_t          pulled, pulled_told; // items read from s's memory
     shoal_queue_item *partial; // an item whose chunks are coming
     shoal_queue_item *tx, *tx_tail; // a transaction's items held back
 };
 
 // What this rank writes to peer d's ring for it.
 struct shi_q_out {
-    pthread_mutex_t   send; // one record at a time
-    uint64_t          tail; // bytes written
-    _Atomic uint64_t *credit; // d's head for that ring (d writes it)
+    pthread_mutex_t send; // one record at a time
+    uint64_t        tail; // bytes written
+    uint64_t        pulls; // items d was asked to read from our memory
+    // d's head for that ring, then how many of those items d has read
+    // (d writes both).
+    _Atomic uint64_t *credit;
     // Where d's memory is mapped here (this host's shared memory): d's
     // credit line for this rank, stored to directly, and d's bell. NULL: a
     // put, which d's progress applies under its communicator's lock, and

@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "queue/channel.h"
+#include "transport/transport.h"
 
 #define ITEM_MAX (1ULL << 40) // larger items are refused as malformed
 
@@ -293,13 +294,52 @@ check_meta(const struct shi_q_rec *rec)
     return n * elem == rec->total;
 }
 
+// An item whose data stays in sender s's memory: read it from the region
+// the record carries (checked: s's own, of the item's size). A sender that
+// died meanwhile takes its item with it; any other failure stops the
+// channel.
+static int
+pull(struct shi_q_channel *ch, int s, const struct shi_q_rec *rec,
+    const unsigned char *data, size_t bytes, shoal_queue_item *it)
+{
+    struct shi_tp_region region;
+    shoal_comm          *comm = ch->comm;
+
+    if (bytes != sizeof(region) || (rec->flags & SHI_Q_F_REPLY)
+        || comm->tp->mem_read == NULL) {
+        shi_q_item_free_list(it);
+        return malformed(ch, s, "item to read");
+    }
+    memcpy(&region, data, sizeof(region));
+    if (region.owner != s || region.bytes != rec->total) {
+        shi_q_item_free_list(it);
+        return malformed(ch, s, "region of an item to read");
+    }
+    int st = comm->tp->mem_read(comm, &region, 0, it->data, it->bytes);
+    ch->in[s].pulled++;
+    if (st != SHOAL_OK) {
+        shi_q_item_free_list(it);
+        if (st == SHOAL_EPEER) {
+            return 0;
+        }
+        snprintf(ch->fault, sizeof(ch->fault),
+            "reading an item from rank %d: %s", s, shi_error_text());
+        atomic_store(&ch->faulty, st);
+        return -1;
+    }
+    it->filled = it->bytes;
+    complete(ch, s, it);
+    return 0;
+}
+
 // An ITEM record: a new item with its first piece. 0, 1 when its queue
 // is full (left unread), -1 when malformed.
 static int
 on_item(struct shi_q_channel *ch, int s, const struct shi_q_rec *rec,
     const unsigned char *data, size_t bytes)
 {
-    if (ch->in[s].partial != NULL || !check_meta(rec) || bytes > rec->total
+    if (ch->in[s].partial != NULL || !check_meta(rec)
+        || (bytes > rec->total && !(rec->flags & SHI_Q_F_PULL))
         || ((rec->flags & SHI_Q_F_REPLY)
             && (rec->arg < 0 || rec->arg >= ch->n))) {
         return malformed(ch, s, "item");
@@ -322,9 +362,12 @@ on_item(struct shi_q_channel *ch, int s, const struct shi_q_rec *rec,
     it->dtype  = (shoal_dtype) rec->dtype;
     it->ndim   = it->kind == SHOAL_QUEUE_TENSOR ? rec->ndim : 0;
     memcpy(it->shape, rec->shape, sizeof(it->shape));
-    it->bytes  = rec->total;
-    it->flags  = rec->flags;
-    it->queue  = rec->queue;
+    it->bytes = rec->total;
+    it->flags = rec->flags;
+    it->queue = rec->queue;
+    if (rec->flags & SHI_Q_F_PULL) {
+        return pull(ch, s, rec, data, bytes, it);
+    }
     it->filled = bytes;
     memcpy(it->data, data, bytes);
     ch->in[s].partial = it;

@@ -8,6 +8,13 @@
 
 #include "base/clock.h"
 #include "queue/channel.h"
+#include "rma/window.h"
+#include "transport/transport.h"
+
+// Items from this size up are read by the location from the sender's
+// memory where it can (one copy, through the kernel or in place), instead
+// of passing through the ring (two copies).
+#define PULL_MIN ((uint64_t) 512 << 10)
 
 static size_t
 rounded(size_t bytes)
@@ -146,10 +153,83 @@ shi_q_send_rec(
     return st;
 }
 
+// Whether `dst` reads an item of `bytes` from this rank's memory: peers
+// of one host's shared memory that can read each other's memory (the
+// channel over TCP keeps to its rings), for large items only.
+static int
+pullable(struct shi_q_channel *ch, int dst, uint64_t bytes)
+{
+    return bytes >= PULL_MIN && dst != ch->rank && ch->comm->cma_ok
+        && !ch->win->messages && ch->out[dst].credit_there != NULL;
+}
+
+// Waits until `dst` has read `n` of the items it was asked to pull (it
+// rings this rank's bell when its count moves). Meanwhile this thread
+// drains this rank's own rings: the location may itself be waiting in a
+// put to this rank, and would otherwise wait for our service thread.
+static int
+wait_pulled(struct shi_q_channel *ch, int dst, uint64_t n)
+{
+    _Atomic uint64_t *pulled = ch->out[dst].credit + 1;
+    int               st     = SHOAL_OK;
+
+    shi_q_look(ch, 1);
+    for (int tries = 0;; tries++) {
+        uint32_t seen = atomic_load(&ch->bell->events);
+        if (atomic_load_explicit(pulled, memory_order_acquire) >= n) {
+            break;
+        }
+        if ((st = shi_q_usable(ch, dst, "queue_put")) != SHOAL_OK) {
+            break;
+        }
+        pthread_mutex_lock(&ch->mu);
+        int moved = shi_q_drain(ch);
+        pthread_mutex_unlock(&ch->mu);
+        shi_q_flush(ch);
+        if (moved > 0 || tries < 16) {
+            sched_yield();
+            continue;
+        }
+        shi_q_look(ch, 0);
+        shi_q_wait_events(ch, seen, 1000000);
+        shi_q_look(ch, 1);
+    }
+    shi_q_look(ch, 0);
+    return st;
+}
+
+// An item the location reads from `data` itself: the record carries the
+// region, and the put returns once the location has read it.
+static int
+send_pulled(struct shi_q_channel *ch, int dst, struct shi_q_rec *rec,
+    const void *data, int64_t deadline)
+{
+    struct shi_tp_region region;
+    uint64_t             n = 0;
+    int                  st;
+
+    pthread_mutex_lock(&ch->out[dst].send);
+    st = wait_room(ch, dst, rounded(sizeof(*rec) + sizeof(region)), deadline);
+    if (st == SHOAL_OK) {
+        ch->comm->tp->mem_expose(ch->comm, data, rec->total, &region);
+        rec->type = SHI_Q_ITEM;
+        rec->flags |= SHI_Q_F_PULL;
+        st = write_rec(ch, dst, rec, &region, sizeof(region));
+        n  = ++ch->out[dst].pulls;
+    }
+    pthread_mutex_unlock(&ch->out[dst].send);
+    return st == SHOAL_OK ? wait_pulled(ch, dst, n) : st;
+}
+
 int
 shi_q_send_item(struct shi_q_channel *ch, int dst, struct shi_q_rec *rec,
     const void *data, int64_t deadline)
 {
+    // A reply to a remote get goes through the ring: the service thread
+    // that sends it must not wait on the asker.
+    if (!(rec->flags & SHI_Q_F_REPLY) && pullable(ch, dst, rec->total)) {
+        return send_pulled(ch, dst, rec, data, deadline);
+    }
     const unsigned char *p    = data;
     size_t               left = (size_t) rec->total;
     size_t               part = left < ch->chunk ? left : ch->chunk;

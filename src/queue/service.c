@@ -27,11 +27,17 @@ push_credits(struct shi_q_channel *ch)
     pthread_mutex_lock(&ch->credit_mu);
     for (int s = 0; s < ch->n; s++) {
         pthread_mutex_lock(&ch->mu);
-        uint64_t head  = ch->in[s].head;
-        int      due   = head != ch->in[s].told && !ch->closed;
-        ch->in[s].told = head;
+        uint64_t head         = ch->in[s].head;
+        uint64_t pulled       = ch->in[s].pulled;
+        int      due          = head != ch->in[s].told && !ch->closed;
+        int      pull_due     = pulled != ch->in[s].pulled_told && !ch->closed;
+        ch->in[s].told        = head;
+        ch->in[s].pulled_told = pulled;
         pthread_mutex_unlock(&ch->mu);
-        if (due && ch->out[s].credit_there != NULL) {
+        if ((due || pull_due) && ch->out[s].credit_there != NULL) {
+            // Only senders mapped here ask this rank to read their items.
+            atomic_store_explicit(
+                ch->out[s].credit_there + 1, pulled, memory_order_release);
             atomic_store_explicit(
                 ch->out[s].credit_there, head, memory_order_release);
             shi_q_ring_credit(ch, s);

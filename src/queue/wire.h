@@ -23,6 +23,9 @@ enum {
     SHI_Q_F_MORE   = 1u << 0, // ITEM: a transaction item, more follow
     SHI_Q_F_OBJECT = 1u << 1, // ITEM: bytes, not a tensor
     SHI_Q_F_REPLY  = 1u << 2, // ITEM: answers ASK `queue` (its ask id)
+    // ITEM: the data stays in the sender's memory, which the location reads
+    // itself (one copy instead of two); the record carries its region.
+    SHI_Q_F_PULL = 1u << 3,
 };
 
 enum shi_q_ask_what {

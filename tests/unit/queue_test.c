@@ -13,10 +13,12 @@
 #define SHM      ENV("SHOAL_TRANSPORT=shm")
 #define TCP      ENV("SHOAL_TRANSPORT=tcp")
 // Rings of 16 KiB: senders wait for room, a 3 MiB item goes in many
-// pieces. FULL: queues of 4 items too, for the case that fills one (the
-// queue case's locations put to themselves before they take: with such
-// queues they would wait for themselves).
-#define SHM_SMALL ENV("SHOAL_TRANSPORT=shm", "SHOAL_QUEUE_RING_BYTES=16K")
+// pieces (without process_vm_readv: else the location reads large items
+// from the sender's memory). FULL: queues of 4 items too, for the case that
+// fills one (the queue case's locations put to themselves before they take:
+// with such queues they would wait for themselves).
+#define SHM_SMALL                                                             \
+    ENV("SHOAL_TRANSPORT=shm", "SHOAL_QUEUE_RING_BYTES=16K", "SHOAL_CMA=0")
 #define TCP_SMALL                                                             \
     ENV("SHOAL_TRANSPORT=tcp", "SHOAL_QUEUE_RING_BYTES=16K",                  \
         "SHOAL_TCP_CHUNK_BYTES=1024")
