@@ -186,6 +186,10 @@ free_all(struct shi_q_channel *ch)
         next = p->next;
         free(p);
     }
+    for (struct shi_q_park *p = ch->deferred, *next; p != NULL; p = next) {
+        next = p->next;
+        free(p);
+    }
     for (struct shi_q_owed *o = ch->owed, *next; o != NULL; o = next) {
         next = o->next;
         shi_q_item_free_list(o->item);

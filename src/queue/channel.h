@@ -155,14 +155,18 @@ struct shi_q_channel {
     struct shi_q_out   *out;
     struct shi_q_store *stores;
     struct shi_q_park  *parks;
-    struct shi_q_ask   *asks;
-    struct shi_q_owed  *owed, *owed_tail;
-    struct shi_q_name  *names;
-    uint64_t            next_ask, unnamed;
-    char                fault[SHI_ERROR_TEXT_MAX]; // a peer's bad record
-    atomic_int          faulty; // its status (SHOAL_EPROTO), set after
-    atomic_int          closed; // the communicator is gone
-    atomic_int          refs; // the communicator, each queue, each item out
+    // Asks answered at the end of the drain that read them (sizes, and
+    // gets that may not wait): items that were put before the ask was
+    // sent may still sit in other senders' rings when it is read.
+    struct shi_q_park *deferred;
+    struct shi_q_ask  *asks;
+    struct shi_q_owed *owed, *owed_tail;
+    struct shi_q_name *names;
+    uint64_t           next_ask, unnamed;
+    char               fault[SHI_ERROR_TEXT_MAX]; // a peer's bad record
+    atomic_int         faulty; // its status (SHOAL_EPROTO), set after
+    atomic_int         closed; // the communicator is gone
+    atomic_int         refs; // the communicator, each queue, each item out
     // Buffers of large items the application freed, for the next ones:
     // fresh memory costs a page fault per 4 KiB, as much as the copy.
     pthread_mutex_t pool_mu;

@@ -177,6 +177,59 @@ malformed(struct shi_q_channel *ch, int s, const char *what)
     return -1;
 }
 
+// Answers ask `ask` of rank s about store st now: a TAKE with the next
+// item, a WAIT with the count, either with "empty" when there is none; a
+// SIZE with the count.
+static void
+answer(struct shi_q_channel *ch, int s, uint32_t what, uint64_t ask,
+    struct shi_q_store *st)
+{
+    if (what == SHI_Q_ASK_SIZE) {
+        shi_q_owe_answer(ch, s, ask, st->count);
+    } else if (st->count == 0) {
+        shi_q_owe_answer(ch, s, ask, SHI_Q_EMPTY);
+    } else if (what == SHI_Q_ASK_TAKE) {
+        owe_item(ch, s, ask, shi_q_pop(ch, st));
+    } else {
+        shi_q_owe_answer(ch, s, ask, st->count);
+    }
+}
+
+static int
+defer(struct shi_q_channel *ch, int s, const struct shi_q_rec *rec)
+{
+    struct shi_q_park *p = calloc(1, sizeof(*p)), **pp = &ch->deferred;
+
+    if (p == NULL) {
+        return malformed(ch, s, "out of memory for its ask");
+    }
+    p->from  = s;
+    p->what  = rec->flags;
+    p->ask   = rec->total;
+    p->queue = rec->queue;
+    while (*pp != NULL) {
+        pp = &(*pp)->next; // arrival order
+    }
+    *pp = p;
+    return 0;
+}
+
+// Answers the deferred asks, in arrival order.
+static void
+answer_deferred(struct shi_q_channel *ch)
+{
+    struct shi_q_park *p;
+
+    while ((p = ch->deferred) != NULL) {
+        struct shi_q_store *st = shi_q_store(ch, p->queue, 1);
+        ch->deferred           = p->next;
+        if (st != NULL) {
+            answer(ch, p->from, p->what, p->ask, st);
+        }
+        free(p);
+    }
+}
+
 static int
 on_ask(struct shi_q_channel *ch, int s, const struct shi_q_rec *rec)
 {
@@ -187,19 +240,15 @@ on_ask(struct shi_q_channel *ch, int s, const struct shi_q_rec *rec)
     }
     switch (rec->flags) {
         case SHI_Q_ASK_SIZE:
-            shi_q_owe_answer(ch, s, rec->total, st->count);
-            return 0;
+            return defer(ch, s, rec);
         case SHI_Q_ASK_TAKE:
         case SHI_Q_ASK_WAIT:
-            if (st->count > 0 || rec->arg == 0) {
-                if (st->count == 0) {
-                    shi_q_owe_answer(ch, s, rec->total, SHI_Q_EMPTY);
-                } else if (rec->flags == SHI_Q_ASK_TAKE) {
-                    owe_item(ch, s, rec->total, shi_q_pop(ch, st));
-                } else {
-                    shi_q_owe_answer(ch, s, rec->total, st->count);
-                }
+            if (st->count > 0) {
+                answer(ch, s, rec->flags, rec->total, st);
                 return 0;
+            }
+            if (rec->arg == 0) {
+                return defer(ch, s, rec);
             }
             return park(ch, s, rec) == SHOAL_OK
                 ? 0
@@ -442,8 +491,9 @@ read_one(struct shi_q_channel *ch, int s)
     return r;
 }
 
-int
-shi_q_drain(struct shi_q_channel *ch)
+// One look at every ring: what arrived before each was looked at.
+static int
+drain_pass(struct shi_q_channel *ch)
 {
     int moved = 0;
 
@@ -455,6 +505,31 @@ shi_q_drain(struct shi_q_channel *ch)
             && read_one(ch, s) == 0) {
             moved++;
         }
+    }
+    return moved;
+}
+
+// Deferred asks are answered once the rings hold nothing more that came
+// before them: a ring looked at before the ask was read is looked at
+// again (a few passes at most, so that a steady stream cannot hold the
+// answer back).
+#define DEFERRED_PASSES 8
+
+int
+shi_q_drain(struct shi_q_channel *ch)
+{
+    int moved = drain_pass(ch), more = moved;
+
+    for (int i = 0; ch->deferred != NULL && more > 0 && i < DEFERRED_PASSES;
+         i++) {
+        more = drain_pass(ch);
+        moved += more;
+    }
+    if (ch->deferred != NULL) {
+        if (more > 0 || moved == 0) {
+            moved += drain_pass(ch); // the ask came in this pass's last look
+        }
+        answer_deferred(ch);
     }
     if (moved > 0) {
         shi_q_kick(ch);

@@ -259,13 +259,59 @@ bad_args(shoal_comm *comm)
     return 0;
 }
 
+// Items put before a barrier are counted by a size asked after it from
+// any rank, even when they still sit in the location's rings when the ask
+// is read (a sender ranked after the asker, a large item in pieces).
+static int
+sizes_after_barrier(shoal_comm *comm)
+{
+    int          rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    int          where = size > 1 ? 1 : 0, putter = size - 1;
+    size_t       big      = (size_t) 2 << 20, n;
+    float       *buf      = calloc(big / sizeof(float), sizeof(float));
+    int64_t      shape[1] = { (int64_t) (big / sizeof(float)) };
+    shoal_queue *q;
+
+    MP_CHECK(buf != NULL);
+    MP_OK(shoal_queue_create(comm, &where, 1, 0, &q));
+    for (int round = 0; round < 20; round++) {
+        size_t want = round % 4 == 0 ? 4 : 3;
+        if (rank == putter) {
+            for (int k = 0; k < 3; k++) {
+                MP_OK(put_seq(q, rank, k, 0));
+            }
+            if (want == 4) {
+                MP_OK(shoal_queue_put(q, SHOAL_QUEUE_TENSOR, buf, big,
+                    SHOAL_FLOAT32, 1, shape, 0, -1));
+            }
+        }
+        MP_OK(shoal_barrier(comm));
+        MP_OK(shoal_queue_size(q, &n));
+        if (n != want) {
+            fprintf(
+                stderr, "round %d: size %zu, wanted %zu\n", round, n, want);
+            return 1;
+        }
+        MP_OK(shoal_barrier(comm));
+        for (size_t i = 0; rank == where && i < want; i++) {
+            shoal_queue_item *it;
+            MP_OK(shoal_queue_get(q, 0, &it));
+            shoal_queue_item_free(it);
+        }
+        MP_OK(shoal_barrier(comm));
+    }
+    shoal_queue_free(q);
+    free(buf);
+    return 0;
+}
+
 int
 mp_case_queue(shoal_comm *comm, int argc, char **argv)
 {
     (void) argc;
     (void) argv;
-    return many_to_one(comm) || multicast(comm) || named_and_tx(comm)
-        || large(comm) || bad_args(comm);
+    return many_to_one(comm) || sizes_after_barrier(comm) || multicast(comm)
+        || named_and_tx(comm) || large(comm) || bad_args(comm);
 }
 
 // Rank 0 holds the queue and dies while the others wait to take from it:
