@@ -159,10 +159,10 @@ fuzz:
 TSAN_BUILD ?= build-tsan
 TSAN_CASES  = p2p_async progress bcast barrier split timeout plan_random plan_errors \
               wait_for_abort p2p_any split_left split_keys window_map window_errors \
-              queue
+              queue queue_all
 # The same over the TCP transport (its epoll engine and abort frames).
 TSAN_TCP_CASES = p2p_async progress bcast coll_inflight timeout plan_random \
-                 wait_for_abort p2p_any split_left split_keys window_errors queue
+                 wait_for_abort p2p_any split_left split_keys window_errors queue queue_all
 test-tsan: | deps
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSHOAL_SANITIZE=thread
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target shoal_mptest shoalrun

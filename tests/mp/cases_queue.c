@@ -399,3 +399,40 @@ mp_case_queue_full(shoal_comm *comm, int argc, char **argv)
     shoal_queue_free(q);
     return 0;
 }
+
+// Every rank puts 500 items into the queue of every rank, all at once,
+// before any rank takes: with small rings every sender waits for room, so
+// the locations' service threads must take items in while their
+// application is busy putting. Then each rank takes its items, each
+// sender's in order.
+int
+mp_case_queue_all(shoal_comm *comm, int argc, char **argv)
+{
+    int           rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    int           next[64] = { 0 };
+    shoal_queue **q        = calloc((size_t) size, sizeof(*q));
+    size_t        left;
+
+    (void) argc;
+    (void) argv;
+    MP_CHECK(q != NULL && size <= 64);
+    for (int r = 0; r < size; r++) {
+        MP_OK(shoal_queue_create(comm, &r, 1, 0, &q[r]));
+    }
+    for (int k = 0; k < 500; k++) {
+        for (int d = 0; d < size; d++) {
+            MP_OK(put_seq(q[(rank + d) % size], rank, k, 0));
+        }
+    }
+    for (int i = 0; i < 500 * size; i++) {
+        MP_CHECK(get_seq(q[rank], next, 30000) == 0);
+    }
+    MP_OK(shoal_barrier(comm));
+    MP_OK(shoal_queue_size(q[rank], &left));
+    MP_CHECK(left == 0);
+    for (int r = 0; r < size; r++) {
+        shoal_queue_free(q[r]);
+    }
+    free(q);
+    return 0;
+}

@@ -30,6 +30,7 @@ static const struct {
     { "queue", mp_case_queue },
     { "queue_kill", mp_case_queue_kill },
     { "queue_full", mp_case_queue_full },
+    { "queue_all", mp_case_queue_all },
     { "split_kill", mp_case_split_kill },
     { "create_kill", mp_case_create_kill },
     { "recreate_kill", mp_case_recreate_kill },

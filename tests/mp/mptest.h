@@ -67,6 +67,7 @@ int mp_case_p2p(shoal_comm *comm, int argc, char **argv);
 int mp_case_queue(shoal_comm *comm, int argc, char **argv);
 int mp_case_queue_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_queue_full(shoal_comm *comm, int argc, char **argv);
+int mp_case_queue_all(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_tags(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_async(shoal_comm *comm, int argc, char **argv);
 int mp_case_progress(shoal_comm *comm, int argc, char **argv);

@@ -58,6 +58,9 @@ QUEUE_CASE(queue_small_3, 3, "queue", SHM_SMALL)
 QUEUE_CASE(queue_tcp_2, 2, "queue", TCP)
 QUEUE_CASE(queue_tcp_3, 3, "queue", TCP)
 QUEUE_CASE(queue_tcp_small_3, 3, "queue", TCP_SMALL)
+// Everyone to everyone at once, before anyone takes, with small rings.
+QUEUE_CASE(queue_all_4, 4, "queue_all", SHM_SMALL)
+QUEUE_CASE(queue_all_tcp_3, 3, "queue_all", TCP_SMALL)
 // A full queue: puts wait, or fail at once when they may not wait.
 QUEUE_CASE(queue_full_2, 2, "queue_full", SHM_FULL)
 QUEUE_CASE(queue_full_tcp_2, 2, "queue_full", TCP_FULL)
