@@ -801,7 +801,10 @@ SHOAL_API uint64_t shoal_queue_id(const shoal_queue *q);
 // Puts an item: `bytes` bytes at `data`, which may be reused on return;
 // for a tensor, `dtype` and `shape[ndim]` (ndim <= SHOAL_QUEUE_MAX_DIMS)
 // must describe exactly `bytes`. `flags`: 0 or SHOAL_QUEUE_MORE. Returns
-// once the item is in the ring of every location (not yet taken).
+// once the item is in the ring of every location on this host (a size
+// asked from any rank afterwards counts it), or read by it (large items),
+// and on its way to each location on another host (it arrives after, in
+// order: a size asked before then misses it).
 // Errors: SHOAL_EINVAL, SHOAL_EAGAIN (no room before the time ran out;
 // nothing was sent), SHOAL_EPEER, SHOAL_EABORTED.
 SHOAL_API int shoal_queue_put(shoal_queue *q, shoal_queue_kind kind,
