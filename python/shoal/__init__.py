@@ -31,6 +31,7 @@ from ._groups import find_process_group
 from .memory import (empty, empty_like, is_shared, share_memory_, zeros,
                      zeros_like)
 from ._options import CommOptions
+from .queue import Empty, Full, Queue, open_queue_channel
 from ._reduce_op import ReduceOp, RedOpType
 from ._work import Work
 from .window import WinAccessType, Window, WindowAttr, new_window
@@ -41,7 +42,8 @@ __version__ = "%d.%d.%d" % (_C.version() // 10000, _C.version() // 100 % 100,
 
 __all__ = [
     "AbortedError", "BatchP2POptions", "BatchSendRecv", "Comm",
-    "CommOptions", "CommTimeoutError", "CustomOp", "Future", "P2POp",
+    "CommOptions", "CommTimeoutError", "CustomOp", "Empty", "Full",
+    "Future", "P2POp", "Queue", "open_queue_channel",
     "TensorRegion", "deadline",
     "InvalidArgumentError", "compile_op", "find_process_group",
     "MismatchError", "PeerError", "RedOpType", "ReduceOp", "ShoalError",

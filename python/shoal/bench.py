@@ -19,6 +19,7 @@ MET with the numbers, for the targets of issue 4.
     python -m shoal.bench --quick     # small sizes, few iterations
     python -m shoal.bench --ranks 4
     python -m shoal.bench --ddp       # and a DDP training step
+    python -m shoal.bench --queue     # and shoal.Queue (--queue-only: alone)
     python -m shoal.bench --load 1    # beside one busy process per N
     python -m shoal.bench --plot bench.png   # and the tables as a PNG
 
@@ -65,6 +66,12 @@ def main(argv=None):
     p.add_argument("--ddp", action="store_true",
                    help="also time a DDP training step: gloo, backend "
                         "'shoal', and with shoal.ddp's shared buckets")
+    p.add_argument("--queue", action="store_true",
+                   help="also measure shoal.Queue: a 4-byte put/get ping-"
+                        "pong, 1 MiB tensors' throughput and small objects "
+                        "per second, against torch.distributed send/recv")
+    p.add_argument("--queue-only", action="store_true",
+                   help="measure shoal.Queue alone (no collective tables)")
     p.add_argument("--load", type=int, default=0, metavar="N",
                    help="run N busy processes (a shell loop each) beside "
                         "the ranks, started and stopped by the benchmark")
@@ -105,6 +112,10 @@ def _launch(args):
         cmd.append("--quick")
     if args.ddp:
         cmd.append("--ddp")
+    if args.queue:
+        cmd.append("--queue")
+    if args.queue_only:
+        cmd.append("--queue-only")
     if args.plot:
         cmd += ["--plot", os.path.abspath(args.plot)]
     env = dict(os.environ)
@@ -511,6 +522,191 @@ def _window_table(r):
     return dict(rows)
 
 
+def _ping_pong(r, one_way, iters):
+    """Ranks 0 and 1 bounce a message `iters` times, one_way(to) sending
+    to rank `to` and one_way(None) receiving from the other; rank 0 times
+    each round trip. Returns the sorted round trips (rank 0), else []."""
+    times = []
+    r.comm.barrier()
+    for _ in range(iters):
+        if r.rank == 0:
+            t0 = time.perf_counter()
+            one_way(1)
+            one_way(None)
+            times.append(time.perf_counter() - t0)
+        elif r.rank == 1:
+            one_way(None)
+            one_way(0)
+    r.comm.barrier()
+    return sorted(times)
+
+
+def _queue_ping_pongs(r, inbox, iters):
+    """{variant: sorted round trips (rank 0)} of a 4-byte tensor through
+    shoal.Queue, torch.distributed send/recv (gloo, "shoal") and the shoal
+    API's send/recv."""
+    torch, dist = r.torch, r.dist
+    x = torch.ones(1)
+    peer = 1 - r.rank if r.rank < 2 else None
+
+    def queue(to):
+        if to is None:
+            inbox[r.rank].get_tensor()
+        else:
+            inbox[to].put_tensor(x)
+
+    def dist_over(group):
+        def one_way(to):
+            if to is None:
+                dist.recv(x, peer, group=group)
+            else:
+                dist.send(x, to, group=group)
+        return one_way
+
+    def api(to):
+        if to is None:
+            r.comm.recv(x, peer)
+        else:
+            r.comm.send(x, to)
+
+    variants = [("queue", queue), ("gloo", dist_over(r.gloo)),
+                ("dist:shoal", dist_over(r.spg) if r.spg else None),
+                ("shoal send/recv", api)]
+    got = {}
+    for name, one_way in variants:
+        if one_way is None:
+            got[name] = None
+            continue
+        _ping_pong(r, one_way, max(3, iters // 10))  # warm up
+        got[name] = _ping_pong(r, one_way, iters)
+    return got
+
+
+def _queue_streams(r, inbox, count):
+    """{variant: seconds} for `count` 1 MiB float32 tensors from rank 0 to
+    rank 1 (median over iterations of the slower rank: until the last one
+    is taken), and one rank's torch copy_ of as many bytes."""
+    torch, dist = r.torch, r.dist
+    src = torch.rand(MiB // 4)
+    dst = torch.empty_like(src)
+
+    def only(rank, fn):
+        return lambda: fn() if r.rank == rank else None
+
+    def queue():
+        if r.rank == 0:
+            for _ in range(count):
+                inbox[1].put_tensor(src)
+        elif r.rank == 1:
+            for _ in range(count):
+                inbox[1].get_tensor()
+
+    def dist_over(group):
+        def fn():
+            if r.rank == 0:
+                for _ in range(count):
+                    dist.send(src, 1, group=group)
+            elif r.rank == 1:
+                for _ in range(count):
+                    dist.recv(dst, 0, group=group)
+        return fn
+
+    def memcpy():
+        for _ in range(count):
+            dst.copy_(src)
+
+    got = {}
+    for name, fn in (("queue", queue), ("gloo", dist_over(r.gloo)),
+                     ("dist:shoal", dist_over(r.spg) if r.spg else None),
+                     ("memcpy", only(0, memcpy))):
+        got[name] = None if fn is None else _few(r, fn)
+    return got
+
+
+def _few(r, fn):
+    """r.measure of fn over a few iterations (after one more, unmeasured):
+    for functions that each run many operations."""
+    fn()
+    return _measure_steps(r, fn, 3 if r.args.quick else 10)[0]
+
+
+def _queue_rates(r, inbox, count):
+    """{what: items per second} from rank 0 to rank 1 through one queue:
+    small objects, and 4-byte tensors."""
+    x = r.torch.ones(1)
+    item = {"step": 1, "loss": 0.5}
+
+    def objects():
+        if r.rank == 0:
+            for _ in range(count):
+                inbox[1].put_object(item)
+        elif r.rank == 1:
+            for _ in range(count):
+                inbox[1].get_object()
+
+    def tensors():
+        if r.rank == 0:
+            for _ in range(count):
+                inbox[1].put_tensor(x)
+        elif r.rank == 1:
+            for _ in range(count):
+                inbox[1].get_tensor()
+
+    return {name: count / _few(r, fn)
+            for name, fn in (("objects", objects), ("4 B tensors", tensors))}
+
+
+def _queue_table(r):
+    """shoal.Queue through the Python API, ranks 0 and 1 (a queue on each):
+    (a) a 4-byte tensor's put -> get round trip against send/recv, (b) 1
+    MiB tensors' throughput against send/recv and a memcpy, (c) small
+    items per second through one queue."""
+    shoal = r.shoal
+    if r.size < 2:
+        return {}
+    inbox = [shoal.Queue(r.comm, k) for k in range(2)]  # collective
+    iters = 200 if r.args.quick else 2000
+    count = 4 if r.args.quick else 16
+    items = 500 if r.args.quick else 5000
+    rtt = _queue_ping_pongs(r, inbox, iters)
+    streams = _queue_streams(r, inbox, count)
+    rates = _queue_rates(r, inbox, items)
+    if r.rank != 0:
+        return {}
+    print(f"#\n# shoal.Queue, ranks 0 <-> 1 ({r.size} ranks): (a) 4 B "
+          f"tensor round trip, rank 0 puts into a queue on rank 1, which "
+          f"gets\n# and puts back into one on rank 0 ({iters} round trips, "
+          f"rank 0's clock); the same through send/recv")
+    print(f"#{'':>18} {'median us':>10} {'p90 us':>10} {'/queue':>8}")
+    q = statistics.median(rtt["queue"])
+    for name, times in rtt.items():
+        if not times:
+            print(f"  {name:<17} {'n/a':>10}")
+            continue
+        med = statistics.median(times)
+        p90 = statistics.quantiles(times, n=10)[-1]
+        print(f"  {name:<17} {med * 1e6:>10.1f} {p90 * 1e6:>10.1f} "
+              f"{med / q:>8.2f}")
+    print(f"#\n# (b) {count} tensors of 1 MiB from rank 0 to rank 1, until "
+          f"the last is taken (median of the slower rank); memcpy: rank 0 "
+          f"copies\n# as many bytes (torch copy_)")
+    print(f"#{'':>18} {'GB/s':>10} {'/memcpy':>10}")
+    mc = streams["memcpy"]
+    for name, t in streams.items():
+        if t is None:
+            print(f"  {name:<17} {'n/a':>10}")
+            continue
+        print(f"  {name:<17} {count * MiB / t / 1e9:>10.2f} "
+              f"{mc / t:>10.3f}")
+    print(f"#\n# (c) {items} items put by rank 0 into a queue on rank 1, "
+          f"taken there (median of the slower rank)")
+    print(f"#{'':>18} {'items/s':>10} {'us/item':>10}")
+    for name, rate in rates.items():
+        print(f"  {name:<17} {rate:>10.0f} {1e6 / rate:>10.2f}")
+    sys.stdout.flush()
+    return {"rtt": q, "streams": streams, "rates": rates}
+
+
 def _skew_table(r):
     """A 4-byte all_reduce, each iteration started by a gloo barrier:
     through gloo, torch.distributed 'shoal' and the shoal API, beside the
@@ -654,6 +850,9 @@ def _worker(args):
             print(f"# dist:shoal: n/a ({r.spg_why})")
         sys.stdout.flush()
     results, wrong = {}, False
+    if args.queue_only:
+        _queue_table(r)
+        return _finish(r, args, wrong)
     for kind, sizes in (QUICK if args.quick else FULL):
         rows = []
         for nbytes in sizes:
@@ -676,6 +875,8 @@ def _worker(args):
     if args.ddp:
         _ddp_table(r)
     window = _window_table(r) if r.size > 1 else {}
+    if args.queue:
+        _queue_table(r)
     skew = _skew_table(r)
     _tune_table(r)
     if r.rank == 0:
@@ -692,6 +893,11 @@ def _worker(args):
                  "n/a" if w is None else f"{w * 1e6:.2f} us")
         print(f"# load average {os.getloadavg()[0]:.2f} at the end")
         sys.stdout.flush()
+    return _finish(r, args, wrong)
+
+
+def _finish(r, args, wrong):
+    """Parts the ranks and draws the plot; the exit status."""
     r.comm.barrier()
     r.dist.destroy_process_group()
     r.comm.finalize()

@@ -20,6 +20,7 @@ Independent threads should use communicators of their own.
 """
 
 import datetime
+import os
 
 from . import _C, _arrays, _env, _groups, _hints
 from ._batch import BatchSendRecv
@@ -121,6 +122,10 @@ class Comm:
         self._rank = c.rank
         self._size = c.size
         _groups.register(self, name)
+        if os.environ.get("SHOAL_QUEUES") == "1":
+            # Every rank makes its Comm at the same point of the creation,
+            # so the channel opens collectively here.
+            _C.queue_channel_open(c)
 
     # ---- identity and life --------------------------------------------------
 
@@ -211,6 +216,12 @@ class Comm:
         from .window import Window
 
         return Window(self, tensor)
+
+    def open_queue_channel(self):
+        """Collective: opens this communicator's queue channel, which
+        named shoal.Queues need (a no-op when open). Creating any unnamed
+        queue opens it too, and SHOAL_QUEUES=1 opens it at creation."""
+        _C.queue_channel_open(self._c)
 
     def batch_op_create(self):
         """A BatchSendRecv: add send()s and recv()s, then issue() them

@@ -202,6 +202,12 @@ PyObject *ext_dlpack_export(unsigned char *base, size_t nbytes, size_t offset,
 
 extern PyTypeObject ext_window_type;
 
+// ---- Queues (queue.c) ----------------------------------------------------
+
+// Readies the Queue and QueueItem types and adds them to `module`, with
+// the queue functions and constants. Returns 0 or -1.
+int ext_queue_init(PyObject *module);
+
 // ---- Memory registrations (mem_reg.c) ---------------------------------
 
 // Readies the type. Returns 0 or -1.

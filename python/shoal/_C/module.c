@@ -128,7 +128,7 @@ PyInit__C(void)
         || module_add_type(m, "Plan", &ext_plan_type) < 0
         || module_add_type(m, "Window", &ext_window_type) < 0
         || PyModule_AddFunctions(m, ext_probe_methods) < 0
-        || ext_errors_init(m) < 0
+        || ext_queue_init(m) < 0 || ext_errors_init(m) < 0
         || module_add_names(m, "DTYPES", SHOAL_DTYPE_COUNT, shoal_dtype_name)
             < 0
         || module_add_names(m, "OPS", SHOAL_OP_COUNT, shoal_op_name) < 0
