@@ -2,8 +2,9 @@
 and unnamed queues, many producers, tensors and objects mixed, the wrong
 kind of item, transactions, timeouts, bounded capacity, bad arguments, a
 dying location, shared memory and TCP, a torch.distributed group, the
-example pipeline and the benchmark's queue section. The rank side is queue_ranks.py; each test starts its
-ranks once and runs several cases on them."""
+example pipeline and the benchmark's queue section. The rank side is
+queue_ranks.py; each test starts its ranks once and runs several cases on
+them."""
 
 import os
 import subprocess
@@ -50,13 +51,17 @@ def test_channel_open_at_creation():
     run(2, "named", env={"SHOAL_QUEUES": "1"})
 
 
-@pytest.mark.parametrize("env", [{}, TCP])
+# Over TCP only in make test-full: the C suite covers both transports.
+TCP_FULL = pytest.param(TCP, marks=pytest.mark.full, id="tcp")
+
+
+@pytest.mark.parametrize("env", [{}, TCP_FULL])
 def test_bounded_capacity(env):
     run(2, "capacity", env=dict(env, SHOAL_QUEUE_CAPACITY="16",
                                 SHOAL_QUEUE_RING_BYTES="16384"))
 
 
-@pytest.mark.parametrize("env", [{}, TCP])
+@pytest.mark.parametrize("env", [{}, TCP_FULL])
 def test_dead_location_fails_the_waits(env):
     results = spawn(3, None, extra_env=env, timeout=60,
                     argv=[sys.executable, PROGRAM, "kill"])
@@ -79,6 +84,7 @@ def test_example_pipeline():
     assert "pipeline ok" in results[0][1], results[0][1]
 
 
+@pytest.mark.full
 def test_bench_queue_section():
     """python -m shoal.bench --queue-only --quick prints its three tables
     (a smoke test: the numbers are not judged)."""
