@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("torch")
 
 
+@pytest.mark.full  # a smoke test of the benchmark, not of shoal
 def test_bench_quick_prints_the_tables():
     p = subprocess.run(
         [sys.executable, "-m", "shoal.bench", "--quick", "--iters", "3",

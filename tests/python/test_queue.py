@@ -42,6 +42,7 @@ def test_one_location(n):
     run(n, ANY_SIZE + ("," + SEVERAL if n > 1 else ""))
 
 
+@pytest.mark.full  # the C suite runs the queue cases over TCP
 def test_over_tcp():
     run(3, ANY_SIZE + "," + SEVERAL, env=TCP)
 
