@@ -811,6 +811,15 @@ SHOAL_API int shoal_queue_put(shoal_queue *q, shoal_queue_kind kind,
     const void *data, size_t bytes, shoal_dtype dtype, int ndim,
     const int64_t *shape, unsigned flags, int64_t timeout_ms);
 
+// The same, returning at once with *req (shoal_wait / shoal_test): `data`
+// must stay unchanged until it completes. A large item a location on this
+// host reads from `data` itself completes when that location has read it,
+// while the caller goes on; any other item is sent on return, *req done.
+SHOAL_API int shoal_queue_iput(shoal_queue *q, shoal_queue_kind kind,
+    const void *data, size_t bytes, shoal_dtype dtype, int ndim,
+    const int64_t *shape, unsigned flags, int64_t timeout_ms,
+    shoal_request **req);
+
 // Takes the queue's next item, waiting up to `timeout_ms`. The caller owns
 // *out (shoal_queue_item_free). Errors: SHOAL_EAGAIN (empty until the time
 // ran out), SHOAL_EINVAL (a multicast queue this rank is not a location

@@ -207,9 +207,15 @@ void shi_q_unref(struct shi_q_channel *ch);
 
 // send.c: writes an item (data, meta and flags as in rec) to `dst`,
 // chunked to fit its ring; `deadline` bounds the wait for room before
-// the first byte goes (SHOAL_EAGAIN), not after. Without the lock.
+// the first byte goes (SHOAL_EAGAIN), not after. Without the lock. A large
+// item dst reads from `data` itself: with `pull` NULL the call waits
+// until it has; else it returns at once with *pull the number dst's read
+// count must reach (shi_q_pulled), 0 when nothing is left to wait for.
 int shi_q_send_item(struct shi_q_channel *ch, int dst, struct shi_q_rec *rec,
-    const void *data, int64_t deadline);
+    const void *data, int64_t deadline, uint64_t *pull);
+
+// Whether `dst` has read this rank's n-th item to read.
+int shi_q_pulled(struct shi_q_channel *ch, int dst, uint64_t n);
 // Writes one record without data (ASK, ANSWER): waits for room.
 int shi_q_send_rec(struct shi_q_channel *ch, int dst, struct shi_q_rec *rec,
     int64_t deadline);

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "core/engine.h"
+#include "core/ops.h"
 #include "queue/channel.h"
 
 #define UNNAMED_BIT (1ULL << 63) // unnamed ids: this bit and a sequence
@@ -265,18 +267,71 @@ check_item(shoal_queue_kind kind, const void *data, size_t bytes,
     return SHOAL_OK;
 }
 
-int
-shoal_queue_put(shoal_queue *q, shoal_queue_kind kind, const void *data,
-    size_t bytes, shoal_dtype dtype, int ndim, const int64_t *shape,
-    unsigned flags, int64_t timeout_ms)
+// A put not yet read by its location (shoal_queue_iput): the request's
+// step watches the location's read count.
+struct put_state {
+    struct shi_q_channel *ch; // a reference, dropped at completion
+    uint64_t              pull;
+};
+
+static int
+pulled_step(shoal_comm *comm, shoal_request *req)
 {
-    int st;
+    struct put_state *s  = shi_algo_state(req, struct put_state);
+    int               st = SHOAL_OK;
+
+    if (!shi_q_pulled(s->ch, req->peer, s->pull)
+        && (st = shi_q_usable(s->ch, req->peer, "queue_iput")) == SHOAL_OK) {
+        req->blocked_on = req->peer;
+        return 0;
+    }
+    shi_q_unref(s->ch);
+    shi_engine_complete(comm, req, st);
+    return 1;
+}
+
+static int
+done_step(shoal_comm *comm, shoal_request *req)
+{
+    shi_engine_complete(comm, req, SHOAL_OK);
+    return 1;
+}
+
+// The request of an iput: done already, or waiting for its one location
+// to read the item (`pull`).
+static int
+put_request(struct shi_q_channel *ch, int dst, uint64_t pull, const void *data,
+    size_t bytes, shoal_request **out)
+{
+    shoal_request req;
+
+    shi_req_fill(&req, SHI_OP_PUT, data, bytes, SHOAL_UINT8, dst);
+    req.step = pull > 0 ? pulled_step : done_step;
+    if (pull > 0) {
+        shi_q_ref(ch);
+        shi_algo_state(&req, struct put_state)->ch   = ch;
+        shi_algo_state(&req, struct put_state)->pull = pull;
+    }
+    int st = shi_start_async(ch->comm, &req, out);
+    if (st != SHOAL_OK && pull > 0) {
+        shi_q_unref(ch);
+    }
+    return st;
+}
+
+static int
+put_op(shoal_queue *q, shoal_queue_kind kind, const void *data, size_t bytes,
+    shoal_dtype dtype, int ndim, const int64_t *shape, unsigned flags,
+    int64_t timeout_ms, shoal_request **out)
+{
+    const char *op = out != NULL ? "queue_iput" : "queue_put";
+    int         st;
 
     if (q == NULL) {
-        return shi_error(SHOAL_EINVAL, "queue_put: queue is NULL");
+        return shi_error(SHOAL_EINVAL, "%s: queue is NULL", op);
     }
     struct shi_q_channel *ch = q->ch;
-    if ((st = shi_q_usable(ch, -1, "queue_put")) != SHOAL_OK) {
+    if ((st = shi_q_usable(ch, -1, op)) != SHOAL_OK) {
         return st;
     }
     if ((st = check_item(kind, data, bytes, dtype, ndim, shape, flags))
@@ -292,17 +347,45 @@ shoal_queue_put(shoal_queue *q, shoal_queue_kind kind, const void *data,
     for (int d = 0; kind == SHOAL_QUEUE_TENSOR && d < ndim; d++) {
         rec.shape[d] = shape[d];
     }
-    int64_t deadline = shi_deadline_in_ms(timeout_ms);
+    // Only a single location's read is left to wait for by a request; a
+    // multicast put waits for every location's here.
+    int      async    = out != NULL && q->n == 1;
+    uint64_t pull     = 0;
+    int64_t  deadline = shi_deadline_in_ms(timeout_ms);
     for (int i = 0; i < q->n; i++) {
-        if ((st = shi_q_usable(ch, q->locations[i], "queue_put")) != SHOAL_OK
-            || (st = shi_q_send_item(
-                    ch, q->locations[i], &rec, data, deadline))
+        if ((st = shi_q_usable(ch, q->locations[i], op)) != SHOAL_OK
+            || (st = shi_q_send_item(ch, q->locations[i], &rec, data, deadline,
+                    async ? &pull : NULL))
                 != SHOAL_OK) {
             return atomic_load(&ch->closed) ? st
                                             : shi_comm_error(ch->comm, st);
         }
     }
-    return SHOAL_OK;
+    return out == NULL
+        ? SHOAL_OK
+        : put_request(ch, q->locations[0], pull, data, bytes, out);
+}
+
+int
+shoal_queue_put(shoal_queue *q, shoal_queue_kind kind, const void *data,
+    size_t bytes, shoal_dtype dtype, int ndim, const int64_t *shape,
+    unsigned flags, int64_t timeout_ms)
+{
+    return put_op(
+        q, kind, data, bytes, dtype, ndim, shape, flags, timeout_ms, NULL);
+}
+
+int
+shoal_queue_iput(shoal_queue *q, shoal_queue_kind kind, const void *data,
+    size_t bytes, shoal_dtype dtype, int ndim, const int64_t *shape,
+    unsigned flags, int64_t timeout_ms, shoal_request **req)
+{
+    if (req == NULL) {
+        return shi_missing_req("queue_iput");
+    }
+    *req = NULL;
+    return put_op(
+        q, kind, data, bytes, dtype, ndim, shape, flags, timeout_ms, req);
 }
 
 // ------------------------------------------------------------ get here

@@ -202,7 +202,7 @@ wait_pulled(struct shi_q_channel *ch, int dst, uint64_t n)
 // region, and the put returns once the location has read it.
 static int
 send_pulled(struct shi_q_channel *ch, int dst, struct shi_q_rec *rec,
-    const void *data, int64_t deadline)
+    const void *data, int64_t deadline, uint64_t *pull)
 {
     struct shi_tp_region region;
     uint64_t             n = 0;
@@ -218,17 +218,31 @@ send_pulled(struct shi_q_channel *ch, int dst, struct shi_q_rec *rec,
         n  = ++ch->out[dst].pulls;
     }
     pthread_mutex_unlock(&ch->out[dst].send);
+    if (pull != NULL && st == SHOAL_OK) {
+        *pull = n; // the caller waits
+        return st;
+    }
     return st == SHOAL_OK ? wait_pulled(ch, dst, n) : st;
 }
 
 int
-shi_q_send_item(struct shi_q_channel *ch, int dst, struct shi_q_rec *rec,
-    const void *data, int64_t deadline)
+shi_q_pulled(struct shi_q_channel *ch, int dst, uint64_t n)
 {
+    return atomic_load_explicit(ch->out[dst].credit + 1, memory_order_acquire)
+        >= n;
+}
+
+int
+shi_q_send_item(struct shi_q_channel *ch, int dst, struct shi_q_rec *rec,
+    const void *data, int64_t deadline, uint64_t *pull)
+{
+    if (pull != NULL) {
+        *pull = 0; // through the ring: done on return
+    }
     // A reply to a remote get goes through the ring: the service thread
     // that sends it must not wait on the asker.
     if (!(rec->flags & SHI_Q_F_REPLY) && pullable(ch, dst, rec->total)) {
-        return send_pulled(ch, dst, rec, data, deadline);
+        return send_pulled(ch, dst, rec, data, deadline, pull);
     }
     const unsigned char *p    = data;
     size_t               left = (size_t) rec->total;

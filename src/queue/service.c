@@ -77,7 +77,7 @@ send_owed(struct shi_q_channel *ch, struct shi_q_owed *o)
         .arg   = it->sender,
         .ndim  = it->ndim };
     memcpy(rec.shape, it->shape, sizeof(rec.shape));
-    return shi_q_send_item(ch, o->dst, &rec, it->data, SHI_NO_DEADLINE);
+    return shi_q_send_item(ch, o->dst, &rec, it->data, SHI_NO_DEADLINE, NULL);
 }
 
 void

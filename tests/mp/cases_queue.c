@@ -225,6 +225,58 @@ large(shoal_comm *comm)
     return 0;
 }
 
+// Non-blocking puts: four 1 MiB items and a small one in flight at once
+// from every rank to rank 0, each buffer kept until its request is done;
+// rank 0 takes them all, each sender's in order and intact.
+static int
+iputs(shoal_comm *comm)
+{
+    int            rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    int            where = 0, seen[64] = { 0 };
+    size_t         bytes    = (size_t) 1 << 20;
+    int64_t        shape[1] = { (int64_t) bytes }, one[1] = { 1 };
+    unsigned char *buf[4];
+    shoal_request *req[5];
+
+    MP_CHECK(size <= 64);
+    shoal_queue *q;
+    MP_OK(shoal_queue_create(comm, &where, 1, 0, &q));
+    for (int k = 0; k < 4; k++) {
+        MP_CHECK((buf[k] = malloc(bytes)) != NULL);
+        mp_fill(buf[k], bytes, rank, k);
+        MP_OK(shoal_queue_iput(q, SHOAL_QUEUE_TENSOR, buf[k], bytes,
+            SHOAL_UINT8, 1, shape, 0, -1, &req[k]));
+    }
+    unsigned char last = (unsigned char) rank;
+    MP_OK(shoal_queue_iput(
+        q, SHOAL_QUEUE_TENSOR, &last, 1, SHOAL_UINT8, 1, one, 0, -1, &req[4]));
+    MP_CHECK(shoal_test(req[4]) == SHOAL_OK); // small: sent on return
+    if (rank == where) {
+        for (int i = 0; i < 5 * size; i++) {
+            shoal_queue_item *it;
+            MP_OK(shoal_queue_get(q, 30000, &it));
+            int from = shoal_queue_item_sender(it), k = seen[from]++;
+            if (k < 4) {
+                MP_CHECK(shoal_queue_item_bytes(it) == bytes);
+                MP_CHECK(mp_verify(shoal_queue_item_data(it), bytes, from, k));
+            } else {
+                MP_CHECK(*(unsigned char *) shoal_queue_item_data(it) == from);
+            }
+            shoal_queue_item_free(it);
+        }
+    }
+    for (int k = 0; k < 5; k++) {
+        MP_OK(shoal_wait(req[k], -1));
+        shoal_request_free(req[k]);
+    }
+    MP_OK(shoal_barrier(comm));
+    for (int k = 0; k < 4; k++) {
+        free(buf[k]);
+    }
+    shoal_queue_free(q);
+    return 0;
+}
+
 // Arguments a rank gets wrong fail there, and the channel goes on.
 static int
 bad_args(shoal_comm *comm)
@@ -330,7 +382,7 @@ mp_case_queue(shoal_comm *comm, int argc, char **argv)
     (void) argc;
     (void) argv;
     return many_to_one(comm) || sizes_after_barrier(comm) || multicast(comm)
-        || named_and_tx(comm) || large(comm) || bad_args(comm);
+        || named_and_tx(comm) || large(comm) || iputs(comm) || bad_args(comm);
 }
 
 // Rank 0 holds the queue and dies while the others wait to take from it:
