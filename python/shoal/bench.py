@@ -595,8 +595,11 @@ def _queue_streams(r, inbox, count):
 
     def queue():
         if r.rank == 0:
-            for _ in range(count):
-                inbox[1].put_tensor(src)
+            # Each put's Work completes when rank 1 has read the tensor:
+            # kept, the puts overlap those reads (src is not changed).
+            works = [inbox[1].put_tensor(src) for _ in range(count)]
+            for w in works:
+                w.wait()
         elif r.rank == 1:
             for _ in range(count):
                 inbox[1].get_tensor()

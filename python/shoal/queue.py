@@ -305,9 +305,6 @@ def _wrong_kind(op, item):
     return e
 
 
-_DONE = Work()  # a put's Work: complete once the put returns
-
-
 class Queue:
     """A queue of tensors and objects between the ranks of `group`.
 
@@ -387,17 +384,21 @@ class Queue:
 
     def put_tensor(self, tensor, *, transaction=0, block=True, timeout=None):
         """Puts a CPU tensor (a non-contiguous one is copied first) and
-        returns a Work, complete already: the bytes were copied out before
-        the call returned, so the tensor may be changed at once. Waits for
-        room without limit, or up to `timeout` (seconds or timedelta);
+        returns a Work: the tensor must not change until it completes. A
+        large tensor that a location on this host reads from the tensor's
+        memory itself completes when that location has read it, so several
+        puts can be in flight; any other put is complete at once (its
+        bytes went into the location's ring). A dropped Work waits. Waits
+        for room without limit, or up to `timeout` (seconds or timedelta);
         with block=False or when the timeout passes it raises shoal.Full
         and sends nothing."""
         if transaction:
             _no_transaction("put_tensor", transaction)
         item = _tensor_item(tensor, "put_tensor")
-        self._send(item, -1 if block and timeout is None
-                   else _timeout_ms(block, timeout, "put_tensor"))
-        return _DONE
+        work = self._send(item, -1 if block and timeout is None
+                          else _timeout_ms(block, timeout, "put_tensor"),
+                          start=True)
+        return Work(work)
 
     def put_object(self, obj, *, transaction=0, block=True, timeout=None):
         """Puts a Python object (pickled with the highest protocol): fire
@@ -415,15 +416,18 @@ class Queue:
         them inside the block."""
         return Transaction(self)
 
-    def _send(self, item, ms):
+    def _send(self, item, ms, start=False):
+        """Sends one item (flags 0); with `start` returns the _C Work of
+        the put (shoal_queue_iput)."""
         sender = self._sender
         with sender.lock:
             if sender.torn is not None:
                 raise ShoalError(sender.torn)
-            sent = _C.queue_put(self._c, *item, 0, ms)
-        if not sent:
+            sent = _C.queue_put(self._c, *item, 0, ms, start)
+        if sent is False:
             raise Full(f"{self!r} has no room for the item (block=False, "
                        f"or the timeout passed); nothing was sent")
+        return sent
 
     def _check_torn(self):
         if self._sender.torn is not None:

@@ -494,13 +494,14 @@ queue_open(PyObject *mod, PyObject *args)
 }
 
 struct queue_put_args {
-    int            kind;
-    const void    *data;
-    size_t         bytes;
-    int            dtype;
-    int            ndim;
-    const int64_t *shape;
-    unsigned       flags;
+    int             kind;
+    const void     *data;
+    size_t          bytes;
+    int             dtype;
+    int             ndim;
+    const int64_t  *shape;
+    unsigned        flags;
+    shoal_request **req; // NULL: a blocking put; else shoal_queue_iput's
 };
 
 static int
@@ -508,26 +509,36 @@ queue_put_slice(ext_queue *self, int64_t ms, void *arg)
 {
     const struct queue_put_args *a = arg;
 
+    if (a->req != NULL) {
+        return shoal_queue_iput(self->q, (shoal_queue_kind) a->kind, a->data,
+            a->bytes, (shoal_dtype) a->dtype, a->ndim, a->shape, a->flags, ms,
+            a->req);
+    }
     return shoal_queue_put(self->q, (shoal_queue_kind) a->kind, a->data,
         a->bytes, (shoal_dtype) a->dtype, a->ndim, a->shape, a->flags, ms);
 }
 
-// queue_put(q, kind, buffer, dtype, shape, flags, timeout_ms) -> True, or
-// False when the item found no room before the time ran out (nothing sent)
+// queue_put(q, kind, buffer, dtype, shape, flags, timeout_ms[, start])
+// -> True, or False when no room came in time (nothing was sent). With
+// `start` true: a Work instead of True, which keeps the buffer until the
+// location has read it (shoal_queue_iput; done at once for items that went
+// through the ring).
 static PyObject *
 queue_put(PyObject *mod, PyObject *args)
 {
-    PyObject             *qobj, *obj, *shape_obj;
+    PyObject             *qobj, *obj, *shape_obj, *work;
     ext_queue            *self;
     ext_buffer           *b;
     int64_t               shape[SHOAL_QUEUE_MAX_DIMS];
-    struct queue_put_args a = { .shape = shape };
+    shoal_request        *req   = NULL;
+    int                   start = 0;
+    struct queue_put_args a     = { .shape = shape };
     long long             timeout;
     int                   st;
 
     (void) mod;
-    if (!PyArg_ParseTuple(args, "OiOiOIL:queue_put", &qobj, &a.kind, &obj,
-            &a.dtype, &shape_obj, &a.flags, &timeout)
+    if (!PyArg_ParseTuple(args, "OiOiOIL|p:queue_put", &qobj, &a.kind, &obj,
+            &a.dtype, &shape_obj, &a.flags, &timeout, &start)
         || (self = queue_arg(qobj)) == NULL
         || queue_shape(shape_obj, shape, &a.ndim) < 0) {
         return NULL;
@@ -537,7 +548,13 @@ queue_put(PyObject *mod, PyObject *args)
     }
     a.data  = b->data;
     a.bytes = b->count * b->itemsize;
+    a.req   = start ? &req : NULL;
     st      = queue_block(self, timeout, queue_put_slice, &a);
+    if (st == SHOAL_OK && start) {
+        work = ext_work_new(self->comm, req, (PyObject *) b);
+        Py_DECREF(b);
+        return work;
+    }
     Py_DECREF(b); // the library copied the bytes, or sent none
     if (st == SHOAL_OK) {
         Py_RETURN_TRUE;
@@ -662,8 +679,9 @@ static PyMethodDef queue_functions[] = {
         "queue_open(comm, name, locations, streaming) -> Queue: this rank "
         "alone; the named queue (the channel must be open)" },
     { "queue_put", queue_put, METH_VARARGS,
-        "queue_put(q, kind, buffer, dtype, shape, flags, timeout_ms) -> "
-        "True, or False when no room came before the time ran out" },
+        "queue_put(q, kind, buffer, dtype, shape, flags, timeout_ms[, "
+        "start]) -> True (with start: a Work, done when the location has "
+        "the bytes), or False when no room came before the time ran out" },
     { "queue_get", queue_get, METH_VARARGS,
         "queue_get(q, timeout_ms) -> QueueItem, or None when the queue "
         "stayed empty" },
