@@ -277,12 +277,23 @@ struct put_state {
 static int
 pulled_step(shoal_comm *comm, shoal_request *req)
 {
-    struct put_state *s  = shi_algo_state(req, struct put_state);
-    int               st = SHOAL_OK;
+    struct put_state *s    = shi_algo_state(req, struct put_state);
+    int               peer = req->peer, st = SHOAL_OK;
 
-    if (!shi_q_pulled(s->ch, req->peer, s->pull)
-        && (st = shi_q_usable(s->ch, req->peer, "queue_iput")) == SHOAL_OK) {
-        req->blocked_on = req->peer;
+    // Under the communicator's lock: looks only at atomics (a failure of
+    // the communicator itself fails the request in the engine).
+    if (shi_q_pulled(s->ch, peer, s->pull)) {
+        st = SHOAL_OK;
+    } else if (atomic_load(&s->ch->closed) || atomic_load(&s->ch->faulty)) {
+        st = shi_error(SHOAL_EABORTED,
+            "queue_iput: the queue channel stopped before rank %d read the "
+            "item",
+            peer);
+    } else if (atomic_load(&comm->peers[peer].state) != SHI_PEER_LIVE) {
+        st = shi_error(SHOAL_EPEER,
+            "queue_iput: rank %d is gone before it read the item", peer);
+    } else {
+        req->blocked_on = peer;
         return 0;
     }
     shi_q_unref(s->ch);
