@@ -18,7 +18,7 @@
 #define RING_MAX      (1LL << 30)
 #define CAPACITY_MAX  (1LL << 32)
 #define POOL_MIN      ((size_t) 64 << 10) // smaller items: malloc alone
-#define POOL_N        4 // buffers kept (channel.h: pool_buf)
+#define POOL_N        SHI_Q_POOL_N
 #define WAIT_SLICE_NS (100 * 1000000LL) // longest futex wait between looks
 
 struct shi_q_channel *
@@ -249,6 +249,7 @@ shi_q_buf_take(struct shi_q_channel *ch, size_t bytes, size_t *cap)
                 buf             = ch->pool_buf[i];
                 *cap            = ch->pool_cap[i];
                 ch->pool_buf[i] = NULL;
+                ch->pool_bytes -= *cap;
             }
         }
         pthread_mutex_unlock(&ch->pool_mu);
@@ -270,11 +271,14 @@ buf_give(struct shi_q_channel *ch, unsigned char *buf, size_t cap)
                 slot = i;
             }
         }
-        if (ch->pool_buf[slot] == NULL || ch->pool_cap[slot] < cap) {
+        size_t gone = ch->pool_buf[slot] != NULL ? ch->pool_cap[slot] : 0;
+        if ((gone == 0 || gone < cap)
+            && ch->pool_bytes - gone + cap <= SHI_Q_POOL_BYTES) {
             unsigned char *old = ch->pool_buf[slot];
             ch->pool_buf[slot] = buf;
             ch->pool_cap[slot] = cap;
-            buf                = old;
+            ch->pool_bytes += cap - gone;
+            buf = old;
         }
         pthread_mutex_unlock(&ch->pool_mu);
     }

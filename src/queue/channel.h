@@ -37,6 +37,11 @@
 
 #define SHI_Q_ALIGN  128 // records start and end on this boundary
 #define SHI_Q_CREDIT 64 // bytes of a credit line, and of the bell
+// Freed item buffers a channel keeps for the next items: enough for a
+// stream of puts in flight (each a fresh buffer otherwise: a page fault
+// per 4 KiB, as much as the copy), within a bound of memory.
+#define SHI_Q_POOL_N     16
+#define SHI_Q_POOL_BYTES ((size_t) 64 << 20)
 
 // A rank's bell, in its window memory.
 struct shi_q_bell {
@@ -170,8 +175,9 @@ struct shi_q_channel {
     // Buffers of large items the application freed, for the next ones:
     // fresh memory costs a page fault per 4 KiB, as much as the copy.
     pthread_mutex_t pool_mu;
-    unsigned char  *pool_buf[4];
-    size_t          pool_cap[4];
+    unsigned char  *pool_buf[SHI_Q_POOL_N];
+    size_t          pool_cap[SHI_Q_POOL_N];
+    size_t          pool_bytes; // kept in all, at most SHI_Q_POOL_BYTES
     int             stop; // the service thread ends
     pthread_t       service;
 };

@@ -41,6 +41,11 @@ push_credits(struct shi_q_channel *ch)
             atomic_store_explicit(
                 ch->out[s].credit_there, head, memory_order_release);
             shi_q_ring_credit(ch, s);
+            if (pull_due) {
+                // An iput's request waits for this count in the sender's
+                // engine, which sleeps on its doorbell, not on the bell.
+                shi_ring(ch->comm, s, 0);
+            }
         } else if (due && live(ch, s)) {
             shoal_window_put(ch->win, &head, sizeof(head), SHOAL_UINT8, s,
                 (size_t) (ch->rank + 1) * SHI_Q_CREDIT);
