@@ -112,13 +112,18 @@ comm_dealloc(ext_comm *self)
     Py_TYPE(self)->tp_free((PyObject *) self);
 }
 
-static int
-comm_parse_ranks(PyObject *list, int **out, int *n)
+int
+ext_rank_list(PyObject *list, const char *type_error, int **out, int *n)
 {
-    PyObject *seq = PySequence_Fast(list, "split: ranks must be a list");
+    PyObject *seq = PySequence_Fast(list, type_error);
     int      *ranks;
 
     if (seq == NULL) {
+        return -1;
+    }
+    if (PySequence_Fast_GET_SIZE(seq) > INT_MAX) {
+        Py_DECREF(seq);
+        ext_invalid("more ranks than a communicator can have");
         return -1;
     }
     *n    = (int) PySequence_Fast_GET_SIZE(seq);
@@ -131,6 +136,7 @@ comm_parse_ranks(PyObject *list, int **out, int *n)
     for (int i = 0; i < *n; i++) {
         long r = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
 
+        // Out of int's range: a rank no communicator has.
         ranks[i] = r < INT_MIN || r > INT_MAX ? INT_MIN : (int) r;
         if (r == -1 && PyErr_Occurred()) {
             free(ranks);
@@ -150,7 +156,8 @@ comm_split(ext_comm *self, PyObject *list)
     int        *ranks, n, st;
 
     if (ext_comm_check_open(self) < 0
-        || comm_parse_ranks(list, &ranks, &n) < 0) {
+        || ext_rank_list(list, "split: ranks must be a list", &ranks, &n)
+            < 0) {
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS st

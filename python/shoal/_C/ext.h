@@ -254,6 +254,11 @@ PyObject *ext_raise_status(int status, const shoal_comm *comm);
 // Raises InvalidArgumentError with a formatted message. Returns NULL.
 PyObject *ext_invalid(const char *fmt, ...);
 
+// A sequence of ranks as a C array the caller frees (*n of them); the
+// library checks their range and repeats, naming the rank. `type_error`
+// is the TypeError's text for anything but a sequence.
+int ext_rank_list(PyObject *list, const char *type_error, int **out, int *n);
+
 // True for the faults that abort a communicator (timeout, dead peer,
 // mismatch, aborted).
 int ext_is_outside_fault(int status);

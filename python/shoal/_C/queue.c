@@ -68,45 +68,6 @@ queue_arg(PyObject *obj)
         : (ext_queue *) obj;
 }
 
-// A list (or any sequence) of ranks as a C array (freed by the caller);
-// the library checks their range and repeats, naming the rank.
-static int
-queue_locations(PyObject *list, int **out, int *n)
-{
-    PyObject *seq = PySequence_Fast(list, "locations must be a list of ranks");
-    int      *ranks;
-
-    if (seq == NULL) {
-        return -1;
-    }
-    if (PySequence_Fast_GET_SIZE(seq) > INT_MAX) {
-        Py_DECREF(seq);
-        ext_invalid("queue: too many locations");
-        return -1;
-    }
-    *n    = (int) PySequence_Fast_GET_SIZE(seq);
-    ranks = calloc((size_t) *n + 1, sizeof(int));
-    if (ranks == NULL) {
-        Py_DECREF(seq);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (int i = 0; i < *n; i++) {
-        long r = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
-
-        if (r == -1 && PyErr_Occurred()) {
-            free(ranks);
-            Py_DECREF(seq);
-            return -1;
-        }
-        // Out of int's range: a rank no communicator has (-1 is refused).
-        ranks[i] = r < INT_MIN || r > INT_MAX ? -1 : (int) r;
-    }
-    Py_DECREF(seq);
-    *out = ranks;
-    return 0;
-}
-
 // A tuple or list of ints as an item's shape.
 static int
 queue_shape(PyObject *obj, int64_t *shape, int *ndim)
@@ -452,7 +413,8 @@ queue_create(PyObject *mod, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!Op:queue_create", &ext_comm_type, &comm,
             &list, &streaming)
         || ext_comm_check_open((ext_comm *) comm) < 0
-        || queue_locations(list, &ranks, &n) < 0) {
+        || ext_rank_list(list, "locations must be a list of ranks", &ranks, &n)
+            < 0) {
         return NULL;
     }
     c = (ext_comm *) comm;
@@ -480,7 +442,8 @@ queue_open(PyObject *mod, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!sOp:queue_open", &ext_comm_type, &comm,
             &name, &list, &streaming)
         || ext_comm_check_open((ext_comm *) comm) < 0
-        || queue_locations(list, &ranks, &n) < 0) {
+        || ext_rank_list(list, "locations must be a list of ranks", &ranks, &n)
+            < 0) {
         return NULL;
     }
     c = (ext_comm *) comm;
