@@ -65,9 +65,8 @@ shi_q_ring(struct shi_q_channel *ch, int dst)
     }
 }
 
-// Whether a record waits in some ring.
-static int
-pending(struct shi_q_channel *ch)
+int
+shi_q_pending(struct shi_q_channel *ch)
 {
     for (int s = 0; s < ch->n; s++) {
         if (atomic_load(ch->in[s].signals) != atomic_load(&ch->in[s].done)) {
@@ -82,7 +81,8 @@ shi_q_look(struct shi_q_channel *ch, int on)
 {
     if (on) {
         atomic_fetch_add(&ch->bell->lookers, 1);
-    } else if (atomic_fetch_sub(&ch->bell->lookers, 1) == 1 && pending(ch)) {
+    } else if (atomic_fetch_sub(&ch->bell->lookers, 1) == 1
+        && shi_q_pending(ch)) {
         shi_q_wake_service(ch->bell); // a sender saw us look, did not ring
     }
 }

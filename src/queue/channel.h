@@ -192,6 +192,9 @@ void shi_q_kick(struct shi_q_channel *ch);
 // no getter of dst watches its rings anyway.
 void shi_q_ring(struct shi_q_channel *ch, int dst);
 
+// Whether a record waits in some ring (signalled, not yet read).
+int shi_q_pending(struct shi_q_channel *ch);
+
 // A getter watches the rings (on 1) or stops (0). One that stops while
 // records wait rings the bell: the service thread takes over.
 void shi_q_look(struct shi_q_channel *ch, int on);

@@ -410,14 +410,9 @@ await(struct shi_q_channel *ch, uint32_t seen, int64_t deadline, int64_t start)
     int64_t now = shi_now_ns();
 
     if (now - start < SPIN_NS) {
-        for (int s = 0; s < ch->n; s++) {
-            if (atomic_load_explicit(ch->in[s].signals, memory_order_relaxed)
-                != atomic_load_explicit(
-                    &ch->in[s].done, memory_order_relaxed)) {
-                return;
-            }
+        if (!shi_q_pending(ch)) {
+            sched_yield();
         }
-        sched_yield();
         return;
     }
     shi_q_look(ch, 0);
