@@ -93,13 +93,19 @@ if r == 2:  # stops in the middle of the next run, then dies
     subprocess.Popen(["sh", "-c", f"sleep 5; kill -9 {os.getpid()}"])
     f = op([x], [y])
     os.kill(os.getpid(), signal.SIGSTOP)
-w = b.all_reduce(x, shoal.ReduceOp.SUM, async_op=True)  # no rank 2
-op([x], [y])  # fails: the dropped Future's failure is reported
-assert len(seen) == 1 and "dropped without wait()" in seen[0], seen
-del w  # a dropped Work: the same
-assert len(seen) == 2 and "dropped without wait()" in seen[1], seen
-for call, text in ((lambda: op([x], [y]), seen[0]),
-                   (lambda: b.barrier(), seen[1])):
+z = torch.ones(n)  # not x: the run below reads x while this waits
+w = b.all_reduce(z, shoal.ReduceOp.SUM, async_op=True)  # no rank 2
+y.zero_()
+op([x], [y])  # mostly fails: the dropped Future's failure is reported
+# Rank 2 may have sent this rank all it needs before it stopped (a
+# descheduled rank 2 gets there): then the run rightly succeeded.
+calls = [(lambda: op([x], [y]), seen[0])] if seen else []
+assert seen or y[0].item() == 3, (y[0], seen)
+print("run failed" if seen else "run succeeded", file=sys.stderr)
+del w  # a dropped Work: the same (rank 2 never joins it)
+assert len(seen) == len(calls) + 1, seen
+assert all("dropped without wait()" in s for s in seen), seen
+for call, text in calls + [(lambda: b.barrier(), seen[-1])]:
     try:
         call()
     except shoal.ShoalError as e:
@@ -107,9 +113,9 @@ for call, text in ((lambda: op([x], [y]), seen[0]),
     else:
         raise AssertionError("the next call did not raise")
 try:
-    a.barrier()  # later calls: the communicator is aborted
+    a.barrier()  # later calls: the communicator is aborted (or rank 2 late)
 except shoal.ShoalError as e:
-    assert "aborted" in str(e), e
+    assert "aborted" in str(e) or not calls, e
 else:
     raise AssertionError("an aborted communicator ran")
 print("ok")
