@@ -41,6 +41,8 @@ need cmake cmake
 need ninja ninja-build
 need pkg-config pkg-config
 [ -f /usr/include/openssl/hmac.h ] || missing+=(libssl-dev)
+# UCX: the UCX transport is built where it is found (SHOAL_WITH_UCX).
+[ -f /usr/include/ucp/api/ucp.h ] || missing+=(libucx-dev)
 if [ "$ci" = 1 ]; then
     need clang-format clang-format
     need valgrind valgrind

@@ -32,10 +32,14 @@ struct peer_entry {
     char sock[SHI_UNIX_NAME_MAX];
     int  pid;
     int  wants_tcp;
+    int  wants_ucx;
+    int  has_rdma; // auto, and UCX would find an RDMA device
 };
 
-// SHOAL_TRANSPORT: "tcp" forces TCP even on one host; "shm" refuses to
-// run across hosts; unset or "auto" chooses by host.
+// SHOAL_TRANSPORT: "tcp" forces TCP even on one host; "ucx" forces UCX
+// (where built); "shm" refuses to run across hosts; unset or "auto"
+// chooses by host. Published as it is, but auto as "auto-rdma" where this
+// rank could reach the others through UCX over an RDMA device.
 static int
 transport_wanted(const char **out)
 {
@@ -43,12 +47,23 @@ transport_wanted(const char **out)
 
     *out = "auto";
     if (t == NULL || t[0] == '\0' || strcmp(t, "auto") == 0) {
+#if SHOAL_HAVE_UCX
+        *out = shi_ucx_transport.wanted_by_auto() ? "auto-rdma" : "auto";
+#endif
         return SHOAL_OK;
     }
-    if (strcmp(t, "tcp") != 0 && strcmp(t, "shm") != 0) {
-        return shi_error(
-            SHOAL_EENV, "SHOAL_TRANSPORT=\"%s\": use tcp, shm or auto", t);
+    if (strcmp(t, "tcp") != 0 && strcmp(t, "shm") != 0
+        && strcmp(t, "ucx") != 0) {
+        return shi_error(SHOAL_EENV,
+            "SHOAL_TRANSPORT=\"%s\": use tcp, ucx, shm or auto", t);
     }
+#if !SHOAL_HAVE_UCX
+    if (strcmp(t, "ucx") == 0) {
+        return shi_error(SHOAL_ENOTSUP,
+            "SHOAL_TRANSPORT=ucx, but this shoal was built without UCX "
+            "(install libucx-dev and rebuild; or use tcp)");
+    }
+#endif
     *out = t;
     return SHOAL_OK;
 }
@@ -88,6 +103,8 @@ parse_entry(const char *text, struct peer_entry *e)
     memcpy(e->sock, nl2 + 1, (size_t) (nl3 - nl2 - 1));
     e->sock[nl3 - nl2 - 1] = '\0';
     e->wants_tcp           = strcmp(nl3 + 1, "tcp") == 0;
+    e->wants_ucx           = strcmp(nl3 + 1, "ucx") == 0;
+    e->has_rdma            = strcmp(nl3 + 1, "auto-rdma") == 0;
     return SHOAL_OK;
 }
 
@@ -129,7 +146,7 @@ gather_peers(shoal_comm *comm, struct peer_entry *entries, int *one_host,
         comm->peers[r].pid = entries[r].pid;
         shi_host_name_of(entries[r].host_id, comm->peers[r].host,
             sizeof(comm->peers[r].host));
-        *use_tcp |= entries[r].wants_tcp;
+        *use_tcp |= entries[r].wants_tcp || entries[r].wants_ucx;
         if (other < 0 && strcmp(entries[r].host_id, me) != 0) {
             other = r;
         }
@@ -178,6 +195,39 @@ gather_peers(shoal_comm *comm, struct peer_entry *entries, int *one_host,
     return SHOAL_OK;
 }
 
+// The message transport, where shared memory is not it: UCX where a rank
+// asked for it, or (auto) where every rank found an RDMA device for it,
+// then *preferred (TCP takes over if UCX cannot start); TCP otherwise.
+static int
+pick_messages(shoal_comm *comm, const struct peer_entry *e,
+    const struct shi_transport_ops **tp, int *preferred)
+{
+    int ucx = -1, tcp = -1, rdma = 1;
+
+    for (int r = comm->size - 1; r >= 0; r--) {
+        ucx = e[r].wants_ucx ? r : ucx;
+        tcp = e[r].wants_tcp ? r : tcp;
+        rdma &= e[r].has_rdma || e[r].wants_ucx;
+    }
+    if (ucx >= 0 && tcp >= 0) {
+        return shi_error(SHOAL_EENV,
+            "rank %d asked for SHOAL_TRANSPORT=ucx and rank %d for tcp: set "
+            "the same on every rank",
+            ucx, tcp);
+    }
+    *tp        = &shi_tcp_transport;
+    *preferred = 0;
+#if SHOAL_HAVE_UCX
+    if (ucx >= 0 || (tcp < 0 && rdma)) {
+        *tp        = &shi_ucx_transport;
+        *preferred = ucx < 0;
+    }
+#else
+    (void) rdma;
+#endif
+    return SHOAL_OK;
+}
+
 // Lets the chosen transport connect the peers, first asking the
 // collective layer for its area where the transport maps memory.
 static int
@@ -192,6 +242,25 @@ setup_transport(shoal_comm *comm, struct shi_tp_boot *boot, int64_t deadline)
     return comm->tp->setup(comm, boot, deadline);
 }
 
+// Sets the transport up; where UCX was only preferred and cannot start
+// (every rank learns so alike, transport/ucx/ucx_setup.c), TCP instead, with a
+// warning.
+static int
+setup_with_fallback(shoal_comm *comm, struct shi_tp_boot *boot, int preferred,
+    int64_t deadline)
+{
+    static int warned;
+    int        st = setup_transport(comm, boot, deadline);
+
+    if (st == SHOAL_ENOTSUP && preferred) {
+        shi_log_warn_once(&warned, "%s; using TCP instead", shi_error_text());
+        comm->tp->teardown(comm);
+        comm->tp = &shi_tcp_transport;
+        st       = setup_transport(comm, boot, deadline);
+    }
+    return st;
+}
+
 // Finds the peers through the store, picks the transport and lets it
 // connect them.
 static int
@@ -201,7 +270,7 @@ connect_peers(shoal_comm *comm, int64_t deadline)
     struct shi_tp_peer_info *infos   = NULL;
     struct shi_tp_boot       boot    = { .one_host = 1, .unix_listen_fd = -1 };
     char                     sock[SHI_UNIX_NAME_MAX];
-    int                      st, use_tcp = 0;
+    int                      st, use_tcp = 0, preferred = 0;
 
     comm->tp = &shi_shm_transport;
     if (comm->size == 1) {
@@ -237,9 +306,11 @@ connect_peers(shoal_comm *comm, int64_t deadline)
         infos[r].pid = entries[r].pid;
     }
     boot.peers = infos;
+    if (st == SHOAL_OK && use_tcp) {
+        st = pick_messages(comm, entries, &comm->tp, &preferred);
+    }
     if (st == SHOAL_OK) {
-        comm->tp = use_tcp ? &shi_tcp_transport : &shi_shm_transport;
-        st       = setup_transport(comm, &boot, deadline);
+        st = setup_with_fallback(comm, &boot, preferred, deadline);
     }
     if (boot.unix_listen_fd >= 0) {
         close(boot.unix_listen_fd);
@@ -269,7 +340,7 @@ bootstrap_steps(shoal_comm *comm, int64_t deadline)
     if ((st = shi_coll_setup(comm, deadline)) != SHOAL_OK) {
         return shi_error_wrap(st, "creating communicator '%s'", comm->name);
     }
-    SHI_TRACE("communicator '%s': %d ranks connected over %s", comm->name,
+    SHI_INFO("communicator '%s': %d ranks connected over %s", comm->name,
         comm->size, comm->tp->name);
     if ((st = comm->tp->start(comm)) != SHOAL_OK) {
         return st;

@@ -486,3 +486,39 @@ shi_auth_client(
     // why in its own log (a proof without a secret gives nothing away).
     return auth_check_server_owner(fd, peer);
 }
+
+int
+shi_auth_peer_token(const shi_secret *secret,
+    const unsigned char               to_nonce[SHI_AUTH_PEER_NONCE_LEN],
+    const unsigned char               from_nonce[SHI_AUTH_PEER_NONCE_LEN],
+    unsigned char                     token[SHI_AUTH_PEER_TOKEN_LEN])
+{
+    _Static_assert(SHI_AUTH_PEER_NONCE_LEN == SHI_AUTH_NONCE_LEN
+            && SHI_AUTH_PEER_TOKEN_LEN == AUTH_MAC_LEN,
+        "a peer token is a handshake MAC");
+    memset(token, 0, SHI_AUTH_PEER_TOKEN_LEN);
+    return auth_has_secret(secret)
+        ? auth_mac(secret, "peer", to_nonce, from_nonce, token)
+        : SHOAL_OK;
+}
+
+int
+shi_auth_peer_token_ok(const shi_secret *secret,
+    const unsigned char                  to_nonce[SHI_AUTH_PEER_NONCE_LEN],
+    const unsigned char                  from_nonce[SHI_AUTH_PEER_NONCE_LEN],
+    const unsigned char token[SHI_AUTH_PEER_TOKEN_LEN], const char *peer)
+{
+    unsigned char want[AUTH_MAC_LEN];
+    int           st = shi_auth_peer_token(secret, to_nonce, from_nonce, want);
+
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    if (CRYPTO_memcmp(want, token, AUTH_MAC_LEN) != 0) {
+        return shi_error(SHOAL_EAUTH,
+            "%s failed to prove the job secret (its SHOAL_SECRET differs, "
+            "or it is not a rank of this job); " AUTH_SAME_SECRET_HINT,
+            peer);
+    }
+    return SHOAL_OK;
+}

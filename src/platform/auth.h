@@ -34,4 +34,22 @@ int shi_auth_server(
 int shi_auth_client(
     int fd, const shi_secret *secret, const char *peer, int64_t deadline);
 
+// For transports whose connections cannot run the socket handshake
+// (UCX): each rank draws a nonce and publishes it through the store (which
+// the secret guards); rank `from` proves the secret to rank `to` with a
+// token, HMAC-SHA256(key, "peer" || to's nonce || from's nonce), that
+// `to` checks. Without a secret the token is zeros and every token passes
+// (as every peer on another host does over TCP without one).
+#define SHI_AUTH_PEER_NONCE_LEN 32
+#define SHI_AUTH_PEER_TOKEN_LEN 32
+int shi_auth_peer_token(const shi_secret *secret,
+    const unsigned char                   to_nonce[SHI_AUTH_PEER_NONCE_LEN],
+    const unsigned char                   from_nonce[SHI_AUTH_PEER_NONCE_LEN],
+    unsigned char                         token[SHI_AUTH_PEER_TOKEN_LEN]);
+// SHOAL_OK, or SHOAL_EAUTH naming `peer` when the token is wrong.
+int shi_auth_peer_token_ok(const shi_secret *secret,
+    const unsigned char                      to_nonce[SHI_AUTH_PEER_NONCE_LEN],
+    const unsigned char from_nonce[SHI_AUTH_PEER_NONCE_LEN],
+    const unsigned char token[SHI_AUTH_PEER_TOKEN_LEN], const char *peer);
+
 #endif

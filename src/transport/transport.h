@@ -10,7 +10,7 @@
 //  - SHI_TP_MAPPED: every peer's memory is mapped here (shared memory);
 //    the mapped-memory algorithms work in their own area of it, which
 //    the transport makes room for (coll_area).
-//  - SHI_TP_MESSAGES: peers are reached by messages only (TCP); message
+//  - SHI_TP_MESSAGES: peers are reached by messages only (TCP, UCX); message
 //    schedules (src/algo/net) run over msg_number/msg_send/msg_recv.
 //
 // Every operation is called with the communicator; "under the lock" means
@@ -81,6 +81,10 @@ struct shi_transport_ops {
     enum shi_tp_class klass;
 
     // --- setup and teardown ---------------------------------------------
+    // Whether SHOAL_TRANSPORT=auto should take this transport between
+    // hosts, as this rank sees its machine (UCX: an RDMA device is here);
+    // auto does where every rank says so. NULL: never (auto's own choices).
+    int (*wanted_by_auto)(void);
     // Connects to every peer and builds the private state, with comm's
     // rank, size, peers[].pid/host, secret and store ready; blocking steps
     // wait in rendezvous slices (shi_rdv_until/shi_rdv_sliced), so that a
@@ -244,5 +248,8 @@ struct shi_transport_ops {
 // The transports.
 extern const struct shi_transport_ops shi_shm_transport;
 extern const struct shi_transport_ops shi_tcp_transport;
+#if SHOAL_HAVE_UCX
+extern const struct shi_transport_ops shi_ucx_transport;
+#endif
 
 #endif

@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,6 +28,7 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "platform/net.h"
+#include "platform/private_heap.h"
 #include "transport/tcp/tcp_net.h"
 #include "transport/upcalls.h"
 
@@ -361,7 +361,7 @@ shi_net_free(struct shi_net *net)
         close(net->wakefd);
     }
     if (net->heap != NULL) {
-        munmap(net->heap, net->heap_bytes);
+        shi_private_heap_unmap(net->heap, net->heap_bytes);
     }
     free(net->zeros);
     free(net->peers);

@@ -2,51 +2,17 @@
 // tcp_addr.c picks), publishes "host:port" in the store, reads every
 // peer's, then joins the mesh (tcp_mesh.c). shoal_alloc's heap is private
 // memory here: no peer maps it.
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-#include "base/env.h"
 #include "platform/net.h"
+#include "platform/private_heap.h"
 #include "store/store.h"
 #include "transport/tcp/tcp_addr.h"
 #include "transport/tcp/tcp_net.h"
 #include "transport/upcalls.h"
-
-// shoal_alloc's range: SHOAL_SHM_HEAP_BYTES (the same variable as over
-// shared memory) of private memory, reserved, backed only once used.
-static int
-map_heap(struct shi_net *net)
-{
-    long long bytes;
-    int       st = shi_env_bytes("SHOAL_SHM_HEAP_BYTES", 4LL << 30, &bytes);
-
-    if (st != SHOAL_OK) {
-        return st;
-    }
-    if (bytes < 0 || bytes > (1LL << 40)) {
-        return shi_error(SHOAL_EENV,
-            "SHOAL_SHM_HEAP_BYTES=%lld is outside 0..%lld", bytes, 1LL << 40);
-    }
-    net->heap_bytes = (size_t) bytes / 4096 * 4096;
-    if (net->heap_bytes == 0) {
-        return SHOAL_OK;
-    }
-    void *p = mmap(NULL, net->heap_bytes, PROT_READ | PROT_WRITE,
-        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
-        net->heap_bytes = 0;
-        return shi_error(SHOAL_ENOSPACE,
-            "cannot reserve %lld bytes of address space for shoal_alloc "
-            "(SHOAL_SHM_HEAP_BYTES): %s",
-            bytes, strerror(errno));
-    }
-    net->heap = p;
-    return SHOAL_OK;
-}
 
 int
 shi_tcp_setup(
@@ -85,7 +51,8 @@ shi_tcp_setup(
         st = shi_tcp_mesh(comm, lfd, addrs, deadline);
     }
     if (st == SHOAL_OK) {
-        st = map_heap(tc->tp_state);
+        struct shi_net *net = tc->tp_state;
+        st = shi_private_heap_map(&net->heap, &net->heap_bytes);
     }
     if (lfd >= 0) {
         close(lfd); // strangers knocking later find nothing listening
