@@ -38,6 +38,7 @@ static const struct {
     { "create_history", mp_case_create_history },
     { "split_waits", mp_case_split_waits },
     { "tp_mem", mp_case_tp_mem },
+    { "mem_reg", mp_case_mem_reg },
     { "window_ring", mp_case_window_ring },
     { "tuning", mp_case_tuning },
     { "tuned", mp_case_tuned },

@@ -88,6 +88,7 @@ int mp_case_fork(shoal_comm *comm, int argc, char **argv);
 int mp_case_split_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_create_kill(shoal_comm *comm, int argc, char **argv);
 int mp_case_tp_mem(shoal_comm *comm, int argc, char **argv);
+int mp_case_mem_reg(shoal_comm *comm, int argc, char **argv);
 int mp_case_window_ring(shoal_comm *comm, int argc, char **argv);
 int mp_case_tuning(shoal_comm *comm, int argc, char **argv);
 int mp_case_tuned(shoal_comm *comm, int argc, char **argv);

@@ -13,6 +13,7 @@ build=${SHOAL_BUILD_DIR:-$here/../../build}
 mptest=$build/tests/shoal_mptest
 knock=$build/tests/shoal_knock
 name=shoal-th$$
+me=test_tcp_hosts
 tmp=$(mktemp -d)
 
 [ -x "$mptest" ] && [ -x "$knock" ] ||
@@ -21,66 +22,8 @@ trap '"$netns" down "$name"; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 "$netns" up "$name" 3 || exit $?
 
-fail() {
-    echo "test_tcp_hosts: FAIL: $*" >&2
-    exit 1
-}
-
-full=${SHOAL_NET_FULL:-0}
-matrix=sample
-[ "$full" = 1 ] && matrix=full
-
-# start_job HOSTS ENV CASE ARGS...: starts one rank per entry of HOSTS
-# (the host of each rank, rank 0 first, on host 0) in the background;
-# rank r's output goes to $tmp/out.r, its pid to pids[r].
-# A store port below the kernel's ephemeral range (32768-60999 by
-# default): there an earlier job's connection from host 0 may still hold
-# the number, rank 0 then cannot serve the store, connects to it instead,
-# and every rank waits out its timeout.
-store_port() {
-    echo $((20000 + RANDOM % 12000))
-}
-
-start_job() {
-    local hosts=($1) env=$2 r port
-    port=$(store_port)
-    shift 2
-    njob=${#hosts[@]}
-    pids=()
-    rm -f "$tmp"/out.*
-    for ((r = 0; r < njob; r++)); do
-        # shellcheck disable=SC2086
-        "$netns" exec "$name" "${hosts[r]}" env SHOAL_RANK=$r \
-            SHOAL_SIZE=$njob SHOAL_STORE="$("$netns" addr "$name" 0):$port" \
-            SHOAL_SECRET=net-test-secret SHOAL_TEST_NET=1 $env "$mptest" "$@" \
-            >"$tmp/out.$r" 2>&1 &
-        pids[r]=$!
-    done
-}
-
-# wait_job: waits for every rank; fails unless each printed "case ... OK".
-wait_job() {
-    local r rc ok=1
-    for ((r = 0; r < njob; r++)); do
-        wait "${pids[r]}"
-        rc=$?
-        grep -q "case .* OK" "$tmp/out.$r" || ok=0
-        [ $rc = 0 ] || ok=0
-    done
-    if [ $ok = 0 ]; then
-        for ((r = 0; r < njob; r++)); do
-            sed "s/^/rank $r: /" "$tmp/out.$r" >&2
-        done
-        return 1
-    fi
-}
-
-run_job() {
-    local hosts=$1 env=$2
-    shift 2
-    start_job "$hosts" "$env" "$@"
-    wait_job || fail "case $* on hosts ($hosts) with '$env'"
-}
+# shellcheck source=tests/net/hosts_lib.sh
+. "$here/hosts_lib.sh"
 
 # --- The collectives across hosts -----------------------------------------
 cases="coll_all_reduce coll_reduce coll_all_gather coll_reduce_scatter_v
@@ -139,20 +82,6 @@ run_job "0 0 1 1" "SHOAL_QUEUE_RING_BYTES=16K SHOAL_TCP_CHUNK_BYTES=4096" queue
 echo "test_tcp_hosts: queues across 2 and 3 hosts ok"
 
 # --- A link cut in the middle of a loop -------------------------------------
-# wait_looping: until every rank printed "looping" (10 s at most).
-wait_looping() {
-    local i r n
-    for ((i = 0; i < 100; i++)); do
-        n=0
-        for ((r = 0; r < njob; r++)); do
-            grep -q looping "$tmp/out.$r" 2>/dev/null && n=$((n + 1))
-        done
-        [ $n = "$njob" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
 start_job "0 1 2" "SHOAL_TIMEOUT_SECONDS=3" net_loop 3
 wait_looping || { wait_job; fail "the loop did not start"; }
 "$netns" link "$name" 2 down || fail "cutting host 2's link"

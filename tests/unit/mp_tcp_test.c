@@ -139,6 +139,7 @@ TCP_CASE(tcp_small_coll_half_3, 3, "coll_half", NULL, TCP, ALL_SMALL)
 
 // The transport's memory operations: nothing mapped, nothing copied.
 TCP_CASE(tcp_tp_mem_3, 3, "tp_mem", NULL, TCP)
+TCP_CASE(tcp_mem_reg_3, 3, "mem_reg", NULL, TCP)
 
 // Bad calls and failures.
 TCP_CASE(tcp_coll_bad_args_3, 3, "coll_bad_args", NULL, TCP)

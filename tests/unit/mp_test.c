@@ -285,6 +285,7 @@ MP_TEST_234(mp_split_waits, "split_waits", NULL)
 
 // The transport's memory operations (expose, view, read, write).
 MP_TEST(mp_tp_mem, "tp_mem", NULL)
+MP_TEST(mp_mem_reg, "mem_reg", NULL)
 
 // A forked child cannot hurt its parent's communicator.
 MP_TEST_234(mp_fork, "fork", NULL)

@@ -65,6 +65,8 @@ OVER_TCP(plan_errors, "plan_errors", NULL)
 OVER_TCP(window_ring, "window_ring", NULL)
 OVER_TCP(queue, "queue", NULL)
 OVER_TCP(p2p_mismatch, "p2p_mismatch", NULL)
+OVER_TCP(mem_reg, "mem_reg", NULL)
+OVER_TCP(timeout, "timeout", NULL)
 
 // Through UCX's shared memory (the same-host endpoints open without peer
 // error handling there, see src/transport/ucx/ucx_lanes.c), at 2 and 4.
@@ -78,6 +80,7 @@ OVER_SM(all_to_all_v, "coll_all_to_all_v", "sample")
 OVER_SM(plan_random, "plan_random", "40")
 OVER_SM(window_ring, "window_ring", NULL)
 OVER_SM(queue_all, "queue_all", NULL)
+OVER_SM(mem_reg, "mem_reg", NULL)
 
 // A rank killed mid-broadcast: the others fail naming it (UCX's TCP
 // transport sees the closed connection).

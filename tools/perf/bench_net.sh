@@ -5,7 +5,8 @@
 #     8-byte round trip;
 #   - gloo's all_reduce through torch.distributed at 8 B, 64 KiB, 64 MiB;
 #   - shoal's all_reduce, all_gather, reduce_scatter at the same size and
-#     8-byte all_reduce (tools/shoal-perf, one rank per host);
+#     8-byte all_reduce (tools/shoal-perf, one rank per host), over its
+#     own TCP and, where built with UCX, over UCX (UCX_TLS=tcp);
 # then one table and issue 5's targets as numbers. The namespaces and
 # everything in them are removed on any exit.
 #
@@ -65,8 +66,10 @@ wait $gloo0 || gloo_failed
 # shoal: rank 0 on h0 serves the store. Prints "<op> <time us> <busbw>"
 # per op from rank 0's nccl-tests table (out-of-place columns).
 shoal_port=29647
+shoal_tp=auto
 shoal_perf() {
     "$netns" exec "$name" "$1" timeout 300 env SHOAL_RANK="$1" SHOAL_SIZE=2 \
+        SHOAL_TRANSPORT="$shoal_tp" UCX_TLS=tcp \
         SHOAL_STORE="$server_addr:$shoal_port" SHOAL_SECRET=bench-net \
         "$build/tools/shoal-perf" "${@:2}"
 }
@@ -87,6 +90,14 @@ bytes=$(echo "$size" | sed 's/K$/*1024/; s/M$/*1048576/' | bc)
 shoal_run -o allreduce,allgather,reducescatter -b "$bytes" -e "$bytes" \
     -n "${ITERS:-5}" -w 2 -c 0 >"$out/shoal.big"
 shoal_run -o allreduce -b 8 -e 8 -n 2000 -w 100 -c 0 >"$out/shoal.small"
+: >"$out/ucx.big"
+: >"$out/ucx.small"
+if ldd "$build/tools/shoal-perf" | grep -q libucp; then
+    shoal_tp=ucx
+    shoal_run -o allreduce,allgather,reducescatter -b "$bytes" -e "$bytes" \
+        -n "${ITERS:-5}" -w 2 -c 0 >"$out/ucx.big"
+    shoal_run -o allreduce -b 8 -e 8 -n 2000 -w 100 -c 0 >"$out/ucx.small"
+fi
 
 case $size in
     *K) label="${size%K} KiB" ;;
@@ -99,21 +110,26 @@ esac
         "GB/s (collectives: busbw)"
     grep -v '^#' "$out/tcp" | tail -n +2
     cat "$out/gloo"
-    while read -r op us bw; do
-        case $op in
-            allreduce) op=all_reduce ;;
-            allgather) op=all_gather ;;
-            reducescatter) op=reduce_scatter ;;
-        esac
-        printf '%-34s %9.3f ms %10.3f\n' "shoal $op $label" \
-            "$(echo "$us / 1000" | bc -l)" "$bw"
-    done <"$out/shoal.big"
-    read -r _ us _ <"$out/shoal.small"
-    printf '%-34s %9.1f us\n' "shoal all_reduce 8 B" "$us"
+    for tp in shoal ucx; do
+        who=shoal
+        [ $tp = ucx ] && who="shoal-ucx"
+        while read -r op us bw; do
+            case $op in
+                allreduce) op=all_reduce ;;
+                allgather) op=all_gather ;;
+                reducescatter) op=reduce_scatter ;;
+            esac
+            printf '%-34s %9.3f ms %10.3f\n' "$who $op $label" \
+                "$(echo "$us / 1000" | bc -l)" "$bw"
+        done <"$out/$tp.big"
+        if read -r _ us _ <"$out/$tp.small"; then
+            printf '%-34s %9.1f us\n' "$who all_reduce 8 B" "$us"
+        fi
+    done
 } | tee "$out/table"
 
 # Issue 5's targets as numbers: what shoal's rows will have to reach.
-awk -v ns="$target_streams" -v big="gloo all_reduce $label" \
+awk -v ns="$target_streams" -v big="gloo all_reduce $label" -v lab="$label" \
     -v mine="shoal all_reduce $label" '
     # Seconds in a row: the field before its unit.
     function secs(   i) {
@@ -130,6 +146,8 @@ awk -v ns="$target_streams" -v big="gloo all_reduce $label" \
     index($0, big) == 1 { gbw = $NF }
     index($0, mine) == 1 { sbw = $NF }
     /^shoal all_reduce 8 B/ { slat = secs() }
+    index($0, "shoal-ucx all_reduce " lab) == 1 { ubw = $NF }
+    /^shoal-ucx all_reduce 8 B/ { ulat = secs() }
     END {
         print "# targets (issue 5; busbw in GB/s):"
         if (nbw != "" && sbw != "")
@@ -140,4 +158,8 @@ awk -v ns="$target_streams" -v big="gloo all_reduce $label" \
             printf "# %s all_reduce busbw >= 2 x gloo: shoal %.3f, gloo %.3f: %.2fx\n", verdict(sbw >= 2 * gbw), sbw, gbw, sbw / gbw
         if (rtt > 0 && slat > 0)
             printf "# %s 8-byte all_reduce <= 2 x tcp round trip: shoal %.1f us, round trip %.1f us: %.2fx\n", verdict(slat <= 2 * rtt), slat * 1e6, rtt * 1e6, slat / rtt
+        if (ubw != "" && sbw != "")
+            printf "# %s UCX all_reduce busbw within 10%% of shoal TCP: ucx %.3f, tcp %.3f: %.2fx\n", verdict(ubw >= 0.9 * sbw), ubw, sbw, ubw / sbw
+        if (ulat > 0 && slat > 0)
+            printf "# %s UCX 8-byte all_reduce <= 2 x shoal TCP: ucx %.1f us, tcp %.1f us: %.2fx\n", verdict(ulat <= 2 * slat), ulat * 1e6, slat * 1e6, ulat / slat
     }' "$out/table"

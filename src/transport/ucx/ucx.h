@@ -17,6 +17,7 @@
 #ifndef SHI_UCX_H
 #define SHI_UCX_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -141,6 +142,9 @@ struct shi_ucx {
     struct shi_ucx_op   *ops; // in flight
     int                  nops;
     struct shi_ucx_op   *ctl_rx[SHI_UCX_CTL_POSTED];
+    struct shi_ucx_reg  *regs; // shoal_mem_register's ranges (ucx_mem.c)
+    atomic_int           nregs;
+    pthread_mutex_t      reg_lock; // regs: the application's threads add
     unsigned char       *heap; // shoal_alloc's range (private memory)
     size_t               heap_bytes;
 };
@@ -179,6 +183,13 @@ void shi_ucx_send(
     struct shi_ucx_op *op, const void *buf, size_t bytes, uint64_t tag);
 void shi_ucx_recv(struct shi_ucx_op *op, void *buf, size_t bytes, uint64_t tag,
     uint64_t mask);
+
+// ucx_mem.c: registered memory.
+int shi_ucx_mem_register(
+    struct shoal_comm *comm, void *base, size_t bytes, void **handle);
+void      shi_ucx_mem_deregister(struct shoal_comm *comm, void *handle);
+ucp_mem_h shi_ucx_memh_of(struct shi_ucx *ucx, const void *buf, size_t bytes);
+void      shi_ucx_mem_release_all(struct shi_ucx *ucx);
 
 // ucx_msg.c: data and point-to-point messages.
 void shi_ucx_msg_send(struct shoal_comm *comm, shi_msg *msg);

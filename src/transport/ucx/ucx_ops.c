@@ -130,6 +130,20 @@ shi_ucx_op_started(struct shi_ucx_op *op, ucs_status_ptr_t ret,
     return 0;
 }
 
+// The request's parameters: the op's callback and, where the buffer lies
+// in registered memory, its UCX handle.
+static void
+set_memh(struct shi_ucx_op *op, ucp_request_param_t *param, const void *buf,
+    size_t bytes)
+{
+    ucp_mem_h memh = shi_ucx_memh_of(op->ucx, buf, bytes);
+
+    if (memh != NULL) {
+        param->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+        param->memh = memh;
+    }
+}
+
 void
 shi_ucx_send(
     struct shi_ucx_op *op, const void *buf, size_t bytes, uint64_t tag)
@@ -147,31 +161,33 @@ shi_ucx_send(
         op_finish(op, UCS_ERR_CONNECTION_RESET, NULL);
         return;
     }
+    set_memh(op, &param, buf, bytes);
     op->starting = 1;
     shi_ucx_op_started(
         op, ucp_tag_send_nbx(ep, buf, bytes, tag, &param), NULL);
 }
 
+// Receives complete through the callback even when the message was there
+// already (UCP_OP_ATTR_FLAG_NO_IMM_CMPL), so that the callback's
+// description of the message is the one source of it.
 void
 shi_ucx_recv(struct shi_ucx_op *op, void *buf, size_t bytes, uint64_t tag,
     uint64_t mask)
 {
-    ucp_tag_recv_info_t info  = { 0 };
     ucp_request_param_t param = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK
-            | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_RECV_INFO
-            | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-        .cb.recv            = shi_ucx_recv_cb,
-        .user_data          = op,
-        .recv_info.tag_info = &info,
+            | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+        .cb.recv   = shi_ucx_recv_cb,
+        .user_data = op,
     };
 
     op->is_recv  = 1;
     op->want     = bytes;
     op->starting = 1;
+    set_memh(op, &param, buf, bytes);
     shi_ucx_op_started(op,
         ucp_tag_recv_nbx(op->ucx->worker, buf, bytes, tag, mask, &param),
-        &info);
+        NULL);
 }
 
 static struct shi_ucx_op *

@@ -347,6 +347,7 @@ new_state(shoal_comm *comm, struct shi_ucx **out)
     }
     ucx->comm = comm;
     ucx->efd  = -1;
+    pthread_mutex_init(&ucx->reg_lock, NULL);
     for (int r = 0; r < tc->size; r++) {
         ucx->peers[r].ucx  = ucx;
         ucx->peers[r].rank = r;
@@ -407,6 +408,41 @@ close_ep(struct shi_ucx *ucx, struct shi_ucx_peer *peer, int64_t deadline)
     peer->ep = NULL;
 }
 
+// Takes in the messages nobody received (an aborted communicator leaves
+// some), at most until `deadline`, so that UCX does not complain of them
+// when the worker goes. A receive still running at the deadline keeps its
+// buffer (UCX may still write there).
+static void
+drain_unexpected(struct shi_ucx *ucx, int64_t deadline)
+{
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h   msg;
+
+    while (shi_now_ns() < deadline
+        && (msg = ucp_tag_probe_nb(ucx->worker, 0, 0, 1, &info)) != NULL) {
+        ucp_request_param_t param = { 0 };
+        void               *buf   = malloc(info.length > 0 ? info.length : 1);
+        ucs_status_ptr_t    req;
+
+        if (buf == NULL) {
+            return;
+        }
+        req = ucp_tag_msg_recv_nbx(ucx->worker, buf, info.length, msg, &param);
+        if (UCS_PTR_IS_PTR(req)) {
+            while (ucp_request_check_status(req) == UCS_INPROGRESS
+                && shi_now_ns() < deadline) {
+                ucp_worker_progress(ucx->worker);
+            }
+            if (ucp_request_check_status(req) == UCS_INPROGRESS) {
+                ucp_request_free(req);
+                return; // buf stays UCX's
+            }
+            ucp_request_free(req);
+        }
+        free(buf);
+    }
+}
+
 void
 shi_ucx_free(struct shi_ucx *ucx)
 {
@@ -416,6 +452,9 @@ shi_ucx_free(struct shi_ucx *ucx)
         return;
     }
     shi_ucx_op_forget_all(ucx, deadline);
+    if (ucx->worker != NULL) {
+        drain_unexpected(ucx, deadline);
+    }
     for (int r = 0; ucx->peers != NULL && r < shi_tp_comm(ucx->comm)->size;
          r++) {
         if (ucx->peers[r].ep != NULL) {
@@ -445,8 +484,10 @@ shi_ucx_free(struct shi_ucx *ucx)
         shi_ucx_op_drop(ucx->ops);
     }
     if (ucx->context != NULL) {
+        shi_ucx_mem_release_all(ucx);
         ucp_cleanup(ucx->context);
     }
+    pthread_mutex_destroy(&ucx->reg_lock);
     shi_private_heap_unmap(ucx->heap, ucx->heap_bytes);
     free(ucx->peers);
     free(ucx);
