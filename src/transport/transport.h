@@ -106,7 +106,8 @@ struct shi_transport_ops {
     // Whether this rank's transport reaches `peer` (every rank of the
     // communicator, for both transports today).
     int (*reaches)(const struct shoal_comm *comm, int peer);
-    // "host:port" of a peer for messages, or "" where it has none.
+    // Where a peer is reached, for messages ("host:port" over TCP, "over
+    // UCX"), or "" where nothing more than its host is worth saying.
     const char *(*peer_address)(const struct shoal_comm *comm, int peer);
 
     // --- point to point -------------------------------------------------

@@ -17,7 +17,7 @@ tmp=$(mktemp -d)
 
 [ -x "$mptest" ] ||
     { echo "$me: SKIP: build first ($mptest)" >&2; exit 77; }
-ldd "$mptest" | grep -q libucp ||
+grep -q '^SHOAL_HAVE_UCX_BUILT:INTERNAL=ON' "$build/CMakeCache.txt" ||
     { echo "$me: SKIP: shoal built without UCX" >&2; exit 77; }
 trap '"$netns" down "$name"; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP

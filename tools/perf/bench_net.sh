@@ -92,7 +92,7 @@ shoal_run -o allreduce,allgather,reducescatter -b "$bytes" -e "$bytes" \
 shoal_run -o allreduce -b 8 -e 8 -n 2000 -w 100 -c 0 >"$out/shoal.small"
 : >"$out/ucx.big"
 : >"$out/ucx.small"
-if ldd "$build/tools/shoal-perf" | grep -q libucp; then
+if grep -q '^SHOAL_HAVE_UCX_BUILT:INTERNAL=ON' "$build/CMakeCache.txt"; then
     shoal_tp=ucx
     shoal_run -o allreduce,allgather,reducescatter -b "$bytes" -e "$bytes" \
         -n "${ITERS:-5}" -w 2 -c 0 >"$out/ucx.big"

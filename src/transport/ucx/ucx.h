@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <ucp/api/ucp.h>
+#include "transport/ucx/ucx_lib.h"
 
 #include "platform/auth.h"
 #include "transport/msg.h"

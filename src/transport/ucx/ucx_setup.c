@@ -94,10 +94,15 @@ start_worker(struct shi_ucx *ucx)
         .thread_mode = UCS_THREAD_MODE_SERIALIZED, // under the engine's lock
     };
 
+    int st = shi_ucx_lib_load();
+    if (st != SHOAL_OK) {
+        return st;
+    }
     if ((s = ucp_config_read(NULL, NULL, &config)) != UCS_OK) {
         return ucx_fail("reading its configuration (UCX_* variables)", s);
     }
-    s = ucp_init(&params, config, &ucx->context);
+    s = ucp_init_version(
+        UCP_API_MAJOR, UCP_API_MINOR, &params, config, &ucx->context);
     ucp_config_release(config);
     if (s != UCS_OK) {
         ucx->context = NULL;
@@ -385,13 +390,18 @@ shi_ucx_setup(
 }
 
 // Closes an endpoint, flushing what is still on its way, for at most
-// until `deadline` (a dead peer's close is forced).
+// until `deadline`. After a failure the close is forced: nothing left
+// matters, and UCX 1.13's TCP transport can trip its own assertions
+// flushing towards a peer that is closing or dead.
 static void
 close_ep(struct shi_ucx *ucx, struct shi_ucx_peer *peer, int64_t deadline)
 {
-    ucp_request_param_t param = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-        .flags        = peer->failed ? UCP_EP_CLOSE_FLAG_FORCE : 0,
+    const struct shi_tp_comm *tc    = shi_tp_comm(ucx->comm);
+    ucp_request_param_t       param = {
+              .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+              .flags        = peer->failed || atomic_load(&tc->failed)
+                         ? UCP_EP_CLOSE_FLAG_FORCE
+                         : 0,
     };
     ucs_status_ptr_t req = ucp_ep_close_nbx(peer->ep, &param);
 
@@ -457,7 +467,10 @@ shi_ucx_free(struct shi_ucx *ucx)
     }
     for (int r = 0; ucx->peers != NULL && r < shi_tp_comm(ucx->comm)->size;
          r++) {
-        if (ucx->peers[r].ep != NULL) {
+        // A failed endpoint is left to the worker's destruction: closing
+        // it while UCX 1.13 still purges its operations completes them
+        // twice (an assertion in UCX).
+        if (ucx->peers[r].ep != NULL && !ucx->peers[r].failed) {
             close_ep(ucx, &ucx->peers[r], deadline);
         }
         while (ucx->peers[r].held != NULL) {
