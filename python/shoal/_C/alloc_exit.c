@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 typedef struct {
@@ -71,6 +72,16 @@ exit_spans(ext_comm *comm, size_t *n)
     return s;
 }
 
+// mremap(2) itself, past libc: libraries that hook the process's memory
+// calls (UCX's, loaded with the UCX transport) replace mremap, and UCX
+// 1.13's replacement drops the fifth argument MREMAP_FIXED needs.
+static void *
+exit_mremap_fixed(void *from, size_t len, void *to)
+{
+    return (void *) syscall(
+        SYS_mremap, from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+}
+
 // Moves a span's pages to a fresh place. mremap moves a mapping only to
 // a given destination (same size: it would stay put otherwise), so one is
 // reserved first. Returns 0 or -1.
@@ -83,8 +94,7 @@ exit_move_out(exit_span *s)
     if (to == MAP_FAILED) {
         return -1;
     }
-    if (mremap((void *) s->lo, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to)
-        == MAP_FAILED) {
+    if (exit_mremap_fixed((void *) s->lo, len, to) == MAP_FAILED) {
         munmap(to, len);
         return -1;
     }
@@ -103,8 +113,7 @@ exit_restore(exit_span *s, size_t n)
         size_t len = s[i].hi - s[i].lo;
 
         if (s[i].moved != NULL
-            && mremap(s[i].moved, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
-                   (void *) s[i].lo)
+            && exit_mremap_fixed(s[i].moved, len, (void *) s[i].lo)
                 == MAP_FAILED) {
             rc = -1;
         }
