@@ -68,6 +68,22 @@ OVER_TCP(p2p_mismatch, "p2p_mismatch", NULL)
 OVER_TCP(mem_reg, "mem_reg", NULL)
 OVER_TCP(timeout, "timeout", NULL)
 
+// Without UCX's peer error handling (SHOAL_UCX_PEER_ERRORS=0: zero copy
+// over TCP, deaths found by deadlines).
+#define NOERR "SHOAL_UCX_PEER_ERRORS=0"
+TEST_T(ucx_noerr_all_reduce_3, 160)
+{
+    ucx_expect(3, "coll_all_reduce", "sample", ENV(UCX, UCXTCP, NOERR), 0, 3);
+}
+TEST_T(ucx_noerr_p2p_any_3, 160)
+{
+    ucx_expect(3, "p2p_any", NULL, ENV(UCX, UCXTCP, NOERR), 0, 3);
+}
+TEST_T(ucx_noerr_timeout_2, 160)
+{
+    ucx_expect(2, "timeout", NULL, ENV(UCX, UCXTCP, NOERR), 0, 2);
+}
+
 // Through UCX's shared memory (the same-host endpoints open without peer
 // error handling there, see src/transport/ucx/ucx_lanes.c), at 2 and 4.
 #define OVER_SM(name, case_name, arg)                                         \

@@ -135,6 +135,7 @@ struct shi_ucx {
     struct shi_ucx_peer *peers;
     unsigned char        nonce[SHI_AUTH_PEER_NONCE_LEN];
     atomic_int           sleepers;
+    int                  peer_errors; // SHOAL_UCX_PEER_ERRORS (ucx_setup.c)
     int                  abort_sent;
     int                  closing; // teardown: callbacks only free
     int                  hellos; // peers whose hello passed

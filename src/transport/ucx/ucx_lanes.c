@@ -146,7 +146,9 @@ shi_ucx_report_lanes(struct shi_ucx *ucx)
         lane_names(info, lanes, sizeof(lanes));
         SHI_INFO("communicator '%s': UCX reaches %s over %s%s", tc->name,
             ucx->peers[p].addr, lanes,
-            ucx->peers[p].no_err_mode ? " (no peer error handling)" : "");
+            ucx->peers[p].no_err_mode || !ucx->peer_errors
+                ? " (no peer error handling)"
+                : "");
         free(info);
     }
 }

@@ -15,14 +15,16 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/env.h"
 #include "base/log.h"
 #include "platform/private_heap.h"
 #include "store/store.h"
 #include "transport/ucx/ucx.h"
 #include "transport/upcalls.h"
 
-#define ENTRY_OK   'U'
-#define ENTRY_FAIL 'X'
+#define ENTRY_OK      'U' // with peer error handling
+#define ENTRY_OK_FAST 'F' // without (SHOAL_UCX_PEER_ERRORS=0)
+#define ENTRY_FAIL    'X'
 
 int
 shi_ucx_has_rdma(void)
@@ -139,7 +141,7 @@ publish(shoal_comm *comm, struct shi_ucx *ucx, int started, int64_t deadline)
         return shi_error(SHOAL_ENOMEM, "out of memory");
     }
     if (started == SHOAL_OK) {
-        value[0] = ENTRY_OK;
+        value[0] = ucx->peer_errors ? ENTRY_OK : ENTRY_OK_FAST;
         to_hex(ucx->nonce, sizeof(ucx->nonce), value + 1);
         to_hex(addr, len, value + 1 + 2 * sizeof(ucx->nonce));
         ucp_worker_release_address(ucx->worker, addr);
@@ -218,12 +220,13 @@ connect_peer(struct shi_ucx *ucx, int r, const char *value, size_t n)
         return shi_error(
             SHOAL_EPROTO, "%s published a malformed UCX entry", peer->addr);
     }
-    s = open_ep(peer, (const ucp_address_t *) address, 1);
+    s = open_ep(peer, (const ucp_address_t *) address, ucx->peer_errors);
     if (s != UCS_OK) {
         peer->ep = NULL;
     }
-    if ((s != UCS_OK && shi_ucx_same_host(ucx, r))
-        || (s == UCS_OK && shi_ucx_lanes_trapped(ucx, r))) {
+    if (ucx->peer_errors
+        && ((s != UCS_OK && shi_ucx_same_host(ucx, r))
+            || (s == UCS_OK && shi_ucx_lanes_trapped(ucx, r)))) {
         if (peer->ep != NULL) {
             drop_ep(ucx, peer);
         }
@@ -257,14 +260,23 @@ read_entries(shoal_comm *comm, struct shi_ucx *ucx, char **values,
         }
     }
     for (int r = 0; r < tc->size; r++) {
-        if (lens[r] == 0 || values[r][0] != ENTRY_OK) {
+        if (lens[r] == 0
+            || (values[r][0] != ENTRY_OK && values[r][0] != ENTRY_OK_FAST)) {
             return shi_error(SHOAL_ENOTSUP,
                 "UCX did not start on rank %d: %.*s", r,
                 lens[r] > 0 ? (int) lens[r] - 1 : 0,
                 lens[r] > 0 ? values[r] + 1 : "");
         }
     }
-    (void) ucx;
+    for (int r = 0; r < tc->size; r++) {
+        if ((values[r][0] == ENTRY_OK) != ucx->peer_errors) {
+            return shi_error(SHOAL_EENV,
+                "rank %d runs UCX %s peer error handling and rank %d %s: set "
+                "SHOAL_UCX_PEER_ERRORS alike on every rank",
+                r, values[r][0] == ENTRY_OK ? "with" : "without", tc->rank,
+                ucx->peer_errors ? "with" : "without");
+        }
+    }
     return SHOAL_OK;
 }
 
@@ -364,6 +376,25 @@ new_state(shoal_comm *comm, struct shi_ucx **out)
     return shi_random_bytes(ucx->nonce, sizeof(ucx->nonce));
 }
 
+// SHOAL_UCX_PEER_ERRORS (default 1): endpoints with UCX's peer error
+// handling, which reports a dead peer at once. UCX 1.13 then sends large
+// messages over TCP in 8 KiB copies instead of zero copy (half the
+// bandwidth here); 0 gives the zero copy back, and a dead peer is then
+// found when an operation's deadline passes.
+static int
+read_peer_errors(struct shi_ucx *ucx)
+{
+    long long on;
+    int       st = shi_env_int("SHOAL_UCX_PEER_ERRORS", 1, &on);
+
+    if (st == SHOAL_OK && on != 0 && on != 1) {
+        st = shi_error(
+            SHOAL_EENV, "SHOAL_UCX_PEER_ERRORS=%lld: use 1 or 0", on);
+    }
+    ucx->peer_errors = on != 0;
+    return st;
+}
+
 int
 shi_ucx_setup(
     shoal_comm *comm, const struct shi_tp_boot *boot, int64_t deadline)
@@ -372,6 +403,9 @@ shi_ucx_setup(
     int             st  = new_state(comm, &ucx);
 
     (void) boot;
+    if (st == SHOAL_OK) {
+        st = read_peer_errors(ucx);
+    }
     if (st != SHOAL_OK) {
         return st;
     }
