@@ -6,7 +6,8 @@
 #   - gloo's all_reduce through torch.distributed at 8 B, 64 KiB, 64 MiB;
 #   - shoal's all_reduce, all_gather, reduce_scatter at the same size and
 #     8-byte all_reduce (tools/shoal-perf, one rank per host), over its
-#     own TCP and, where built with UCX, over UCX (UCX_TLS=tcp);
+#     own TCP and, where built with UCX, over UCX (UCX_TLS=tcp), with
+#     and without its peer error handling (SHOAL_UCX_PEER_ERRORS);
 # then one table and issue 5's targets as numbers. The namespaces and
 # everything in them are removed on any exit.
 #
@@ -67,9 +68,11 @@ wait $gloo0 || gloo_failed
 # per op from rank 0's nccl-tests table (out-of-place columns).
 shoal_port=29647
 shoal_tp=auto
+peer_errors=1
 shoal_perf() {
     "$netns" exec "$name" "$1" timeout 300 env SHOAL_RANK="$1" SHOAL_SIZE=2 \
         SHOAL_TRANSPORT="$shoal_tp" UCX_TLS=tcp \
+        SHOAL_UCX_PEER_ERRORS="$peer_errors" \
         SHOAL_STORE="$server_addr:$shoal_port" SHOAL_SECRET=bench-net \
         "$build/tools/shoal-perf" "${@:2}"
 }
@@ -92,11 +95,17 @@ shoal_run -o allreduce,allgather,reducescatter -b "$bytes" -e "$bytes" \
 shoal_run -o allreduce -b 8 -e 8 -n 2000 -w 100 -c 0 >"$out/shoal.small"
 : >"$out/ucx.big"
 : >"$out/ucx.small"
+: >"$out/ucx0.big"
+: >"$out/ucx0.small"
 if grep -q '^SHOAL_HAVE_UCX_BUILT:INTERNAL=ON' "$build/CMakeCache.txt"; then
     shoal_tp=ucx
     shoal_run -o allreduce,allgather,reducescatter -b "$bytes" -e "$bytes" \
         -n "${ITERS:-5}" -w 2 -c 0 >"$out/ucx.big"
     shoal_run -o allreduce -b 8 -e 8 -n 2000 -w 100 -c 0 >"$out/ucx.small"
+    peer_errors=0 # zero copy over TCP, deaths found by deadlines
+    shoal_run -o allreduce,allgather,reducescatter -b "$bytes" -e "$bytes" \
+        -n "${ITERS:-5}" -w 2 -c 0 >"$out/ucx0.big"
+    shoal_run -o allreduce -b 8 -e 8 -n 2000 -w 100 -c 0 >"$out/ucx0.small"
 fi
 
 case $size in
@@ -110,9 +119,10 @@ esac
         "GB/s (collectives: busbw)"
     grep -v '^#' "$out/tcp" | tail -n +2
     cat "$out/gloo"
-    for tp in shoal ucx; do
+    for tp in shoal ucx ucx0; do
         who=shoal
         [ $tp = ucx ] && who="shoal-ucx"
+        [ $tp = ucx0 ] && who="shoal-ucx-nopeer"
         while read -r op us bw; do
             case $op in
                 allreduce) op=all_reduce ;;
@@ -148,6 +158,7 @@ awk -v ns="$target_streams" -v big="gloo all_reduce $label" -v lab="$label" \
     /^shoal all_reduce 8 B/ { slat = secs() }
     index($0, "shoal-ucx all_reduce " lab) == 1 { ubw = $NF }
     /^shoal-ucx all_reduce 8 B/ { ulat = secs() }
+    index($0, "shoal-ucx-nopeer all_reduce " lab) == 1 { u0bw = $NF }
     END {
         print "# targets (issue 5; busbw in GB/s):"
         if (nbw != "" && sbw != "")
@@ -160,6 +171,8 @@ awk -v ns="$target_streams" -v big="gloo all_reduce $label" -v lab="$label" \
             printf "# %s 8-byte all_reduce <= 2 x tcp round trip: shoal %.1f us, round trip %.1f us: %.2fx\n", verdict(slat <= 2 * rtt), slat * 1e6, rtt * 1e6, slat / rtt
         if (ubw != "" && sbw != "")
             printf "# %s UCX all_reduce busbw within 10%% of shoal TCP: ucx %.3f, tcp %.3f: %.2fx\n", verdict(ubw >= 0.9 * sbw), ubw, sbw, ubw / sbw
+        if (u0bw != "" && sbw != "")
+            printf "# %s   the same without peer error handling: ucx %.3f, tcp %.3f: %.2fx\n", verdict(u0bw >= 0.9 * sbw), u0bw, sbw, u0bw / sbw
         if (ulat > 0 && slat > 0)
             printf "# %s UCX 8-byte all_reduce <= 2 x shoal TCP: ucx %.1f us, tcp %.1f us: %.2fx\n", verdict(ulat <= 2 * slat), ulat * 1e6, slat * 1e6, ulat / slat
     }' "$out/table"
