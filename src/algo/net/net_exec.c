@@ -296,6 +296,8 @@ net_advance(shoal_comm *comm, shoal_request *req)
     int                 n = 0, moved = 1;
 
     while (moved && !atomic_load(&comm->failed)) {
+        int sending_to = -1; // a send not done: whom we wait for if no
+                             // receive is left (its link may be down)
         moved           = 0;
         req->blocked_on = -1;
         for (int i = run->first_open; i < run->sched.nops; i++) {
@@ -313,10 +315,15 @@ net_advance(shoal_comm *comm, shoal_request *req)
                 && op->kind == SHI_SOP_RECV) {
                 req->blocked_on = op->peer;
             }
+            if (run->state[i] == OP_STARTED && sending_to < 0
+                && op->kind == SHI_SOP_SEND) {
+                sending_to = op->peer;
+            }
             if (i == run->first_open && run->state[i] == OP_DONE) {
                 run->first_open++;
             }
         }
+        req->blocked_on = req->blocked_on >= 0 ? req->blocked_on : sending_to;
         n += moved;
     }
     if (run->remaining == 0 && !atomic_load(&comm->failed)) {

@@ -101,12 +101,14 @@ cma_copy(pid_t pid, uint64_t addr, unsigned char *local, size_t len, int write)
 // the owner's process gone is that peer dying (SHOAL_EPEER); anything
 // else a system fault.
 static int
-cma_failed(int err, int write, uint64_t bytes, int owner, pid_t pid)
+cma_failed(
+    int err, int write, uint64_t bytes, int owner, const struct shi_peer *peer)
 {
     return shi_error(err == ESRCH ? SHOAL_EPEER : SHOAL_ESYS,
-        "cannot %s %llu bytes of rank %d's memory (pid %d): %s%s",
-        write ? "write" : "read", (unsigned long long) bytes, owner, (int) pid,
-        strerror(err), err == ESRCH ? " (the rank's process is gone)" : "");
+        "cannot %s %llu bytes of rank %d's memory (pid %d on host %s): %s%s",
+        write ? "write" : "read", (unsigned long long) bytes, owner, peer->pid,
+        peer->host, strerror(err),
+        err == ESRCH ? " (the rank's process is gone)" : "");
 }
 
 static int
@@ -137,8 +139,7 @@ mem_copy(shoal_comm *comm, const struct shi_tp_region *r, size_t off,
     if (cma_copy((pid_t) tc->peers[r->owner].pid, r->addr + off, local, bytes,
             write)
         != 0) {
-        return cma_failed(
-            errno, write, bytes, r->owner, (pid_t) tc->peers[r->owner].pid);
+        return cma_failed(errno, write, bytes, r->owner, &tc->peers[r->owner]);
     }
     return SHOAL_OK;
 }
@@ -207,8 +208,8 @@ cma_read_strided(shoal_comm *comm, const struct shi_tp_region *r,
             pid, l, (unsigned long) n, rv, (unsigned long) n, 0);
 
         if (got <= 0) {
-            return cma_failed(
-                got == 0 ? EFAULT : errno, 0, bytes, r->owner, pid);
+            return cma_failed(got == 0 ? EFAULT : errno, 0, bytes, r->owner,
+                &shi_tp_comm(comm)->peers[r->owner]);
         }
         at += (uint64_t) got; // a short read goes on where it stopped
     }
