@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 
 #include "core/comm.h"
+#include "platform/mem_avail.h"
 
 #define HEAP_ALIGN 64
 #define HEAP_PAGE  4096
@@ -116,6 +117,24 @@ populate(unsigned char *p, size_t len)
     return SHOAL_OK;
 }
 
+// Whether the process may still get `len` bytes: backing more than its
+// memory cgroup (or the machine) has left would bring the OOM killer, not
+// an error.
+static int
+check_room(size_t len)
+{
+    uint64_t room;
+
+    if (shi_memory_available(&room) == 0 && len > room) {
+        return shi_error(SHOAL_ENOSPACE,
+            "alloc: %zu MiB asked, but this process may get only %llu MiB "
+            "more (free memory or its cgroup's limit): allocate less or "
+            "give the job more memory",
+            len >> 20, (unsigned long long) (room >> 20));
+    }
+    return SHOAL_OK;
+}
+
 // Whose heap serves `comm`: its own, except over messages when its host
 // runs several of its ranks: the host's shared-memory communicator then
 // (comm->local), so that same-host peers map the memory (windows, and the
@@ -170,7 +189,8 @@ shoal_alloc(shoal_comm *comm, size_t bytes, void **out)
             bytes, comm->name, (unsigned long long) comm->heap->bytes);
     }
     unsigned char *p = comm->heap->base + b->off;
-    if ((st = populate(p, len)) != SHOAL_OK) {
+    if ((st = check_room(len)) != SHOAL_OK
+        || (st = populate(p, len)) != SHOAL_OK) {
         shoal_free(comm, p);
         return st;
     }

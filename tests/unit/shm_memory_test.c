@@ -1,6 +1,7 @@
-// Shared memory is backed when a communicator's segment is made: too
-// little room (free memory, or the memory cgroup's limit) is SHOAL_ENOSPACE
-// there, naming the settings, instead of the OOM killer later.
+// Shared memory is backed when a communicator's segment is made, and
+// shoal_alloc backs what it hands out: too little room (free memory, or the
+// memory cgroup's limit) is SHOAL_ENOSPACE there, naming the settings,
+// instead of the OOM killer later.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -86,6 +87,57 @@ TEST(shm_segment_too_big_for_the_cgroup_is_refused)
     }
     CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
     rmdir(dir);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: %s %d",
+        WIFEXITED(status) ? "exit" : "signal",
+        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+
+// In a child inside a 200 MiB cgroup, a one-rank communicator: a 64 MiB
+// shoal_alloc works, a 512 MiB one is refused with a message (the heap is
+// shared memory charged to the cgroup), and the child lives on.
+TEST(shoal_alloc_beyond_the_cgroup_is_refused)
+{
+    char  dir[256], procs[300], store[64];
+    int   status;
+    pid_t pid;
+
+    make_cgroup(dir, sizeof(dir), "209715200");
+    if (dir[0] == '\0') {
+        SKIP("cannot make a memory cgroup here (not root?)");
+    }
+    snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+    snprintf(store, sizeof(store), "/tmp/shoal-alloc-cg-%d", (int) getpid());
+    if ((pid = fork()) == 0) {
+        shoal_config cfg   = SHOAL_CONFIG_INIT;
+        shoal_comm  *comm  = NULL;
+        void        *small = NULL, *big = NULL;
+        FILE        *f = fopen(procs, "w");
+        if (f == NULL || fprintf(f, "%d", (int) getpid()) < 0
+            || fclose(f) != 0) {
+            _exit(3);
+        }
+        cfg.rank   = 0;
+        cfg.nranks = 1;
+        cfg.store  = store;
+        cfg.secret = "cgroup-test";
+        if (shoal_comm_create(&comm, &cfg) != SHOAL_OK
+            || shoal_alloc(comm, 64u << 20, &small) != SHOAL_OK) {
+            fprintf(stderr, "setup: %s\n", shi_error_text());
+            _exit(2);
+        }
+        int st = shoal_alloc(comm, 512u << 20, &big);
+        if (st != SHOAL_ENOSPACE || big != NULL
+            || strstr(shi_error_text(), "cgroup") == NULL) {
+            fprintf(stderr, "got %d: %s\n", st, shi_error_text());
+            _exit(1);
+        }
+        shoal_free(comm, small);
+        shoal_comm_destroy(comm);
+        _exit(0);
+    }
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    rmdir(dir);
+    unlink(store);
     CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: %s %d",
         WIFEXITED(status) ? "exit" : "signal",
         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
