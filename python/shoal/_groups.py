@@ -18,10 +18,23 @@ _groups = {}
 
 
 def register(group, name):
-    """Makes `group` findable as `name` (while it lives)."""
-    refs = _groups.setdefault(str(name), [])
+    """Makes `group` findable as `name` (while it lives: its entry goes
+    with it, so the registry does not grow with every group ever made)."""
+    key = str(name)
+    refs = _groups.setdefault(key, [])
     refs[:] = [r for r in refs if r() is not None and r() is not group]
-    refs.append(weakref.ref(group))
+    refs.append(weakref.ref(group, lambda ref: _forget(key, ref)))
+
+
+def _forget(key, ref):
+    """A group registered under `key` died: drops its reference, and the
+    name once no live group has it."""
+    refs = _groups.get(key)
+    if refs is None:
+        return
+    refs[:] = [r for r in refs if r is not ref and r() is not None]
+    if not refs:
+        del _groups[key]
 
 
 def _cpu_backend(group):
