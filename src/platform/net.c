@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -461,4 +462,15 @@ shi_read_all(int fd, void *buf, size_t len, int64_t deadline)
         }
     }
     return SHOAL_OK;
+}
+
+void
+shi_raise_fd_limit(void)
+{
+    struct rlimit lim;
+
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+        lim.rlim_cur = lim.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &lim);
+    }
 }

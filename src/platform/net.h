@@ -35,4 +35,8 @@ int shi_read_all(int fd, void *buf, size_t len, int64_t deadline);
 // "[::1]:41234") into buf, or "fd N" if it has none; for messages.
 void shi_socket_peer_name(int fd, char *buf, size_t len);
 
+// Raises this process's soft limit on open descriptors to its hard limit
+// (a launcher's pipes, a store server's connections); quiet if it cannot.
+void shi_raise_fd_limit(void);
+
 #endif

@@ -60,6 +60,14 @@
 // client, so a handful; the bound keeps a client from pinning memory.
 #define SERVER_WILLS_MAX 64
 
+// A connection that has not finished its handshake holds a descriptor
+// and has proved nothing: at most this many in all, and from one address;
+// past that the oldest is closed, so that a stranger who opens silent
+// connections by the thousand runs the server out of neither descriptors
+// nor room for the ranks (each of which finishes its handshake at once).
+#define SERVER_HANDSHAKES_MAX      256
+#define SERVER_HANDSHAKES_PER_ADDR 32
+
 enum conn_state {
     CONN_HANDSHAKE,
     CONN_READY,
@@ -646,6 +654,49 @@ server_pause_accept(shi_store_server *srv, int err)
     srv->accept_paused_until = shi_now_ns() + SERVER_ACCEPT_PAUSE_NS;
 }
 
+// Whether two "address:port" names share their address.
+static int
+same_address(const char *a, const char *b)
+{
+    const char *ca = strrchr(a, ':'), *cb = strrchr(b, ':');
+    size_t      la = ca != NULL ? (size_t) (ca - a) : strlen(a);
+    size_t      lb = cb != NULL ? (size_t) (cb - b) : strlen(b);
+
+    return la == lb && memcmp(a, b, la) == 0;
+}
+
+// After `newest` joined: closes the oldest unfinished handshake of its
+// address, or of all, where there are more than the bounds allow.
+static void
+server_shed_handshakes(shi_store_server *srv, const conn *newest)
+{
+    static shi_log_limit shed_limit;
+    conn                *oldest = NULL, *oldest_here = NULL;
+    int                  total = 0, here = 0;
+
+    for (conn *c = srv->conns; c != NULL; c = c->next) { // newest first
+        if (c->state == CONN_HANDSHAKE) {
+            total++;
+            oldest = c;
+            if (same_address(c->peer, newest->peer)) {
+                here++;
+                oldest_here = c;
+            }
+        }
+    }
+    conn *victim = here > SERVER_HANDSHAKES_PER_ADDR ? oldest_here
+        : total > SERVER_HANDSHAKES_MAX              ? oldest
+                                                     : NULL;
+    if (victim != NULL) {
+        shi_log_limited(&shed_limit, SHI_LOG_WARN,
+            "store server: %d connections without a finished handshake (%d "
+            "from %s's address): closing the oldest, from %s (a stranger "
+            "flooding the store?)",
+            total, here, newest->peer, victim->peer);
+        conn_drop(srv, victim, 0, NULL);
+    }
+}
+
 static void
 server_accept(shi_store_server *srv)
 {
@@ -699,6 +750,7 @@ server_accept(shi_store_server *srv)
         }
         srv->conns = c;
         SHI_TRACE("store server: connection from %s", c->peer);
+        server_shed_handshakes(srv, c);
         conn_flush(srv, c);
     }
 }
@@ -866,9 +918,11 @@ server_main(void *arg)
 }
 
 // Creates the epoll set with the listening socket and the wake-up eventfd.
+// Every connection is a descriptor: the soft limit goes up to the hard one.
 static int
 server_setup(shi_store_server *srv)
 {
+    shi_raise_fd_limit();
     struct epoll_event e = { .events = EPOLLIN };
 
     srv->epfd    = epoll_create1(EPOLL_CLOEXEC);

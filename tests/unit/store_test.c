@@ -4,9 +4,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -967,4 +969,59 @@ TEST(store_tcp_open_store_bounds_what_strangers_pin)
     shi_store_close(other);
     shi_store_close(good);
     shi_store_server_stop(srv);
+}
+
+// A stranger holding hundreds of silent connections (no handshake) cannot
+// keep a real client out: the server, in a child whose descriptor limit is
+// 300 (hard, so that it cannot raise it), closes the oldest unfinished
+// handshakes of an address past its bound, and a client still gets in.
+TEST(store_tcp_silent_flood_does_not_lock_clients_out)
+{
+    int           ports[2], port = 0, nfd = 0, fds[700];
+    struct rlimit lim;
+    pid_t         pid;
+
+    shi_raise_fd_limit();
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur < 1000) {
+        SKIP("this process may not open 1000 descriptors");
+    }
+    CHECK(pipe(ports) == 0);
+    if ((pid = fork()) == 0) {
+        struct rlimit     low = { 300, 300 };
+        shi_store_server *srv;
+        shi_secret        s = secret_of("flood");
+        close(ports[0]);
+        if (setrlimit(RLIMIT_NOFILE, &low) != 0
+            || shi_store_server_start(&srv, "127.0.0.1", 0, &s) != SHOAL_OK) {
+            _exit(2);
+        }
+        int p = shi_store_server_port(srv);
+        if (write(ports[1], &p, sizeof(p)) != (ssize_t) sizeof(p)) {
+            _exit(3);
+        }
+        pause(); // until the parent ends it
+        _exit(0);
+    }
+    close(ports[1]);
+    CHECK(read(ports[0], &port, sizeof(port)) == (ssize_t) sizeof(port));
+    close(ports[0]);
+    for (int i = 0; i < 700; i++) {
+        if (shi_tcp_connect(
+                "127.0.0.1", port, shi_deadline_in_ms(500), &fds[nfd])
+            == SHOAL_OK) {
+            nfd++;
+        }
+    }
+    char addr[ADDR_MAX];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    shi_store *st = store_open(addr, "flood");
+    CHECK_OK(shi_store_set(st, "k", "v", 1, shi_deadline_in_ms(3000)));
+    check_value(st, "k", "v");
+    shi_store_close(st);
+    for (int i = 0; i < nfd; i++) {
+        close(fds[i]);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    CHECK_MSG(nfd > 300, "only %d stranger connections got through", nfd);
 }

@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/error.h"
 #include "base/log.h"
 #include "platform/auth.h"
+#include "platform/net.h"
 #include "shoalrun.h"
 #include "store/store.h"
 
@@ -34,23 +34,6 @@ main_open_std_fds(void)
             open("/dev/null", O_RDWR);
         }
     }
-}
-
-// --tag-output holds two pipes per rank: raise the soft descriptor limit
-// toward the hard one if that many might not fit.
-static void
-main_raise_fd_limit(int nranks)
-{
-    struct rlimit lim;
-    rlim_t        want = 2 * (rlim_t) nranks + 64;
-
-    if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= want) {
-        return;
-    }
-    lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || lim.rlim_max > want
-        ? want
-        : lim.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &lim);
 }
 
 // Ends the launcher by `sig`, as the shell expects of a program the user
@@ -127,9 +110,7 @@ main(int argc, char **argv)
         SHI_WARN(
             "shoalrun: cannot become a child subreaper: %s", strerror(errno));
     }
-    if (job.opt.tag_output) {
-        main_raise_fd_limit(job.opt.nranks);
-    }
+    shi_raise_fd_limit(); // two pipes per rank, the store's connections
     rc = main_start_store(&job, &srv);
     if (rc == 0) {
         rc = sr_spawn_all(&job);
