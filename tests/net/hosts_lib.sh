@@ -78,3 +78,36 @@ wait_looping() {
     return 1
 }
 
+# cut_link_fails_every_rank ENV: a loop of all-reduces on hosts 0, 1, 2
+# with a 3 s deadline; host 2's link goes down; every rank must fail
+# cleanly within 10 s. The link comes back afterwards.
+cut_link_fails_every_rank() {
+    local t0 t1
+    start_job "0 1 2" "$1 SHOAL_TIMEOUT_SECONDS=3" net_loop 3
+    wait_looping || { wait_job; fail "the loop did not start"; }
+    "$netns" link "$name" 2 down || fail "cutting host 2's link"
+    t0=$(date +%s)
+    wait_job || fail "ranks did not fail cleanly after host 2's link went down"
+    t1=$(date +%s)
+    [ $((t1 - t0)) -le 10 ] || fail "failing took $((t1 - t0)) s after the cut"
+    grep -h "failed after" "$tmp"/out.* | sed 's/^/  /'
+    "$netns" link "$name" 2 up || fail "restoring host 2's link"
+}
+
+# killed_rank_fails_the_others ENV: a loop of all-reduces on hosts 0, 1, 2;
+# host 2's rank is killed; ranks 0 and 1 must fail naming a dead peer.
+# Sets killed_after to the seconds that took.
+killed_rank_fails_the_others() {
+    local r t0
+    start_job "0 1 2" "$1 SHOAL_TIMEOUT_SECONDS=30" net_loop 30
+    wait_looping || { wait_job; fail "the loop did not start"; }
+    kill -9 "${pids[2]}"
+    t0=$(date +%s)
+    for r in 0 1; do
+        wait "${pids[r]}" || { cat "$tmp"/out.*; fail "rank $r after the kill"; }
+        grep -q "SHOAL_EPEER\|SHOAL_EABORTED" "$tmp/out.$r" ||
+            { cat "$tmp/out.$r"; fail "rank $r did not name the dead peer"; }
+    done
+    killed_after=$(($(date +%s) - t0))
+    wait "${pids[2]}" 2>/dev/null
+}

@@ -82,28 +82,11 @@ run_job "0 0 1 1" "SHOAL_QUEUE_RING_BYTES=16K SHOAL_TCP_CHUNK_BYTES=4096" queue
 echo "test_tcp_hosts: queues across 2 and 3 hosts ok"
 
 # --- A link cut in the middle of a loop -------------------------------------
-start_job "0 1 2" "SHOAL_TIMEOUT_SECONDS=3" net_loop 3
-wait_looping || { wait_job; fail "the loop did not start"; }
-"$netns" link "$name" 2 down || fail "cutting host 2's link"
-t0=$(date +%s)
-wait_job || fail "ranks did not fail cleanly after host 2's link went down"
-t1=$(date +%s)
-[ $((t1 - t0)) -le 10 ] || fail "failing took $((t1 - t0)) s after the cut"
-grep -h "failed after" "$tmp"/out.* | sed 's/^/  /'
-"$netns" link "$name" 2 up || fail "restoring host 2's link"
+cut_link_fails_every_rank ""
 echo "test_tcp_hosts: a cut link fails every rank within the deadline"
 
 # --- A host's rank killed --------------------------------------------------
-start_job "0 1 2" "SHOAL_TIMEOUT_SECONDS=30" net_loop 30
-wait_looping || { wait_job; fail "the loop did not start"; }
-victim=${pids[2]}
-kill -9 "$victim"
-for r in 0 1; do
-    wait "${pids[r]}" || { cat "$tmp"/out.*; fail "rank $r after the kill"; }
-    grep -q "SHOAL_EPEER\|SHOAL_EABORTED" "$tmp/out.$r" ||
-        { cat "$tmp/out.$r"; fail "rank $r did not name the dead peer"; }
-done
-wait "${pids[2]}" 2>/dev/null
+killed_rank_fails_the_others ""
 echo "test_tcp_hosts: a killed rank fails the others at once"
 
 # --- A rank killed that shares its host (host-aware all-reduce) ---------------
