@@ -50,10 +50,12 @@ test: build
 	scripts/check-install.sh $(BUILD)
 	$(MAKE) --no-print-directory python-env
 	@echo "PyTorch's suite (2 ranks) runs beside the Python tests (it mostly" \
-	    "waits); its report follows theirs"
-	@( $(TORCH_SUITE) --world-sizes 2 --jobs 2 > $(SUITE_LOG) 2>&1; \
+	    "waits; each side draws its ports from its own range); its" \
+	    "report follows theirs"
+	@( SHOAL_STORE_PORTS=30000-32767 \
+	   $(TORCH_SUITE) --world-sizes 2 --jobs 2 > $(SUITE_LOG) 2>&1; \
 	   echo $$? > $(SUITE_LOG).rc ) & \
-	 ( $(PY_SIDE) ); py=$$?; \
+	 ( SHOAL_STORE_PORTS=20000-29999 $(PY_SIDE) ); py=$$?; \
 	 wait; cat $(SUITE_LOG); [ $$py = 0 ] && [ "$$(cat $(SUITE_LOG).rc)" = 0 ]
 	$(PY_TIMED)
 	$(MAKE) --no-print-directory test-net

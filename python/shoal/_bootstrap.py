@@ -14,6 +14,7 @@ Rank and size then come from the environment, as in torchcomms.
 import random
 import secrets
 import socket
+import time
 
 from . import _C, _env
 from ._hints import CommHints
@@ -135,27 +136,50 @@ def _reachable_ip(store):
             f"the store's server {host}:{port}: {e}") from e
 
 
+# Ports this process handed out lately, with when: not handed out again
+# for a while, since the server meant to bind one may not have yet.
+_handed_out = {}
+_HOLD_S = 120.0
+
+
 def free_port(ip, span=1):
     """A port on `ip`, and the span - 1 after it, that nothing uses now,
     for a server to bind next (rank 0's libshoal store; the tests' jobs).
-    It is drawn below the kernel's ephemeral range (32768 up): a port the
-    kernel just handed out and took back could go to an outgoing
-    connection before the server binds it."""
+    It is drawn from SHOAL_STORE_PORTS (default 20000-32767, below the
+    kernel's ephemeral range, 32768 up: a port the kernel hands to outgoing
+    connections could be taken before the server binds it)."""
     family = socket.AF_INET6 if ":" in ip else socket.AF_INET
+    low, high = _env.store_ports()
+    if high - low + 1 < span:
+        raise _C.InvalidArgumentError(
+            f"SHOAL_STORE_PORTS={low}-{high} holds fewer than {span} ports")
     draw = random.SystemRandom()
+    now = time.monotonic()
+    for port, when in list(_handed_out.items()):
+        if now - when > _HOLD_S:
+            del _handed_out[port]
     for _ in range(200):
-        port = draw.randrange(20000, 32768 - span)
-        if all(_bindable(family, ip, port + i) for i in range(span)):
+        port = draw.randint(low, high - span + 1)
+        ports = range(port, port + span)
+        if any(p in _handed_out for p in ports):
+            continue
+        if all(_listenable(family, ip, p) for p in ports):
+            _handed_out.update((p, now) for p in ports)
             return port
     raise _C.ShoalError(
-        f"new_comm: no free port on {ip} in 20000-32767 for the store")
+        f"new_comm: no free port on {ip} in {low}-{high} for the store "
+        f"(SHOAL_STORE_PORTS)")
 
 
-def _bindable(family, ip, port):
+def _listenable(family, ip, port):
+    """Whether a server could listen on the port now. Without SO_REUSEADDR
+    and with listen(): a port whose listener closed while its connections
+    live on, or one only bound, passes a bind with SO_REUSEADDR and then
+    fails the server's listen() with EADDRINUSE."""
     with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((ip, port))
+            s.listen(1)
         except OSError:
             return False
         return True

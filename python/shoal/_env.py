@@ -109,3 +109,21 @@ def rank_size():
     raise _C.InvalidArgumentError(
         "new_comm: a store was given but no rank and size: set one of "
         f"{names} (torchrun and shoalrun do)")
+
+
+def store_ports():
+    """(low, high): the ports rank 0 draws its libshoal store's port from
+    when the caller brings a store (SHOAL_STORE_PORTS, "low-high"; default
+    20000-32767), for a firewall that opens only some."""
+    text = os.environ.get("SHOAL_STORE_PORTS", "").strip()
+    if not text:
+        return 20000, 32767
+    try:
+        low, high = (int(part) for part in text.split("-"))
+    except ValueError:
+        low = high = -1
+    if not 1024 <= low <= high <= 65535:
+        raise _C.InvalidArgumentError(
+            f"SHOAL_STORE_PORTS={text!r} is not a range low-high of ports "
+            f"in 1024-65535 (e.g. 20000-32767)")
+    return low, high

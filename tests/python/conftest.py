@@ -16,10 +16,28 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Pools, free_port  # noqa: E402
+from harness import Pools, free_port, port_slice  # noqa: E402
 
 
 SAMPLE = os.environ.get("SHOAL_TEST_SAMPLE") == "1"
+
+
+def _own_ports():
+    """Each pytest-xdist worker draws its ports (shoal's stores, torch's
+    MASTER_PORT) from its own slice of SHOAL_STORE_PORTS, so that tests
+    running side by side never pick the same port between one's check and
+    its server's bind. Subprocesses inherit the slice."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count < 2:
+        return
+    try:
+        os.environ["SHOAL_STORE_PORTS"] = port_slice(int(worker[2:]), count)
+    except ImportError:  # shoal missing: reported by the fixture below
+        pass
+
+
+_own_ports()
 _left_out = []
 
 

@@ -40,6 +40,17 @@ def free_port(span=1):
     return free_on("127.0.0.1", span)
 
 
+def port_slice(index, count):
+    """The index-th of count disjoint slices of SHOAL_STORE_PORTS, as its
+    value: for processes that run tests side by side, so that no two draw
+    the same port between one's check and its server's bind."""
+    from shoal import _env
+    low, high = _env.store_ports()
+    width = (high - low + 1) // count
+    first = low + index * width
+    return f"{first}-{first + width - 1}"
+
+
 def free_master_port():
     """A port p with p + 1 free too: under torchrun's variables shoal's store
     listens on MASTER_PORT + 1, and with tests running side by side a taken

@@ -3,6 +3,7 @@ the bundled shoalrun; import without torch; dead ranks and
 abort_process_on_timeout_or_error."""
 
 import os
+import socket
 import signal
 import subprocess
 import sys
@@ -349,3 +350,28 @@ def test_timeout_seconds_one_rule_in_python_and_c():
     texts through the Python layer and libshoal's own parser."""
     (rc, out, err), = spawn(1, SECONDS_RULE)
     assert rc == 0 and out == "ok\n", out + err
+
+
+def test_store_port_draws_are_free_to_listen_on(monkeypatch):
+    """The store's port comes from SHOAL_STORE_PORTS, is one a server can
+    listen on (a port bound by a socket that is not listening would pass a
+    bind check with SO_REUSEADDR and then fail the server's listen), and
+    is not handed out twice by one process before its server binds it."""
+    from shoal import _C
+    from shoal._bootstrap import free_port
+    with socket.socket() as bound, socket.socket() as closed:
+        bound.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        bound.bind(("127.0.0.1", 0))
+        taken = bound.getsockname()[1]
+        monkeypatch.setenv("SHOAL_STORE_PORTS", f"{taken}-{taken}")
+        with pytest.raises(_C.ShoalError, match="SHOAL_STORE_PORTS"):
+            free_port("127.0.0.1")
+        closed.bind(("127.0.0.1", 0))  # closed below: free again
+        free = closed.getsockname()[1]
+    monkeypatch.setenv("SHOAL_STORE_PORTS", f"{free}-{free}")
+    assert free_port("127.0.0.1") == free
+    with pytest.raises(_C.ShoalError, match="no free port"):
+        free_port("127.0.0.1")  # handed out already, not bound yet
+    monkeypatch.setenv("SHOAL_STORE_PORTS", "9-3")
+    with pytest.raises(_C.InvalidArgumentError, match="low-high"):
+        free_port("127.0.0.1")

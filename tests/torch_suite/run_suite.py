@@ -76,7 +76,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "python"))
-from harness import free_master_port  # noqa: E402
+from harness import free_master_port, port_slice  # noqa: E402
 
 COLUMNS = ("gloo", "shoal", "shoal-as-gloo")
 TITLES = {
@@ -352,7 +352,7 @@ def worker_main(column, timeout):
 class Worker:
     """One worker process, for a column and a world size."""
 
-    def __init__(self, column, world_size, timeout, tmp):
+    def __init__(self, column, world_size, timeout, tmp, ports):
         self.column, self.timeout = column, timeout
         home = os.path.join(tmp, f"{column}-{world_size}")
         os.makedirs(os.path.join(home, "tmp"))
@@ -370,6 +370,7 @@ class Worker:
             OMP_NUM_THREADS="1",
             TORCHCOMM_ABORT_ON_ERROR="0",  # shoal raises instead
             PYTORCH_PRINT_REPRO_ON_FAILURE="0",
+            SHOAL_STORE_PORTS=ports,  # its own: workers run side by side
         )
         self.tests = self._start()
 
@@ -514,8 +515,9 @@ def _run_all(args, tmp):
     """Runs every test in every column; returns results[ws][test][column]."""
     results = {}
     for world_size in args.world_sizes:
-        workers = [Worker(c, world_size, args.timeout, tmp)
-                   for c in args.backends]
+        workers = [Worker(c, world_size, args.timeout, tmp,
+                          port_slice(i, len(args.backends)))
+                   for i, c in enumerate(args.backends)]
         try:
             tests = sorted({t for w in workers for t in w.tests
                             if re.search(args.k, t)})
