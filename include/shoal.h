@@ -56,7 +56,8 @@ SHOAL_API int shoal_version(void);
     XX(EENV, -11, "launch environment missing or contradictory")              \
     XX(ECONNECT, -12, "could not connect to the store or a peer")             \
     XX(ENOSPACE, -13, "shared memory too small")                              \
-    XX(EAGAIN, -14, "queue empty, or full, when the call's time ran out")
+    XX(EAGAIN, -14, "queue empty, or full, when the call's time ran out")     \
+    XX(EREVOKED, -15, "communicator was revoked; shrink it to go on")
 
 typedef enum shoal_status {
 #define SHOAL_STATUS_ENUM_(name, value, text) SHOAL_##name = (value),
@@ -278,7 +279,8 @@ SHOAL_API const char *shoal_tuning_file_path(char *buf, size_t len);
 
 // Aborts the communicator on every rank: operations in flight and later
 // ones fail with SHOAL_EABORTED, and a message naming this rank and
-// `reason` (NULL: "aborted by the application"). Does not block; the
+// `reason` (NULL: "aborted by the application"). Does not block and is
+// safe from any thread (a watchdog's); the
 // communicator must still be destroyed. A communicator that failed before
 // keeps its first cause. Errors: SHOAL_EINVAL (NULL comm).
 SHOAL_API int shoal_comm_abort(shoal_comm *comm, const char *reason);
@@ -306,6 +308,65 @@ SHOAL_API int shoal_comm_split(
 // out-of-range ranks), SHOAL_EMISMATCH (members passed different lists).
 SHOAL_API int shoal_comm_split_ranks(
     shoal_comm *comm, const int *ranks, int nranks, shoal_comm **out);
+
+// ---------------------------------------------------------------------------
+// Surviving a lost rank (ULFM's revoke, shrink, agree and get_failed)
+// ---------------------------------------------------------------------------
+//
+// A rank that dies aborts its communicators on every other rank (their
+// operations fail with SHOAL_EPEER). The survivors go on without it by
+// shrinking the communicator: they agree, through the store, on who is
+// still there and form a new communicator of those ranks. The agreement
+// needs nothing from the dead ranks, but it needs the store: a store
+// served by the launcher (shoalrun) or by a process that is still alive.
+// Deaths are known from the store (a rank's connection to it closed
+// without an orderly close) and from the transport (a rank that destroyed
+// its communicator said goodbye). A rank that is alive but does not call
+// the agreement (stopped, or busy elsewhere) is waited for until the
+// communicator's timeout, as any collective's peer.
+
+// Revokes the communicator on every rank that can still be reached: its
+// operations in flight and later ones fail with SHOAL_EREVOKED and a
+// message naming this rank and `reason` (NULL: "revoked by the
+// application"). Not collective; does not block. The communicator stays
+// valid as the parent of shoal_comm_shrink and shoal_comm_agree. A
+// communicator that failed before keeps its first cause.
+// Errors: SHOAL_EINVAL (NULL comm).
+SHOAL_API int shoal_comm_revoke(shoal_comm *comm, const char *reason);
+
+// A fault-tolerant AND: every live rank of `comm` passes *flag (0 or 1);
+// once every rank has either joined or is known to have died or left,
+// each gets the AND of the flags of the ranks that joined in *flag, and
+// the same set of the ranks that did not join (ascending) in
+// failed[0..*nfailed) (failed may be NULL; it has room for max_failed
+// ranks, *nfailed counts them all). Works on a communicator that failed
+// (aborted, revoked). Collective over the live ranks: each calls the
+// agreements and shrinks of one communicator in the same order.
+// Errors: SHOAL_EINVAL, SHOAL_ETIMEDOUT (a live rank never joined: named),
+// SHOAL_ECONNECT (the store is gone), SHOAL_ENOTSUP (a file store: it
+// cannot tell a dead rank).
+SHOAL_API int shoal_comm_agree(
+    shoal_comm *comm, int *flag, int *failed, int max_failed, int *nfailed);
+
+// A new communicator of the ranks of `comm` that are alive, in the same
+// order, agreed as by shoal_comm_agree; a rank that dies during the
+// shrink is left out too (the agreement repeats). Works on a failed
+// communicator (the usual case: a death aborted it). *out is NULL on
+// failure. Errors: those of shoal_comm_agree and shoal_comm_create.
+SHOAL_API int shoal_comm_shrink(shoal_comm *comm, shoal_comm **out);
+
+// The ranks of `comm` this rank knows to have died (the transport saw
+// their connection drop, or the store saw theirs close without an orderly
+// close), ascending, into ranks[0..max) (may be NULL); returns how many,
+// or an error. Ranks that destroyed their communicator are not failed.
+// Does not block on peers (asks the store once per rank not known dead).
+SHOAL_API int shoal_comm_get_failed(shoal_comm *comm, int *ranks, int max);
+
+// The communicator's failure without blocking: SHOAL_OK while it is
+// fine, else the status that failed it (SHOAL_EPEER, SHOAL_ETIMEDOUT,
+// SHOAL_EABORTED, SHOAL_EREVOKED, ...) with its cause as this thread's
+// error text (shoal_last_error). Safe from any thread.
+SHOAL_API int shoal_comm_get_async_error(shoal_comm *comm);
 
 // ---------------------------------------------------------------------------
 // Requests (non-blocking operations)

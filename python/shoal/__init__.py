@@ -20,6 +20,7 @@ from ._C import (
     InvalidArgumentError,
     MismatchError,
     PeerError,
+    RevokedError,
     ShoalError,
 )
 from ._batch import BatchP2POptions, BatchSendRecv, P2POp
@@ -46,7 +47,8 @@ __all__ = [
     "Future", "P2POp", "Queue", "open_queue_channel",
     "TensorRegion", "deadline",
     "InvalidArgumentError", "compile_op", "find_process_group",
-    "MismatchError", "PeerError", "RedOpType", "ReduceOp", "ShoalError",
+    "MismatchError", "PeerError", "RedOpType", "ReduceOp", "RevokedError",
+    "ShoalError",
     "Work", "get_include", "get_library_dir", "new_comm",
     "empty", "empty_like", "is_shared", "share_memory_", "zeros",
     "zeros_like", "new_window", "Window", "WindowAttr", "WinAccessType",

@@ -246,6 +246,43 @@ class Comm:
         must still be finalized."""
         self._c.abort(None if reason is None else str(reason))
 
+    # ---- surviving a lost rank (ULFM's revoke, shrink, agree) ------------
+
+    def revoke(self, reason=None):
+        """Revokes the communicator on every rank it reaches: operations in
+        flight and later ones raise RevokedError naming this rank and
+        `reason`. Not collective; does not block. The communicator stays
+        usable for shrink() and agree() (then finalize it)."""
+        self._c.revoke(None if reason is None else str(reason))
+
+    def shrink(self, name=None):
+        """Collective over the live ranks: they agree, through the store,
+        on who is still alive and form a new communicator of them, in the
+        same order. Works on a communicator that a death aborted or a
+        revoke failed; a rank that dies meanwhile is left out too. Needs
+        the store (served by the launcher, or by a rank still alive)."""
+        c = self._c.shrink()
+        return Comm(c, name=name or c.name, device=self._device,
+                    backend=self._backend, hints=self._hints.raw,
+                    abort_process_on_timeout_or_error=self._abort)
+
+    def agree(self, flag=True):
+        """A fault-tolerant AND over the live ranks: returns (the AND of the
+        flags of the ranks that joined, the agreed list of ranks that did
+        not: dead, or gone). Collective over the live ranks."""
+        return self._c.agree(bool(flag))
+
+    def failed_ranks(self):
+        """The ranks this rank knows to have died (not those that finalized
+        their communicator). Does not wait for peers."""
+        return self._c.failed_ranks()
+
+    def get_async_error(self):
+        """The exception that failed the communicator (PeerError,
+        CommTimeoutError, AbortedError, RevokedError, ...), or None while
+        it is fine. Never blocks; safe from any thread (a watchdog's)."""
+        return self._c.async_error()
+
     def finalize(self):
         """Waits for this rank's pending operations, then releases the
         communicator. Local; later operations raise."""

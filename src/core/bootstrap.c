@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/hostid.h"
+#include "core/ft.h"
 #include "base/log.h"
 #include "core/comm.h"
 #include "core/engine.h"
@@ -159,8 +160,13 @@ gather_peers(shoal_comm *comm, struct peer_entry *entries, int *one_host,
     size_t n            = comm->size > 0 ? (size_t) comm->size : 1;
     comm->host_first    = calloc(n, sizeof(int));
     comm->local_rank_of = calloc(n, sizeof(int));
-    if (comm->host_first == NULL || comm->local_rank_of == NULL) {
+    comm->host_hash     = calloc(n, sizeof(uint64_t));
+    if (comm->host_first == NULL || comm->local_rank_of == NULL
+        || comm->host_hash == NULL) {
         return shi_error(SHOAL_ENOMEM, "out of memory");
+    }
+    for (int r = 0; r < comm->size; r++) {
+        comm->host_hash[r] = shi_host_hash(entries[r].host_id);
     }
     for (int r = 0; r < comm->size; r++) {
         int first = r, same = 0;

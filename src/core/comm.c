@@ -12,6 +12,7 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "core/engine.h"
+#include "core/ft.h"
 #include "core/upcalls.h"
 #include "platform/net.h"
 #include "store/store.h"
@@ -22,12 +23,19 @@ struct shi_store_ref {
     shi_store        *store;
     shi_store_server *server; // when this process (rank 0) serves it
     atomic_int        refs;
+    int               wills; // a TCP store: it keeps last wills
 };
 
 struct shi_store *
 shi_comm_store(shoal_comm *comm)
 {
     return comm->store != NULL ? comm->store->store : NULL;
+}
+
+int
+shi_comm_store_has_wills(shoal_comm *comm)
+{
+    return comm->store != NULL && comm->store->wills;
 }
 
 struct shi_store_ref *
@@ -59,6 +67,20 @@ shi_comm_invalid(shoal_comm *comm, const char *fmt, ...)
     shi_verror(SHOAL_EINVAL, fmt, ap);
     va_end(ap);
     return shi_comm_error(comm, SHOAL_EINVAL);
+}
+
+int
+shi_comm_failed_error(shoal_comm *comm, const char *op)
+{
+    int st = atomic_load(&comm->failed) == SHOAL_EREVOKED ? SHOAL_EREVOKED
+                                                          : SHOAL_EABORTED;
+
+    pthread_mutex_lock(&comm->err_lock);
+    shi_error(st, "%scommunicator '%s' was %s by an earlier error: %s", op,
+        comm->name, st == SHOAL_EREVOKED ? "revoked" : "aborted",
+        comm->fail_text);
+    pthread_mutex_unlock(&comm->err_lock);
+    return shi_comm_error(comm, st);
 }
 
 int
@@ -178,6 +200,7 @@ shi_comm_free(shoal_comm *comm)
     shi_engine_destroy(comm);
     free(comm->host_first);
     free(comm->local_rank_of);
+    free(comm->host_hash);
     free(comm->peers);
     free(comm);
 }
@@ -243,7 +266,8 @@ open_store(shoal_comm *comm, const shi_launch *env, int64_t deadline)
         return shi_error_wrap(st, "rank %d of %d (from %s): store %s",
             env->rank, env->size, env->source, env->store);
     }
-    return SHOAL_OK;
+    ref->wills = strchr(env->store, '/') == NULL;
+    return ref->wills ? shi_gone_will(ref->store, deadline) : SHOAL_OK;
 }
 
 // The key prefix of a new communicator: its name, its size and which
@@ -411,11 +435,12 @@ shoal_comm_abort(shoal_comm *comm, const char *reason)
     if (shi_fork_check(comm, "comm_abort") != SHOAL_OK) {
         return SHOAL_EINVAL; // it would abort the parent's job
     }
-    // Peers hear of it as of any abort: the engine tells them over TCP at
-    // its next step, the shared segment's abort record otherwise.
+    // Peers hear of it as of any abort: the shared segment's abort record,
+    // or over TCP the engine's pass, made here if nobody is in one.
     shi_comm_abort(comm, SHOAL_EABORTED,
         "rank %d aborted the communicator: %s", comm->rank,
         reason != NULL ? reason : "aborted by the application");
+    shi_engine_after_abort(comm);
     return SHOAL_OK;
 }
 

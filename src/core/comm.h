@@ -41,6 +41,15 @@ struct shoal_comm {
     int         rdv_adopted; // failed with another rank's reported cause
     char        rdv_job_key[64]; // set when a rank of the job is gone
     int         nplans; // plans compiled on this comm
+    // While being created by a shrink (shrink.c): a look, each slice of a
+    // watched wait, at whether a member's process is gone.
+    int (*rdv_extra)(void *arg);
+    void *rdv_extra_arg;
+    // Surviving a lost rank (core/ft.h): agreements and shrinks made on
+    // this comm, and per rank a hash of its host identity, which with its
+    // pid names its process's "gone" key in the store.
+    int       nagrees;
+    uint64_t *host_hash;
 
     // The transport (transport.h); its private state is tp_state.
     const struct shi_transport_ops *tp;
@@ -108,6 +117,11 @@ struct shoal_comm {
 _Static_assert(offsetof(struct shoal_comm, tp_view) == 0,
     "the transport's view of the communicator must come first");
 
+// comm has failed: records, for `op` ("" or "window_put: "), that it was
+// revoked (SHOAL_EREVOKED) or aborted (SHOAL_EABORTED) by an earlier
+// error, with the cause, and returns that status. Not under err_lock.
+int shi_comm_failed_error(shoal_comm *comm, const char *op);
+
 // Records `status` and the thread's error text as comm's last error (and
 // returns status), so shoal_comm_last_error can show it.
 int shi_comm_error(shoal_comm *comm, int status);
@@ -128,6 +142,14 @@ int shi_comm_bootstrap(shoal_comm *comm, int64_t deadline);
 // Allocates a communicator with its locks initialized.
 int shi_comm_alloc(shoal_comm **out, const char *name, int rank, int size,
     int64_t timeout_ms);
+
+// A communicator made from `parent` (split.c): alloc gives it the
+// parent's secret, store and timeout; the caller sets its prefix (and what
+// its creation watches), then boot bootstraps it into *out, freeing it on
+// failure.
+int shi_comm_child_alloc(shoal_comm *parent, const char *name, int rank,
+    int size, shoal_comm **out);
+int shi_comm_child_boot(shoal_comm *child, int64_t deadline, shoal_comm **out);
 
 // Frees a communicator after its threads have stopped.
 void shi_comm_free(shoal_comm *comm);
@@ -171,6 +193,9 @@ int shi_rdv_get_from(shoal_comm *comm, int peer, const char *key, char **value,
 struct shi_launch;
 int shi_rdv_job_will(
     shoal_comm *comm, const struct shi_launch *env, int64_t deadline);
+// Whether the comm's store keeps last wills (a TCP store: a file store
+// cannot tell a process that died).
+int shi_comm_store_has_wills(shoal_comm *comm);
 // What a watched wait checks each slice (rendezvous.c says what).
 int shi_rdv_check(shoal_comm *comm);
 // SHOAL_OK, or SHOAL_EABORTED with comm's cause, for `op` on comm.

@@ -104,6 +104,7 @@ fail_all_locked(shoal_comm *comm)
 static void
 flush_abort_locked(shoal_comm *comm)
 {
+    comm->engine.abort_flushed = 1;
     if (comm->tp->abort_flush != NULL) {
         comm->tp->abort_flush(comm);
     }
@@ -646,14 +647,9 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
     pthread_mutex_lock(&comm->lock);
     st = atomic_load(&comm->failed);
     if (st != 0) {
-        pthread_mutex_lock(&comm->err_lock);
-        shi_error(SHOAL_EABORTED,
-            "communicator '%s' was aborted by an "
-            "earlier error: %s",
-            comm->name, comm->fail_text);
-        pthread_mutex_unlock(&comm->err_lock);
+        flush_abort_locked(comm); // an abort that no pass has seen yet
         pthread_mutex_unlock(&comm->lock);
-        return shi_comm_error(comm, SHOAL_EABORTED);
+        return shi_comm_failed_error(comm, "");
     }
     req->in_engine = 1;
     queue_push_active(&comm->engine.active, req);
@@ -746,6 +742,17 @@ shi_engine_flush_abort(shoal_comm *comm)
     flush_abort_locked(comm);
 }
 
+void
+shi_engine_after_abort(shoal_comm *comm)
+{
+    if (comm->tp == NULL || pthread_mutex_trylock(&comm->lock) != 0) {
+        return; // the holder's next pass sees the failure (or, for the
+                // progress thread, the top of its loop)
+    }
+    step_locked(comm); // tells the peers, fails what is in flight
+    pthread_mutex_unlock(&comm->lock);
+}
+
 static void *
 progress_main(void *arg)
 {
@@ -753,6 +760,10 @@ progress_main(void *arg)
 
     pthread_mutex_lock(&comm->lock);
     while (!comm->engine.shutdown) {
+        if (atomic_load(&comm->failed) && !comm->engine.abort_flushed) {
+            step_locked(comm); // an abort from outside: tell the peers
+            continue;
+        }
         if ((comm->engine.active.head == NULL && comm->engine.listening == 0)
             || comm->engine.app_drivers > 0) {
             pthread_cond_wait(&comm->engine.cv, &comm->lock);

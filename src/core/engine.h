@@ -85,4 +85,10 @@ void shi_engine_listen(shoal_comm *comm, int on);
 // abort left to send and the collective layer let go of its work.
 void shi_engine_flush_abort(shoal_comm *comm);
 
+// After an abort from outside the engine (the application's, a
+// watchdog's): tells the peers and fails the requests in flight now if
+// the lock is free, else leaves it to its holder's next pass. Never
+// blocks. Not under the lock.
+void shi_engine_after_abort(shoal_comm *comm);
+
 #endif

@@ -24,6 +24,7 @@ struct shi_engine {
     int      listening;
     int      app_drivers; // application threads driving now
     int      shutdown;
+    int      abort_flushed; // the transport told the peers of a failure
     uint32_t coll_seq; // collectives issued
     // The progress thread.
     pthread_t progress_thread;

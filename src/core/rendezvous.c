@@ -110,24 +110,16 @@ shi_rdv_job_will(
         shi_comm_store(comm), comm->rdv_job_key, text, (size_t) n, deadline);
 }
 
-// SHOAL_EABORTED with the cause if comm has failed (a created one is
-// asked to look at its peers first).
+// SHOAL_EABORTED (SHOAL_EREVOKED) with the cause if comm has failed (a
+// created one is asked to look at its peers first).
 static int
 rdv_failed(shoal_comm *comm)
 {
     if (shi_engine_running(comm)) {
         shi_engine_check_peers(comm);
     }
-    int st = atomic_load(&comm->failed);
-
-    if (st == 0) {
-        return SHOAL_OK;
-    }
-    pthread_mutex_lock(&comm->err_lock);
-    shi_error(SHOAL_EABORTED, "communicator '%s' was aborted: %s", comm->name,
-        comm->fail_text);
-    pthread_mutex_unlock(&comm->err_lock);
-    return SHOAL_EABORTED;
+    return atomic_load(&comm->failed) == 0 ? SHOAL_OK
+                                           : shi_comm_failed_error(comm, "");
 }
 
 int
@@ -168,6 +160,10 @@ rdv_check(void *arg)
     if ((st = rdv_failed(comm)) != SHOAL_OK
         || (comm->rdv_parent != NULL
             && (st = rdv_failed(comm->rdv_parent)) != SHOAL_OK)) {
+        return st;
+    }
+    if (comm->rdv_extra != NULL
+        && (st = comm->rdv_extra(comm->rdv_extra_arg)) != SHOAL_OK) {
         return st;
     }
     if (comm->rdv_will && (st = rdv_failure_of_others(comm, 0)) != SHOAL_OK) {
@@ -251,9 +247,11 @@ shi_rdv_begin(shoal_comm *comm, int64_t deadline)
 }
 
 // Tells the other ranks why this one failed (they stop waiting for it),
-// unless their own failure explains ours: then ours becomes theirs.
+// unless their own failure explains ours: then ours becomes theirs. A
+// lost peer's cause is waited for (`patient`) unless the creation's own
+// watch named it (a shrink's: a member died).
 static int
-rdv_report(shoal_comm *comm, int st, int64_t deadline)
+rdv_report(shoal_comm *comm, int st, int patient, int64_t deadline)
 {
     char key[512], *text, saved[SHI_ERROR_TEXT_MAX];
 
@@ -261,10 +259,9 @@ rdv_report(shoal_comm *comm, int st, int64_t deadline)
     if (comm->rdv_adopted) {
         return st;
     }
-    int theirs = rdv_failure_of_others(comm,
-        st == SHOAL_EPEER || st == SHOAL_EPROTO || st == SHOAL_ECONNECT
-            ? RDV_CAUSE_WAIT_MS
-            : 0);
+    int lost = st == SHOAL_EPEER || st == SHOAL_EPROTO || st == SHOAL_ECONNECT;
+    int theirs
+        = rdv_failure_of_others(comm, lost && patient ? RDV_CAUSE_WAIT_MS : 0);
 
     if (theirs != SHOAL_OK) {
         return theirs;
@@ -311,7 +308,9 @@ shi_rdv_end(shoal_comm *comm, int st, int64_t deadline)
 {
     char key[512], text[SHI_ERROR_TEXT_MAX];
 
+    int patient      = comm->rdv_extra == NULL;
     comm->rdv_parent = NULL;
+    comm->rdv_extra  = NULL;
     if (comm->size == 1 || comm->store == NULL) {
         return st;
     }
@@ -319,14 +318,16 @@ shi_rdv_end(shoal_comm *comm, int st, int64_t deadline)
     // the will's withdrawal get a moment of their own.
     if (st != SHOAL_OK) {
         deadline = shi_deadline_in_ms(RDV_CLEANUP_MS);
-        st       = rdv_report(comm, st, deadline);
+        st       = rdv_report(comm, st, patient, deadline);
     } else {
         rdv_clean(comm, deadline);
     }
     snprintf(text, sizeof(text), "%s", shi_error_text());
     if (comm->rdv_will) {
+        // Its own moment: the report may have waited out the one above.
         shi_rdv_key(comm, "fail", key, sizeof(key));
-        if (shi_store_unwill(shi_comm_store(comm), key, deadline)
+        if (shi_store_unwill(
+                shi_comm_store(comm), key, shi_deadline_in_ms(RDV_CLEANUP_MS))
             != SHOAL_OK) {
             SHI_INFO("%s", shi_error_text());
         }

@@ -135,6 +135,35 @@ publish_and_meet(
     return SHOAL_OK;
 }
 
+int
+shi_comm_child_alloc(
+    shoal_comm *parent, const char *name, int rank, int size, shoal_comm **out)
+{
+    shoal_comm *child;
+    int st = shi_comm_alloc(&child, name, rank, size, parent->timeout_ms);
+
+    if (st != SHOAL_OK) {
+        return st;
+    }
+    child->secret = parent->secret;
+    child->store  = shi_store_ref_get(parent->store);
+    *out          = child;
+    return SHOAL_OK;
+}
+
+int
+shi_comm_child_boot(shoal_comm *child, int64_t deadline, shoal_comm **out)
+{
+    int st = shi_comm_bootstrap(child, deadline);
+
+    if (st != SHOAL_OK) {
+        shi_comm_free(child);
+        return st;
+    }
+    *out = child;
+    return SHOAL_OK;
+}
+
 // Creates the member communicator: `rank` of `size`, keys under `tag`.
 static int
 make_child(shoal_comm *parent, int split, const char *tag, int rank, int size,
@@ -145,22 +174,14 @@ make_child(shoal_comm *parent, int split, const char *tag, int rank, int size,
     int         st;
 
     snprintf(name, sizeof(name), "%s.split%d", parent->name, split);
-    st = shi_comm_alloc(&child, name, rank, size, parent->timeout_ms);
-    if (st != SHOAL_OK) {
+    if ((st = shi_comm_child_alloc(parent, name, rank, size, &child))
+        != SHOAL_OK) {
         return st;
     }
-    child->secret     = parent->secret;
     child->rdv_parent = parent; // its failure ends the child's creation
-    child->store      = shi_store_ref_get(parent->store);
     snprintf(child->prefix, sizeof(child->prefix), "%ssplit%d.%s/",
         parent->prefix, split, tag);
-    st = shi_comm_bootstrap(child, deadline);
-    if (st != SHOAL_OK) {
-        shi_comm_free(child);
-        return st;
-    }
-    *out = child;
-    return SHOAL_OK;
+    return shi_comm_child_boot(child, deadline, out);
 }
 
 struct member {

@@ -155,8 +155,8 @@ shi_q_usable(struct shi_q_channel *ch, int peer, const char *op)
     }
     if (atomic_load(&comm->failed)) {
         pthread_mutex_lock(&comm->err_lock);
-        int st = atomic_load(&comm->failed) == SHOAL_EPEER ? SHOAL_EPEER
-                                                           : SHOAL_EABORTED;
+        int st = atomic_load(&comm->failed);
+        st = st == SHOAL_EPEER || st == SHOAL_EREVOKED ? st : SHOAL_EABORTED;
         shi_error(st, "%s: communicator '%s' failed: %s", op, comm->name,
             comm->fail_text);
         pthread_mutex_unlock(&comm->err_lock);

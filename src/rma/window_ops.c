@@ -9,6 +9,7 @@
 // at the counter; the engine sleeps on the doorbell between looks, and an
 // origin's signal rings it.
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/clock.h"
@@ -31,12 +32,10 @@ struct rma_state {
 static int
 aborted(shoal_comm *comm, const char *op)
 {
-    pthread_mutex_lock(&comm->err_lock);
-    shi_error(SHOAL_EABORTED,
-        "%s: communicator '%s' was aborted by an earlier error: %s", op,
-        comm->name, comm->fail_text);
-    pthread_mutex_unlock(&comm->err_lock);
-    return shi_comm_error(comm, SHOAL_EABORTED);
+    char what[64];
+
+    snprintf(what, sizeof(what), "%s: ", op);
+    return shi_comm_failed_error(comm, what);
 }
 
 int

@@ -127,6 +127,12 @@ tcp_call(store_tcp *t, shi_wire_msg *req, shi_wire_msg *rep,
     int           rc;
 
     *frame = NULL;
+    if (deadline != SHI_NO_DEADLINE && shi_now_ns() >= deadline) {
+        // Not sent at all: sent, its reply could not be waited for, and
+        // the connection (with the wills it carries) would have to go.
+        return shi_error(
+            SHOAL_ETIMEDOUT, "deadline passed before the request");
+    }
     if (t->gone) {
         return shi_error(SHOAL_ECONNECT,
             "%s went away earlier: the process serving it (the launcher, or "

@@ -19,11 +19,9 @@
 #include "mptest.h"
 
 #define FAULT_DELAY_S 0.3
-#define FAULT_COUNT   4096 // elements of the collectives' buffers
-#define FAULT_BIG     ((size_t) 4 << 20) // mid_transfer's floats
 
-static int
-open_fds(void)
+int
+mp_open_fds(void)
 {
     DIR *d = opendir("/proc/self/fd");
     int  n = 0;
@@ -38,8 +36,8 @@ open_fds(void)
     return n;
 }
 
-static void
-list_fds(void)
+void
+mp_list_fds(void)
 {
     for (int fd = 0; fd < 1024; fd++) {
         char    path[64], target[256];
@@ -60,13 +58,13 @@ kill_after(void *arg)
     return NULL;
 }
 
-// One call of the phase's operation on comm; buffers hold FAULT_COUNT
+// One call of the phase's operation on comm; buffers hold MP_FAULT_COUNT
 // floats per rank (size of them where a collective needs one per rank).
-static int
-fault_op(shoal_comm *comm, const char *phase, float *a, float *b)
+int
+mp_fault_op(shoal_comm *comm, const char *phase, float *a, float *b)
 {
     int             rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
-    size_t          n   = FAULT_COUNT;
+    size_t          n   = MP_FAULT_COUNT;
     shoal_reduce_op sum = SHOAL_REDUCE_OP(SHOAL_SUM);
 
     if (strcmp(phase, "all_reduce") == 0) {
@@ -121,7 +119,7 @@ fault_op(shoal_comm *comm, const char *phase, float *a, float *b)
         return st;
     }
     if (strcmp(phase, "mid_transfer") == 0) {
-        return shoal_all_reduce(comm, a, a, FAULT_BIG, SHOAL_FLOAT32, sum);
+        return shoal_all_reduce(comm, a, a, MP_FAULT_BIG, SHOAL_FLOAT32, sum);
     }
     return SHOAL_EINVAL;
 }
@@ -137,7 +135,7 @@ survive(
     char name[32];
 
     for (int i = 0; st == SHOAL_OK && i < 100000; i++) {
-        st = fault_op(comm, phase, a, b);
+        st = mp_fault_op(comm, phase, a, b);
         if (st == SHOAL_OK) {
             st = shoal_barrier(comm);
         }
@@ -161,13 +159,13 @@ mp_case_fault(shoal_comm *world, int argc, char **argv)
     pthread_t     t;
     const char   *phase = argc > 0 ? argv[0] : "all_reduce";
     int           big   = strcmp(phase, "mid_transfer") == 0;
-    size_t        n     = big ? FAULT_BIG : (size_t) FAULT_COUNT * size;
+    size_t        n     = big ? MP_FAULT_BIG : (size_t) MP_FAULT_COUNT * size;
     static double delay = FAULT_DELAY_S, soon = 0.02;
 
     MP_CHECK(size > 1);
     float *a = calloc(n, sizeof(float)), *b = calloc(n, sizeof(float));
     MP_CHECK(a != NULL && b != NULL);
-    int fds  = open_fds();
+    int fds  = mp_open_fds();
     cfg.name = "faulty";
     MP_EXPECT(shoal_comm_create(&comm, &cfg), SHOAL_OK);
     int    setup = shoal_barrier(comm);
@@ -179,16 +177,16 @@ mp_case_fault(shoal_comm *world, int argc, char **argv)
         if (!big) {
             pause(); // dies outside the call, while the others are in it
         }
-        fault_op(comm, phase, a, b);
+        mp_fault_op(comm, phase, a, b);
         pause();
     }
     int rc = survive(
         comm, phase, a, b, big ? t0 + soon - FAULT_DELAY_S : t0, setup);
     shoal_comm_destroy(comm);
-    if (open_fds() != fds) {
-        fprintf(
-            stderr, "%d file descriptors open, %d before\n", open_fds(), fds);
-        list_fds();
+    if (mp_open_fds() != fds) {
+        fprintf(stderr, "%d file descriptors open, %d before\n", mp_open_fds(),
+            fds);
+        mp_list_fds();
         return 1;
     }
     free(a);

@@ -53,6 +53,8 @@ static const struct {
     { "freeze", mp_case_freeze },
     { "fault", mp_case_fault },
     { "fault_loop", mp_case_fault_loop },
+    { "recover", mp_case_recover },
+    { "revoke", mp_case_revoke },
     { "store_owner_kill", mp_case_store_owner_kill },
     { "timeout", mp_case_timeout },
     { "mismatch", mp_case_mismatch },

@@ -19,24 +19,6 @@ static const char *const fault_phases[] = { "all_reduce", "broadcast",
     "reduce", "all_gather", "reduce_scatter", "all_to_all", "gather",
     "scatter", "barrier", "send_recv", "plan", "mid_transfer" };
 
-// Entries of /dev/shm whose name mentions shoal.
-static int
-shm_files(void)
-{
-    DIR           *d = opendir("/dev/shm");
-    struct dirent *e;
-    int            n = 0;
-
-    if (d == NULL) {
-        return 0;
-    }
-    while ((e = readdir(d)) != NULL) {
-        n += strstr(e->d_name, "shoal") != NULL;
-    }
-    closedir(d);
-    return n;
-}
-
 // Whether process `pid` (a /proc entry) was started by this test: it
 // carries the test's SHOAL_TEST_TAG, so that tests running side by side do
 // not count each other's ranks.
@@ -93,7 +75,7 @@ expect_fault(int n, const char *phase, const char *transport)
     const char *env[] = { transport, NULL };
     char       *out;
     char        killed[64];
-    int         files = shm_files();
+    int         files = test_shm_files();
     int         rc    = test_run_mptest(n, "fault", phase, env, &out, 60);
 
     snprintf(killed, sizeof(killed), "rank %d killed by signal 9", n - 1);
@@ -104,7 +86,8 @@ expect_fault(int n, const char *phase, const char *transport)
         "%s %s on %d ranks: not every survivor failed in time, naming rank "
         "%d, without leaking descriptors:\n%s",
         phase, transport, n, n - 1, out);
-    CHECK_MSG(shm_files() <= files, "files left in /dev/shm after %s", phase);
+    CHECK_MSG(
+        test_shm_files() <= files, "files left in /dev/shm after %s", phase);
     CHECK_MSG(fault_processes() == 0, "ranks left running after %s", phase);
     free(out);
 }

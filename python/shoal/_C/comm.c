@@ -169,6 +169,12 @@ comm_split(ext_comm *self, PyObject *list)
     if (child == NULL) {
         Py_RETURN_NONE;
     }
+    return ext_comm_child(self, child);
+}
+
+PyObject *
+ext_comm_child(ext_comm *self, shoal_comm *child)
+{
     // The child starts with its parent's default deadline.
     shoal_comm_set_timeout(child, self->timeout_ms);
     return (PyObject *) comm_wrap(
@@ -269,6 +275,22 @@ static PyMethodDef comm_methods[] = {
     { "abort", (PyCFunction) comm_abort, METH_O,
         "abort(reason): fail every operation of the communicator, on "
         "every rank, naming this rank and reason (None: a default)" },
+    { "revoke", (PyCFunction) ext_comm_revoke, METH_O,
+        "revoke(reason): fail every operation of the communicator with "
+        "RevokedError on every rank it reaches; it stays usable for "
+        "shrink() and agree(). Not collective." },
+    { "shrink", (PyCFunction) ext_comm_shrink, METH_NOARGS,
+        "shrink() -> Comm: the live ranks agree who they are and form a "
+        "new communicator, in the same order (collective over the live "
+        "ranks; works on a failed communicator)." },
+    { "agree", (PyCFunction) ext_comm_agree, METH_O,
+        "agree(flag) -> (flag, failed): a fault-tolerant AND of the live "
+        "ranks' flags, and the agreed list of ranks that did not join." },
+    { "failed_ranks", (PyCFunction) ext_comm_failed_ranks, METH_NOARGS,
+        "failed_ranks() -> list: the ranks this rank knows to have died." },
+    { "async_error", (PyCFunction) ext_comm_async_error, METH_NOARGS,
+        "async_error() -> ShoalError or None: the communicator's failure, "
+        "without blocking." },
     { "set_timeout", (PyCFunction) comm_set_timeout, METH_O,
         "set_timeout(ms): default deadline of later operations." },
     { "register_memory", (PyCFunction) ext_comm_register_memory, METH_O,

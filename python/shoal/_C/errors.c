@@ -14,6 +14,7 @@ static PyObject *errors_timeout;
 static PyObject *errors_peer;
 static PyObject *errors_mismatch;
 static PyObject *errors_aborted;
+static PyObject *errors_revoked;
 
 static int
 errors_add(PyObject *module, PyObject **out, const char *name, PyObject *bases,
@@ -63,6 +64,10 @@ ext_errors_init(PyObject *module)
             || errors_add(module, &errors_aborted, "AbortedError",
                 Py_NewRef(ext_exc_base),
                 "The communicator was aborted by an earlier error.")
+            || errors_add(module, &errors_revoked, "RevokedError",
+                Py_NewRef(errors_aborted),
+                "A rank revoked the communicator; shrink it to go on "
+                "without its lost ranks.")
         ? -1
         : 0;
 }
@@ -71,7 +76,8 @@ int
 ext_is_outside_fault(int status)
 {
     return status == SHOAL_ETIMEDOUT || status == SHOAL_EPEER
-        || status == SHOAL_EMISMATCH || status == SHOAL_EABORTED;
+        || status == SHOAL_EMISMATCH || status == SHOAL_EABORTED
+        || status == SHOAL_EREVOKED;
 }
 
 static PyObject *
@@ -88,6 +94,8 @@ errors_class(int status)
             return errors_mismatch;
         case SHOAL_EABORTED:
             return errors_aborted;
+        case SHOAL_EREVOKED:
+            return errors_revoked;
         default:
             return ext_exc_base;
     }

@@ -215,6 +215,17 @@ int ext_mem_reg_init(void);
 // Comm.register_memory(buffer) -> a MemReg holding the buffer.
 PyObject *ext_comm_register_memory(ext_comm *self, PyObject *arg);
 
+// A Python communicator for `child`, made from self (split, shrink): the
+// same type, deadline and abort policy. Destroys child on failure.
+PyObject *ext_comm_child(ext_comm *self, shoal_comm *child);
+
+// Surviving a lost rank (comm_ft.c).
+PyObject *ext_comm_revoke(ext_comm *self, PyObject *arg);
+PyObject *ext_comm_shrink(ext_comm *self, PyObject *unused);
+PyObject *ext_comm_agree(ext_comm *self, PyObject *arg);
+PyObject *ext_comm_failed_ranks(ext_comm *self, PyObject *unused);
+PyObject *ext_comm_async_error(ext_comm *self, PyObject *unused);
+
 // ---- Peer views (peer_view.c) ---------------------------------------------
 
 // Readies the type. Returns 0 or -1.
