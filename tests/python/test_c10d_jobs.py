@@ -393,6 +393,35 @@ def test_killed_rank_makes_the_others_raise():
         assert float(out.split()[2]) < 10, out  # well before any deadline
 
 
+ABORTED = """
+import threading, time, torch, torch.distributed as dist
+import shoal
+dist.init_process_group("shoal")
+pg, r = dist.group.WORLD, dist.get_rank()
+dist.barrier()
+assert pg.errored() is None
+if r == 0:  # a watchdog aborts while this rank waits for a message
+    threading.Timer(0.3, pg.abort).start()
+t0 = time.monotonic()
+try:
+    dist.recv(torch.zeros(1), src=1 - r)
+    raise SystemExit("the receive did not fail")
+except shoal.AbortedError as e:
+    assert "aborted" in str(e), e
+assert isinstance(pg.errored(), shoal.AbortedError), pg.errored()
+print(f"failed after {time.monotonic() - t0:.2f} s")
+dist.destroy_process_group()
+"""
+
+
+def test_process_group_abort_from_another_thread():
+    """abort() from a watchdog thread ends the waits of every rank with
+    AbortedError; errored() says so, and None before."""
+    for rc, out, err in job(2, code(ABORTED), timeout=60):
+        assert rc == 0 and "failed after" in out, (out, err)
+        assert float(out.split()[2]) < 2.0, out
+
+
 # ---- the examples ---------------------------------------------------------
 
 

@@ -187,6 +187,18 @@ class ProcessGroupShoal(dist.ProcessGroup):
         self._completer.close()
         self._comm.finalize()
 
+    def abort(self):
+        """Aborts the group on every rank without blocking; safe from any
+        thread (a watchdog's). Pending work ends with AbortedError; later
+        calls raise; shutdown() still releases it."""
+        self._comm.abort("the process group was aborted")
+
+    def errored(self):
+        """The exception that failed the group (a peer's death, a
+        time-out, an abort), or None while it is fine: torch's and
+        torchft's meaning. Never blocks."""
+        return self._comm.get_async_error()
+
     # ---- collectives in place -----------------------------------------------
 
     def allreduce(self, tensors, opts=None, timeout=None, op=None):
