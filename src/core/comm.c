@@ -131,7 +131,12 @@ shi_comm_abort(shoal_comm *comm, int status, const char *fmt, ...)
     snprintf(comm->fail_text, sizeof(comm->fail_text), "%s", text);
     atomic_store(&comm->failed, status);
     pthread_mutex_unlock(&comm->err_lock);
-    shi_log(SHI_LOG_WARN, "communicator '%s' aborted (%s): %s", comm->name,
+    // A fault is a warning; an abort or revoke some rank asked for (as
+    // torchft does at every reconfiguration) is news.
+    shi_log(status == SHOAL_EABORTED || status == SHOAL_EREVOKED
+            ? SHI_LOG_INFO
+            : SHI_LOG_WARN,
+        "communicator '%s' aborted (%s): %s", comm->name,
         shoal_status_name(status), text);
     if (comm->tp != NULL) {
         comm->tp->abort_notify(comm, status, text);

@@ -130,8 +130,11 @@ shoal_comm_get_async_error(shoal_comm *comm)
     if (st == 0) {
         return SHOAL_OK;
     }
+    // Every failure aborts the communicator (a revoke revokes it): said
+    // first, as torch's and torchft's callers look for it.
     pthread_mutex_lock(&comm->err_lock);
-    shi_error(st, "communicator '%s' failed: %s", comm->name, comm->fail_text);
+    shi_error(st, "communicator '%s' was %s: %s", comm->name,
+        st == SHOAL_EREVOKED ? "revoked" : "aborted", comm->fail_text);
     pthread_mutex_unlock(&comm->err_lock);
     return st;
 }

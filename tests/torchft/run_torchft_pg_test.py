@@ -6,9 +6,10 @@ torchft's tests exercise its reconfigurable gloo wrapper
 prefix, every collective torchft uses, a rank that leaves while the others
 wait (their errors must match gloo's phrases), 2-3 ranks as threads of one
 process. This runner runs the tests that name that wrapper twice: as
-shipped, and with the wrapper's place taken by ShoalWrapper below, a
-torchft ProcessGroupWrapper whose groups are shoal groups (made by shoal's
-own torch.distributed creator from torchft's store). Gloo's wrapper
+shipped, and with the wrapper's place taken by shoal.torchft's
+ProcessGroupShoal, a torchft ProcessGroupWrapper whose groups are shoal
+groups (made by shoal's own torch.distributed creator from torchft's
+store). Gloo's wrapper
 refuses reduce_scatter and the test skips it; the shoal column runs it too.
 
 Usage: build/pyenv/bin/python tests/torchft/run_torchft_pg_test.py
@@ -27,19 +28,7 @@ except ImportError as e:  # torchft is optional
     print(f"torchft is not installed ({e}): pip install torchft==0.2.0")
     sys.exit(0)
 
-from shoal.c10d.process_group import ProcessGroupShoal, connect
-
-
-class ShoalWrapper(tpg.ProcessGroupWrapper):
-    """torchft's reconfigurable process group over shoal (as its gloo
-    wrapper is over gloo)."""
-
-    def _create_pg(self, store, rank, world_size):
-        comm = connect(store, rank, world_size, self._timeout, "torchft")
-        return ProcessGroupShoal(comm, store)
-
-    def getBackendName(self):
-        return "torchft-shoal"
+from shoal.torchft import ProcessGroupShoal  # noqa: E402
 
 
 GLOO_CLASSES = ("ProcessGroupTest", "NormalGlooMultiPgTest")
@@ -78,7 +67,7 @@ def run(names):
 def main():
     names = gloo_tests()
     gloo = run(names)
-    tests.ProcessGroupGloo = ShoalWrapper  # the file's name for the wrapper
+    tests.ProcessGroupGloo = ProcessGroupShoal  # the file's name for it
     tests.NormalGlooMultiPgTest.SKIP = ["alltoall_base"]
     shoal = run(names)
     worse = 0
