@@ -24,6 +24,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.abspath(__file__)
@@ -36,7 +37,6 @@ def replica(args):
 
     import torch
     import torch.nn as nn
-    import torchft
     from torchft import DistributedDataParallel, Manager, Optimizer
 
     if args.kind == "gloo":
@@ -50,6 +50,8 @@ def replica(args):
             super().configure(*a, **k)
             print(f"configure {time.perf_counter() - t0:.4f}", flush=True)
 
+    # The replica group's store, which torchrun would serve (one rank).
+    store = torch.distributed.TCPStore("localhost", args.store_port, 1, True)
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 16))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -70,37 +72,42 @@ def replica(args):
     data = torch.randn(64, 256)
     target = torch.randn(64, 16)
     while manager.current_step() < args.steps:
+        before = manager.current_step()
         optim.zero_grad()
         loss = nn.functional.mse_loss(ddp(data), target)
         loss.backward()
-        committed = optim.step()
+        optim.step()  # commits (and counts a step) if every replica did
+        committed = manager.current_step() > before
         w = float(model[0].weight.detach().sum())
         print(f"step {manager.current_step()} {int(bool(committed))} "
               f"{time.time():.4f} {w:.6f}", flush=True)
         time.sleep(args.compute_s)  # the rest of a real step
     manager.shutdown(wait=False)
+    del store
 
 
 # ---- the driver --------------------------------------------------------------
 
 class Replica:
-    def __init__(self, kind, name, store_port, lh_port, steps, log):
+    def __init__(self, kind, name, store_port, lh_port, steps, compute_s,
+                 log):
         self.log = open(log, "a")
         self.proc = subprocess.Popen(
             [sys.executable, HERE, "--replica", name, "--kind", kind,
              "--store-port", str(store_port), "--lighthouse-port",
-             str(lh_port), "--steps", str(steps)],
+             str(lh_port), "--steps", str(steps), "--compute-s",
+             str(compute_s)],
             stdout=subprocess.PIPE, stderr=self.log, text=True,
             env=dict(os.environ, OMP_NUM_THREADS="1"))
-        os.set_blocking(self.proc.stdout.fileno(), False)
         self.lines = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append((time.time(), line.split()))
 
     def read(self):
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                return
-            self.lines.append((time.time(), line.split()))
+        pass  # the reader thread keeps self.lines
 
     def steps(self):
         return [(int(w[1]), int(w[2]), float(w[3]), float(w[4]))
@@ -121,8 +128,10 @@ def column(kind, a, base_port):
          str(a.heartbeat_ms)],
         stdout=open(log, "a"), stderr=subprocess.STDOUT)
     time.sleep(0.5)
-    r0 = Replica(kind, "r0", base_port + 1, lh_port, a.steps, log)
-    r1 = Replica(kind, "r1", base_port + 2, lh_port, a.steps, log)
+    r0 = Replica(kind, "r0", base_port + 1, lh_port, a.steps, a.compute_s,
+                 log)
+    r1 = Replica(kind, "r1", base_port + 2, lh_port, a.steps, a.compute_s,
+                 log)
     try:
         return drive(a, r0, r1, kind, base_port, lh_port, log)
     finally:
@@ -162,7 +171,8 @@ def drive(a, r0, r1, kind, base_port, lh_port, log):
     time.sleep(max(0.0, a.down - (time.time() - killed)))
     r1.proc.wait()
     restarted = time.time()
-    r1b = Replica(kind, "r1", base_port + 2, lh_port, a.steps, log)
+    r1b = Replica(kind, "r1", base_port + 2, lh_port, a.steps, a.compute_s,
+                 log)
     ok = wait_for(lambda: committed_after(r1b, restarted), [r0, r1b], 120)
     rejoined = committed_after(r1b, restarted)[0][2] - restarted if ok else None
     # Weights: r1's and r0's at the same committed step, after the rejoin.
@@ -185,8 +195,8 @@ def main():
     ap.add_argument("--kind", default="shoal")
     ap.add_argument("--store-port", type=int)
     ap.add_argument("--lighthouse-port", type=int)
-    ap.add_argument("--steps", type=int, default=400)
-    ap.add_argument("--compute-s", type=float, default=0.0)
+    ap.add_argument("--steps", type=int, default=100000)
+    ap.add_argument("--compute-s", type=float, default=0.02)
     ap.add_argument("--warm", type=int, default=20)
     ap.add_argument("--down", type=float, default=3.0)
     ap.add_argument("--heartbeat-ms", type=int, default=500)
