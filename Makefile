@@ -161,10 +161,11 @@ fuzz:
 TSAN_BUILD ?= build-tsan
 TSAN_CASES  = p2p_async progress bcast barrier split timeout plan_random plan_errors \
               wait_for_abort p2p_any split_left split_keys window_map window_errors \
-              queue queue_all
+              queue queue_all revoke
 # The same over the TCP transport (its epoll engine and abort frames).
 TSAN_TCP_CASES = p2p_async progress bcast coll_inflight timeout plan_random \
-                 wait_for_abort p2p_any split_left split_keys window_errors queue queue_all
+                 wait_for_abort p2p_any split_left split_keys window_errors queue queue_all \
+                 revoke
 # The same over UCX's TCP transport where UCX is built. UCX's memory hooks
 # and signal handlers, installed when its library loads, crash
 # ThreadSanitizer's runtime: off for every TSan run.
