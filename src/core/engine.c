@@ -273,6 +273,31 @@ name_dead_peers(shoal_comm *comm, char *buf, size_t len)
     }
 }
 
+// A collective past its deadline over a message transport: names the
+// ranks that never reached it, if the store shows some (absent.c), and
+// aborts. Returns 1 if it did. Asked once per request. Under the lock.
+static int
+name_absent_locked(shoal_comm *comm, shoal_request *r, int64_t now)
+{
+    char desc[256], absent[512];
+
+    if (r->late_asked || r->kind < SHI_OP_BARRIER || r->kind > SHI_OP_SCATTER
+        || comm->tp->unreachable == NULL) {
+        return 0;
+    }
+    r->late_asked = 1;
+    if (shi_absent_ranks(comm, r, absent, sizeof(absent)) == 0) {
+        return 0;
+    }
+    shi_req_describe(r, desc, sizeof(desc));
+    shi_comm_abort(comm, SHOAL_ETIMEDOUT,
+        "%s on rank %d: Timed out waiting for %s, which never reached this "
+        "collective (every other rank said in the store that it had) after "
+        "%.2f s",
+        desc, comm->rank, absent, (double) (now - r->start_ns) / 1e9);
+    return 1;
+}
+
 // Aborts with a time-out or a departed peer if an active request calls for
 // it. Under the lock.
 static void
@@ -282,6 +307,9 @@ housekeeping_locked(shoal_comm *comm, int64_t now)
     shoal_request *r;
 
     for (r = comm->engine.active.head; r != NULL; r = r->anext) {
+        if (now > r->deadline && name_absent_locked(comm, r, now)) {
+            return;
+        }
         if (now > r->deadline && comm->tp->unreachable != NULL
             && !net_deadline_passed(comm, r, now)) {
             return;

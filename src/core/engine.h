@@ -85,6 +85,13 @@ void shi_engine_listen(shoal_comm *comm, int on);
 // abort left to send and the collective layer let go of its work.
 void shi_engine_flush_abort(shoal_comm *comm);
 
+// At the deadline of collective `req` over a message transport
+// (absent.c): the ranks that did not say, in the store, that they reached
+// it too, named into buf ("rank 1 (pid 42 on node3)"); returns how many
+// (0: every rank did, or it cannot tell). Blocks up to 100 ms.
+int shi_absent_ranks(
+    shoal_comm *comm, const shoal_request *req, char *buf, size_t len);
+
 // After an abort from outside the engine (the application's, a
 // watchdog's): tells the peers and fails the requests in flight now if
 // the lock is free, else leaves it to its holder's next pass. Never

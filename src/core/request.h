@@ -37,6 +37,7 @@ struct shoal_request {
     int64_t         timeout_ms; // this call's (shoal_call_opts), 0: the comm's
     int64_t         deadline;
     int             started; // collective entered (descriptor published)
+    int             late_asked; // its deadline passed; absent ranks sought
     shoal_reduce_op op;
     int             algo; // shi_algo chosen at submission
     const void     *impl; // its registry row, chosen at submission

@@ -55,6 +55,7 @@ static const struct {
     { "fault_loop", mp_case_fault_loop },
     { "recover", mp_case_recover },
     { "revoke", mp_case_revoke },
+    { "stopped", mp_case_stopped },
     { "store_owner_kill", mp_case_store_owner_kill },
     { "timeout", mp_case_timeout },
     { "mismatch", mp_case_mismatch },

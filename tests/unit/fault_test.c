@@ -179,3 +179,18 @@ TEST_T(fault_launcher_killed, 60)
     CHECK_MSG(
         left == 0, "%d ranks still running 2 s after the launcher died", left);
 }
+
+// A rank stopped (SIGSTOP) before a collective over TCP: every other rank
+// fails at the deadline naming it, not the survivor its own wait chain
+// ends at, within 1.2 times the deadline (case `stopped` checks).
+TEST_T(fault_stopped_rank_is_the_one_named, 60)
+{
+    const char *env[] = { "SHOAL_TRANSPORT=tcp", NULL };
+    char       *out;
+    int         rc = test_run_mptest(4, "stopped", NULL, env, &out, 30);
+
+    CHECK_MSG(rc == 137, "exit %d, wanted 137 (rank 1 killed)\n%s", rc, out);
+    CHECK_MSG(test_count(out, "case stopped OK") == 3,
+        "not every other rank named the stopped rank in time:\n%s", out);
+    free(out);
+}
