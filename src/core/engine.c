@@ -274,27 +274,38 @@ name_dead_peers(shoal_comm *comm, char *buf, size_t len)
 }
 
 // A collective past its deadline over a message transport: names the
-// ranks that never reached it, if the store shows some (absent.c), and
-// aborts. Returns 1 if it did. Asked once per request. Under the lock.
+// ranks that never reached it, or one that called another collective, if
+// the store shows either (absent.c), and aborts. Returns 1 if it did. Asked
+// once per request. Under the lock.
 static int
 name_absent_locked(shoal_comm *comm, shoal_request *r, int64_t now)
 {
-    char desc[256], absent[512];
+    char              desc[256];
+    struct shi_absent a;
 
     if (r->late_asked || r->kind < SHI_OP_BARRIER || r->kind > SHI_OP_SCATTER
         || comm->tp->unreachable == NULL) {
         return 0;
     }
     r->late_asked = 1;
-    if (shi_absent_ranks(comm, r, absent, sizeof(absent)) == 0) {
+    if (!shi_absent_ranks(comm, r, &a)) {
         return 0;
     }
     shi_req_describe(r, desc, sizeof(desc));
-    shi_comm_abort(comm, SHOAL_ETIMEDOUT,
-        "%s on rank %d: Timed out waiting for %s, which never reached this "
-        "collective (every other rank said in the store that it had) after "
-        "%.2f s",
-        desc, comm->rank, absent, (double) (now - r->start_ns) / 1e9);
+    if (a.other >= 0) {
+        shi_comm_abort(comm, SHOAL_EMISMATCH,
+            "collective #%llu does not match across ranks: rank %d called "
+            "%s, rank %d called %s (seen when its deadline passed: neither "
+            "call sends what the other waits for)",
+            (unsigned long long) r->seq, comm->rank, desc, a.other,
+            a.other_call);
+    } else {
+        shi_comm_abort(comm, SHOAL_ETIMEDOUT,
+            "%s on rank %d: Timed out waiting for %s, which never reached "
+            "this collective (every other rank said in the store that it "
+            "had) after %.2f s",
+            desc, comm->rank, a.names, (double) (now - r->start_ns) / 1e9);
+    }
     return 1;
 }
 

@@ -87,10 +87,17 @@ void shi_engine_flush_abort(shoal_comm *comm);
 
 // At the deadline of collective `req` over a message transport
 // (absent.c): the ranks that did not say, in the store, that they reached
-// it too, named into buf ("rank 1 (pid 42 on node3)"); returns how many
-// (0: every rank did, or it cannot tell). Blocks up to 100 ms.
+// it too ("rank 1 (pid 42 on node3)" in names, counted in absent), or the
+// first that said it called another collective there (other, its call in
+// other_call; -1 if none). Returns 1 if either was found (0: every rank
+// reached the same call, or it cannot tell). Blocks up to 100 ms.
+struct shi_absent {
+    int  absent, other;
+    char names[512];
+    char other_call[256];
+};
 int shi_absent_ranks(
-    shoal_comm *comm, const shoal_request *req, char *buf, size_t len);
+    shoal_comm *comm, const shoal_request *req, struct shi_absent *out);
 
 // After an abort from outside the engine (the application's, a
 // watchdog's): tells the peers and fails the requests in flight now if

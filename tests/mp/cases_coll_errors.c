@@ -230,13 +230,15 @@ mp_case_coll_bad_args(shoal_comm *comm, int argc, char **argv)
 // Mismatched calls
 // ---------------------------------------------------------------------------
 
+#define CE_BIG (1u << 22) // floats: 16 MiB, the single-copy paths
+
 int
 mp_case_coll_mismatch(shoal_comm *comm, int argc, char **argv)
 {
     int               me = shoal_comm_rank(comm), n = shoal_comm_size(comm);
     const char       *what = argc > 0 ? argv[0] : "all_reduce_count";
     int               odd  = me == 0;
-    static float      f[4096], g[4096];
+    static float      f[4096], g[4096], big[CE_BIG];
     size_t            c1[CC_MAX_RANKS], c2[CC_MAX_RANKS];
     shoal_reduce_op   sum = SHOAL_REDUCE_OP(SHOAL_SUM);
     const shoal_dtype F32 = SHOAL_FLOAT32;
@@ -247,6 +249,11 @@ mp_case_coll_mismatch(shoal_comm *comm, int argc, char **argv)
     // An undetected mismatch must not hang the job: it times out instead
     // (and fails the checks below).
     MP_OK(shoal_comm_set_timeout(comm, 15000));
+    if (strcmp(what, "gather_scatter") == 0) {
+        // Over TCP nothing on the wire shows this one (both calls only
+        // receive there): it is found, as a mismatch, at the deadline.
+        MP_OK(shoal_comm_set_timeout(comm, 1000));
+    }
     for (int r = 0; r < n; r++) {
         c1[r] = 4;
         c2[r] = 4;
@@ -299,6 +306,14 @@ mp_case_coll_mismatch(shoal_comm *comm, int argc, char **argv)
         st1 = shoal_gather(comm, f, g, 4, F32, odd ? 0 : n - 1);
     } else if (strcmp(what, "scatter_count") == 0) {
         st1 = shoal_scatter(comm, f, g, cnt, F32, 0);
+    } else if (strcmp(what, "broadcast_root_large") == 0) {
+        st1 = shoal_broadcast(comm, big, CE_BIG, F32, odd ? 0 : 1);
+    } else if (strcmp(what, "gather_scatter") == 0) {
+        st1 = odd ? shoal_gather(comm, f, g, 4, F32, 0)
+                  : shoal_scatter(comm, f, g, 4, F32, 0);
+    } else if (strcmp(what, "send_collective") == 0) {
+        st1 = odd ? shoal_send(comm, f, 4, F32, 1, 0)
+                  : shoal_all_reduce(comm, f, g, 4, F32, sum);
     } else if (strcmp(what, "kind") == 0) {
         st1 = odd ? shoal_all_gather(comm, f, g, 4, F32)
                   : shoal_all_reduce(comm, f, g, 4, F32, sum);

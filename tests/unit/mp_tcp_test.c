@@ -148,6 +148,12 @@ TCP_CASE(tcp_call_opts_3, 3, "call_opts", NULL, TCP)
 TCP_CASE(tcp_mismatch_count_2, 2, "mismatch", "count", TCP)
 TCP_CASE(tcp_mismatch_dtype_4, 4, "mismatch", "dtype", TCP)
 TCP_CASE(tcp_p2p_mismatch_3, 3, "p2p_mismatch", NULL, TCP)
+TCP_CASE(
+    tcp_mismatch_gather_scatter_3, 3, "coll_mismatch", "gather_scatter", TCP)
+TCP_CASE(tcp_mismatch_broadcast_root_3, 3, "coll_mismatch",
+    "broadcast_root_large", TCP)
+TCP_CASE(
+    tcp_mismatch_send_collective_3, 3, "coll_mismatch", "send_collective", TCP)
 
 // A rank killed mid-broadcast: the others fail within 2 s naming it.
 TEST_T(tcp_kill_3, 60)

@@ -73,7 +73,10 @@ root_step(shoal_comm *comm, shoal_request *req)
         int slowest = -1;
         if (min_reader_tail(comm, &slowest) + shi_area_of(comm)->box_slots
             <= outbox_of(req)->slot) {
+            // A reader that called another broadcast (another root) never
+            // reads ours: its descriptor says so at once.
             req->blocked_on = slowest;
+            shi_coll_peer_differs(comm, slowest, (uint32_t) req->seq);
             return n;
         }
         struct shi_box_slot *h = shi_area_box_slot(
@@ -130,6 +133,7 @@ reader_step(shoal_comm *comm, shoal_request *req)
         if (atomic_load_explicit(&h->seq, memory_order_acquire)
             != outbox_of(req)->slot + 1) {
             req->blocked_on = root;
+            shi_coll_peer_differs(comm, root, (uint32_t) req->seq);
             return n;
         }
         if (!chunk_matches(comm, req, h)) {
