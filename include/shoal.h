@@ -369,6 +369,30 @@ SHOAL_API int shoal_comm_get_failed(shoal_comm *comm, int *ranks, int max);
 SHOAL_API int shoal_comm_get_async_error(shoal_comm *comm);
 
 // ---------------------------------------------------------------------------
+// The flight recorder
+// ---------------------------------------------------------------------------
+//
+// Each communicator keeps its last SHOAL_FR_ENTRIES operations (2000 by
+// default; 0 turns recording off): kind, number, sizes and dtype, peer or
+// root, algorithm, state (started, completed, failed) and start time. It
+// is written on a time-out, an abort or a revoke when SHOAL_FR_DUMP_DIR
+// names a directory, and on demand here, as one file per rank,
+// <dir>/shoal_trace_<communicator name>_rank_<rank>, in torch's
+// flight-recorder format: `python -m
+// torch.distributed.flight_recorder.fr_trace <dir>` reads one
+// communicator's files and names the rank that skipped or mismatched a
+// collective. Entries are labelled "gloo:<collective>" (the analyser knows
+// only torch's backends' names); ranks are those of the communicator.
+
+// Writes comm's flight record into dir (NULL: SHOAL_FR_DUMP_DIR). Errors:
+// SHOAL_EINVAL (NULL comm), SHOAL_ENOTSUP (recording off, or no
+// directory), SHOAL_ESYS (the file could not be written).
+SHOAL_API int shoal_comm_dump_flight_record(shoal_comm *comm, const char *dir);
+
+// The same for every communicator of this process.
+SHOAL_API int shoal_dump_flight_records(const char *dir);
+
+// ---------------------------------------------------------------------------
 // Requests (non-blocking operations)
 // ---------------------------------------------------------------------------
 //

@@ -28,6 +28,7 @@ from ._bootstrap import new_comm
 from .comm import Comm
 from .compile_op import CustomOp, Future, TensorRegion, compile_op
 from ._deadline import deadline
+from ._flight import dump_flight_record, dump_flight_record_on_signal
 from ._groups import find_process_group
 from .memory import (empty, empty_like, is_shared, share_memory_, zeros,
                      zeros_like)
@@ -45,7 +46,8 @@ __all__ = [
     "AbortedError", "BatchP2POptions", "BatchSendRecv", "Comm",
     "CommOptions", "CommTimeoutError", "CustomOp", "Empty", "Full",
     "Future", "P2POp", "Queue", "open_queue_channel",
-    "TensorRegion", "deadline",
+    "TensorRegion", "deadline", "dump_flight_record",
+    "dump_flight_record_on_signal",
     "InvalidArgumentError", "compile_op", "find_process_group",
     "MismatchError", "PeerError", "RedOpType", "ReduceOp", "RevokedError",
     "ShoalError",

@@ -283,6 +283,12 @@ class Comm:
         it is fine. Never blocks; safe from any thread (a watchdog's)."""
         return self._c.async_error()
 
+    def dump_flight_record(self, dir=None):
+        """Writes this communicator's flight record (its last operations)
+        into `dir` (None: SHOAL_FR_DUMP_DIR) in torch's flight-recorder
+        format; see shoal.dump_flight_record."""
+        self._c.dump_flight_record(dir)
+
     def finalize(self):
         """Waits for this rank's pending operations, then releases the
         communicator. Local; later operations raise."""

@@ -12,6 +12,7 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "core/engine.h"
+#include "core/flight.h"
 #include "core/ft.h"
 #include "core/upcalls.h"
 #include "platform/net.h"
@@ -163,6 +164,12 @@ shi_comm_alloc(
     comm->rank       = rank;
     comm->size       = size;
     comm->timeout_ms = timeout_ms;
+    int st           = shi_fr_init(comm);
+    if (st != SHOAL_OK) {
+        free(comm->peers);
+        free(comm);
+        return st;
+    }
     pthread_mutex_init(&comm->lock, NULL);
     pthread_mutex_init(&comm->err_lock, NULL);
     shi_engine_init(comm);
@@ -206,6 +213,7 @@ shi_comm_free(shoal_comm *comm)
     free(comm->host_first);
     free(comm->local_rank_of);
     free(comm->host_hash);
+    shi_fr_free(comm);
     free(comm->peers);
     free(comm);
 }

@@ -50,6 +50,10 @@ struct shoal_comm {
     // pid names its process's "gone" key in the store.
     int       nagrees;
     uint64_t *host_hash;
+    // The flight recorder (core/flight.h): NULL when off; whether the
+    // failure's dump was written.
+    struct shi_fr *fr;
+    int            fr_dumped;
 
     // The transport (transport.h); its private state is tp_state.
     const struct shi_transport_ops *tp;
@@ -167,6 +171,9 @@ void shi_mem_reg_detach_all(shoal_comm *comm);
 // exiting without destroying it still says goodbye on it at exit.
 void shi_leave_list(shoal_comm *comm);
 void shi_leave_unlist(shoal_comm *comm);
+// Calls fn on every communicator listed (the process's, leave.c), under
+// the list's lock; returns the first failure.
+int shi_comms_each(int (*fn)(shoal_comm *comm, void *arg), void *arg);
 
 // Shared heap of shoal_alloc (heap.c).
 int  shi_heap_init(shoal_comm *comm);

@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/log.h"
+#include "core/flight.h"
 #include "platform/cpu_place.h"
 #include "platform/cpu_relax.h"
 #include "transport/upcalls.h"
@@ -72,6 +73,9 @@ shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
     }
     queue_unlink_active(&comm->engine.active, req);
     req->in_engine = 0;
+    if (req->fr_id != 0) {
+        shi_fr_complete(comm, req, status);
+    }
     if (shi_log_enabled(SHI_LOG_TRACE)) {
         char desc[256];
         shi_req_describe(req, desc, sizeof(desc));
@@ -105,6 +109,14 @@ static void
 flush_abort_locked(shoal_comm *comm)
 {
     comm->engine.abort_flushed = 1;
+    if (comm->fr != NULL && !comm->fr_dumped) {
+        comm->fr_dumped = 1; // a time-out, an abort, a revoke: dump once
+        if (getenv("SHOAL_FR_DUMP_DIR") != NULL
+            && shi_fr_dump(comm, NULL) != SHOAL_OK) {
+            SHI_INFO("flight record of '%s' not written: %s", comm->name,
+                shi_error_text());
+        }
+    }
     if (comm->tp->abort_flush != NULL) {
         comm->tp->abort_flush(comm);
     }
@@ -699,6 +711,10 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
     } else {
         req->seq = ++comm->engine.coll_seq;
         shi_queue_push(&comm->engine.colls, req);
+    }
+    if (comm->fr != NULL && req->step == NULL
+        && !(req->kind == SHI_OP_RECV && req->peer == SHOAL_ANY_SOURCE)) {
+        shi_fr_record(comm, req); // not any-source receives, nor windows
     }
     step_locked(comm);
     st = atomic_load_explicit(&req->status, memory_order_acquire);

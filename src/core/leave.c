@@ -95,6 +95,20 @@ shi_leave_list(shoal_comm *comm)
     pthread_mutex_unlock(&leave_lock);
 }
 
+int
+shi_comms_each(int (*fn)(shoal_comm *comm, void *arg), void *arg)
+{
+    int st = SHOAL_OK;
+
+    pthread_mutex_lock(&leave_lock);
+    for (struct listed *l = listed; l != NULL; l = l->next) {
+        int r = fn(l->comm, arg);
+        st    = st == SHOAL_OK ? r : st;
+    }
+    pthread_mutex_unlock(&leave_lock);
+    return st;
+}
+
 void
 shi_leave_unlist(shoal_comm *comm)
 {

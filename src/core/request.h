@@ -45,6 +45,7 @@ struct shoal_request {
     size_t         *rcounts; // all_to_all_v: receive counts
     uint64_t        counts_hash;
     uint64_t        sync_base; // comm's sync counter when started
+    uint64_t        fr_id; // its flight-record entry + 1 (flight.c), 0: none
     // The running algorithm's own state: each algorithm keeps a struct of
     // its own here (shi_algo_state), zeroed when the request is filled.
     _Alignas(16) unsigned char algo_state[SHI_ALGO_STATE_BYTES];

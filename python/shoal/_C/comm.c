@@ -291,6 +291,9 @@ static PyMethodDef comm_methods[] = {
     { "async_error", (PyCFunction) ext_comm_async_error, METH_NOARGS,
         "async_error() -> ShoalError or None: the communicator's failure, "
         "without blocking." },
+    { "dump_flight_record", (PyCFunction) ext_comm_dump_flight_record, METH_O,
+        "dump_flight_record(dir or None): this communicator's flight "
+        "record into dir (None: SHOAL_FR_DUMP_DIR), in torch's format." },
     { "set_timeout", (PyCFunction) comm_set_timeout, METH_O,
         "set_timeout(ms): default deadline of later operations." },
     { "register_memory", (PyCFunction) ext_comm_register_memory, METH_O,

@@ -226,6 +226,10 @@ PyObject *ext_comm_agree(ext_comm *self, PyObject *arg);
 PyObject *ext_comm_failed_ranks(ext_comm *self, PyObject *unused);
 PyObject *ext_comm_async_error(ext_comm *self, PyObject *unused);
 
+// The flight recorder (flight.c): one communicator's record, every one's.
+PyObject *ext_comm_dump_flight_record(ext_comm *self, PyObject *dir);
+PyObject *ext_dump_flight_records(PyObject *module, PyObject *dir);
+
 // ---- Peer views (peer_view.c) ---------------------------------------------
 
 // Readies the type. Returns 0 or -1.

@@ -55,6 +55,9 @@ static PyMethodDef module_methods[] = {
     { "deadline_restore", ext_deadline_restore, METH_O,
         "deadline_restore(saved): this thread's shoal.deadline as it was "
         "before the deadline_enter that returned `saved`." },
+    { "dump_flight_records", ext_dump_flight_records, METH_O,
+        "dump_flight_records(dir or None): every communicator's flight "
+        "record into dir (None: SHOAL_FR_DUMP_DIR)." },
     { "deadline_left", ext_deadline_left, METH_NOARGS,
         "(seconds left, the context's seconds) of this thread's "
         "shoal.deadline, or None without one." },

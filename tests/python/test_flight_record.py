@@ -1,0 +1,87 @@
+"""The flight recorder: a rank that skips a collective, one that calls
+another collective, one that passes another size. The others time out;
+every rank's record lands in SHOAL_FR_DUMP_DIR (written by the failure on
+the ranks that failed, on demand on the odd one), and torch's own
+analyser (python -m torch.distributed.flight_recorder.fr_trace) must name
+the odd rank."""
+
+import subprocess
+import sys
+
+import pytest
+
+from harness import spawn
+
+pytest.importorskip("torch.distributed.flight_recorder.fr_trace")
+
+ODD = """
+import os, time, numpy as np, shoal
+comm = shoal.new_comm("shoal", "cpu", name="fr", timeout=1.0)
+rank, size = comm.get_rank(), comm.get_size()
+how = os.environ["TEST_HOW"]
+t = np.ones(8, dtype=np.float32)
+comm.all_reduce(t, shoal.ReduceOp.SUM)          # collective 1: all agree
+try:
+    if rank != size - 1:
+        comm.all_reduce(t, shoal.ReduceOp.SUM)  # collective 2
+    elif how == "other":
+        comm.all_gather_single(np.ones(8 * size, dtype=np.float32), t)
+    elif how == "size":
+        comm.all_reduce(np.ones(16, dtype=np.float32), shoal.ReduceOp.SUM)
+    else:                                       # skips it
+        time.sleep(2.0)
+except shoal.ShoalError as e:
+    print("failed:", type(e).__name__)
+if rank == size - 1:
+    comm.dump_flight_record()  # on demand (it may not have failed)
+print("done")
+"""
+
+
+def analyse(tmp_path, how):
+    results = spawn(3, ODD, timeout=60, extra_env={
+        "TEST_HOW": how, "SHOAL_FR_DUMP_DIR": str(tmp_path),
+        "SHOAL_TRANSPORT": "shm"})
+    for rank, (rc, out, err) in enumerate(results):
+        assert rc == 0 and "done" in out, (rank, rc, out, err)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == [f"shoal_trace_fr_rank_{r}" for r in range(3)], files
+    verdict = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace",
+         str(tmp_path)], capture_output=True, text=True, timeout=120)
+    return verdict.stdout + verdict.stderr
+
+
+def test_a_rank_that_skips_a_collective_is_named(tmp_path):
+    text = analyse(tmp_path, "skip")
+    assert "Not all ranks joining collective, sequence number: 2" in text, text
+    assert "missing ranks: {2}" in text, text
+
+
+def test_a_rank_that_calls_another_collective_is_named(tmp_path):
+    text = analyse(tmp_path, "other")
+    assert "Culprit rank 2; Error type: COLLECTIVE_TYPE_MISMATCH" in text, text
+    assert "found collective type: 'all_gather'" in text, text
+
+
+def test_a_rank_that_passes_another_size_is_named(tmp_path):
+    text = analyse(tmp_path, "size")
+    assert "Culprit rank 2; Error type: SIZE_OR_SYNTAX_MISMATCH" in text, text
+    assert "found input sizes: '[[16]]'" in text, text
+
+
+OFF = """
+import shoal
+comm = shoal.new_comm("shoal", "cpu", name="off")
+try:
+    comm.dump_flight_record("/tmp")
+    print("written")
+except shoal.ShoalError as e:
+    print("refused:", e)
+"""
+
+
+def test_recording_off_refuses_to_dump():
+    (rc, out, err), = spawn(1, OFF, extra_env={"SHOAL_FR_ENTRIES": "0"})
+    assert rc == 0 and "refused:" in out and "SHOAL_FR_ENTRIES=0" in out, (
+        out, err)
