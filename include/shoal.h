@@ -393,6 +393,35 @@ SHOAL_API int shoal_comm_dump_flight_record(shoal_comm *comm, const char *dir);
 SHOAL_API int shoal_dump_flight_records(const char *dir);
 
 // ---------------------------------------------------------------------------
+// Stragglers
+// ---------------------------------------------------------------------------
+//
+// Who arrives last at collectives, seen from what shared memory already
+// holds: each rank's descriptor of a collective carries the time it
+// called it, and a rank reads every rank's time for an earlier collective
+// while it waits in a later one (time it would spin anyway). No extra
+// message. This rank's view: collectives it accounted while it waited (a
+// rank that never waits, the usual straggler, accounts few). Over shared
+// memory only; SHOAL_ENOTSUP over TCP and UCX.
+
+#define SHOAL_LATE_BUCKETS                                                    \
+    8 // < 1 us, 10 us, 100 us, 1 ms, 10 ms, 100 ms, 1 s, more
+
+typedef struct shoal_peer_stats {
+    uint64_t collectives; // accounted with this rank's arrival known
+    uint64_t last; // of them, those it arrived last at (after the others)
+    uint64_t late[SHOAL_LATE_BUCKETS]; // its lateness after the first
+    int64_t  late_ns_total; // sum of its lateness
+    int64_t  late_ns_max;
+} shoal_peer_stats;
+
+// Fills out[0 .. nranks) (nranks = the communicator's size) with each
+// rank's arrivals, this rank's included. Errors: SHOAL_EINVAL (NULL,
+// nranks != size), SHOAL_ENOTSUP (not over shared memory).
+SHOAL_API int shoal_comm_stats(
+    shoal_comm *comm, shoal_peer_stats *out, int nranks);
+
+// ---------------------------------------------------------------------------
 // Requests (non-blocking operations)
 // ---------------------------------------------------------------------------
 //

@@ -125,6 +125,7 @@ def _launch(args):
     env["SHOAL_BENCH_LOAD"] = str(args.load)
     busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"])
             for _ in range(args.load)]
+    env["SHOAL_BENCH_BUSY_PIDS"] = ",".join(str(b.pid) for b in busy)
     try:
         return subprocess.run(cmd, env=env, timeout=args.timeout).returncode
     except subprocess.TimeoutExpired:
@@ -899,8 +900,47 @@ def _worker(args):
     return _finish(r, args, wrong)
 
 
+def _cpu_of(pid="self"):
+    """The CPU a process last ran on (/proc/PID/stat, field 39), or -1."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[36])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def _stragglers(r):
+    """Who arrived last at the benchmark's collectives (shoal's arrival
+    statistics, rank 0's view), beside the CPUs the ranks and the busy
+    processes last ran on."""
+    import numpy as np
+
+    cpus = np.zeros(r.size, dtype=np.int64)
+    r.comm.all_gather_single(cpus, np.array([_cpu_of()], dtype=np.int64))
+    if r.rank != 0:
+        return
+    try:
+        stats = r.comm.stats()
+    except r.shoal.ShoalError as e:
+        print(f"# stragglers: n/a ({e})")
+        return
+    busy = [p for p in os.environ.get("SHOAL_BENCH_BUSY_PIDS", "").split(",")
+            if p]
+    where = ", ".join(f"pid {p} on CPU {_cpu_of(p)}" for p in busy)
+    print(f"# stragglers (rank 0's view of the shoal API's collectives; "
+          f"busy processes: {where or 'none'}):")
+    worst = max(range(r.size), key=lambda k: stats[k]["last"])
+    for k, s in enumerate(stats):
+        n = max(s["collectives"], 1)
+        print(f"#   rank {k} (last on CPU {cpus[k]}): arrived last at "
+              f"{s['last']} of {s['collectives']} ({100 * s['last'] / n:.0f}%),"
+              f" {s['late_ns_total'] / n / 1e3:.1f} us late on average"
+              + ("  <- the straggler" if k == worst and s["last"] else ""))
+
+
 def _finish(r, args, wrong):
     """Parts the ranks and draws the plot; the exit status."""
+    _stragglers(r)
     r.comm.barrier()
     r.dist.destroy_process_group()
     r.comm.finalize()

@@ -283,6 +283,16 @@ class Comm:
         it is fine. Never blocks; safe from any thread (a watchdog's)."""
         return self._c.async_error()
 
+    def stats(self):
+        """Who arrives last at this communicator's collectives, as this
+        rank saw it while it waited: per rank, {"collectives": accounted,
+        "last": arrived last, "late": counts of lateness after the first
+        arrival (< 1 us, 10 us, 100 us, 1 ms, 10 ms, 100 ms, 1 s, more),
+        "late_ns_total", "late_ns_max"}. Over shared memory only (else
+        raises ShoalError). Read from what the ranks already publish: no
+        extra messages."""
+        return self._c.stats()
+
     def dump_flight_record(self, dir=None):
         """Writes this communicator's flight record (its last operations)
         into `dir` (None: SHOAL_FR_DUMP_DIR) in torch's flight-recorder

@@ -292,6 +292,9 @@ shi_coll_teardown(shoal_comm *comm)
     free(comm->scratch);
     free(comm->select);
     shi_net_exec_free(comm);
+    if (comm->mapped_state != NULL) {
+        shi_lateness_summary(comm);
+    }
     shi_mapped_state_free(comm);
     comm->select      = NULL;
     comm->inputs      = NULL;

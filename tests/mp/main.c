@@ -56,6 +56,7 @@ static const struct {
     { "recover", mp_case_recover },
     { "revoke", mp_case_revoke },
     { "stopped", mp_case_stopped },
+    { "stragglers", mp_case_stragglers },
     { "store_owner_kill", mp_case_store_owner_kill },
     { "timeout", mp_case_timeout },
     { "mismatch", mp_case_mismatch },

@@ -109,6 +109,7 @@ int mp_case_fault(shoal_comm *comm, int argc, char **argv);
 int mp_case_recover(shoal_comm *comm, int argc, char **argv);
 int mp_case_revoke(shoal_comm *comm, int argc, char **argv);
 int mp_case_stopped(shoal_comm *comm, int argc, char **argv);
+int mp_case_stragglers(shoal_comm *comm, int argc, char **argv);
 // The fault matrix's helpers (cases_fault.c): one call of a phase's
 // operation (MP_FAULT_COUNT floats per rank in a and b; MP_FAULT_BIG for
 // mid_transfer), and the process's open descriptors (counted, listed).

@@ -1,9 +1,9 @@
-"""The flight recorder: a rank that skips a collective, one that calls
-another collective, one that passes another size. The others time out;
-every rank's record lands in SHOAL_FR_DUMP_DIR (written by the failure on
-the ranks that failed, on demand on the odd one), and torch's own
-analyser (python -m torch.distributed.flight_recorder.fr_trace) must name
-the odd rank."""
+"""Diagnosis. The flight recorder: a rank that skips a collective, one
+that calls another collective, one that passes another size. The others
+time out; every rank's record lands in SHOAL_FR_DUMP_DIR (written by the
+failure on the ranks that failed, on demand on the odd one), and torch's
+own analyser (python -m torch.distributed.flight_recorder.fr_trace) must
+name the odd rank. And Comm.stats(), who arrives last."""
 
 import subprocess
 import sys
@@ -85,3 +85,29 @@ def test_recording_off_refuses_to_dump():
     (rc, out, err), = spawn(1, OFF, extra_env={"SHOAL_FR_ENTRIES": "0"})
     assert rc == 0 and "refused:" in out and "SHOAL_FR_ENTRIES=0" in out, (
         out, err)
+
+
+LATE = """
+import time, numpy as np, shoal
+comm = shoal.new_comm("shoal", "cpu", name="late")
+rank = comm.get_rank()
+t = np.ones(1, dtype=np.float32)
+for _ in range(60):
+    if rank == 1:
+        time.sleep(0.002)
+    comm.all_reduce(t, shoal.ReduceOp.MAX)
+s = comm.stats()
+if rank == 0:
+    assert len(s) == 3 and s[1]["collectives"] >= 30, s
+    assert s[1]["last"] > max(s[0]["last"], s[2]["last"]), s
+    assert sum(s[1]["late"][3:6]) * 2 >= s[1]["collectives"], s
+comm.finalize()
+print("ok")
+"""
+
+
+def test_stats_name_the_rank_that_comes_late():
+    """Comm.stats(): a rank 2 ms late at every all-reduce is last most
+    often and 1-100 ms late, as rank 0 sees it."""
+    for rank, (rc, out, err) in enumerate(spawn(3, LATE, timeout=60)):
+        assert rc == 0 and "ok" in out, (rank, out, err)

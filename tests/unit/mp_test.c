@@ -447,3 +447,10 @@ TEST_T(mp_wrong_secret, 30)
         "rank 0 did not fail cleanly");
     free(out1);
 }
+
+// Who arrives last: a rank 2 ms late at every all-reduce is seen by the
+// others' shoal_comm_stats (case stragglers).
+TEST_T(mp_stragglers_3, 60)
+{
+    expect_pass(3, "stragglers", NULL);
+}

@@ -294,6 +294,9 @@ static PyMethodDef comm_methods[] = {
     { "dump_flight_record", (PyCFunction) ext_comm_dump_flight_record, METH_O,
         "dump_flight_record(dir or None): this communicator's flight "
         "record into dir (None: SHOAL_FR_DUMP_DIR), in torch's format." },
+    { "stats", (PyCFunction) ext_comm_stats, METH_NOARGS,
+        "stats() -> per rank {collectives, last, late[8], late_ns_total, "
+        "late_ns_max}: who arrives last at collectives (shared memory)." },
     { "set_timeout", (PyCFunction) comm_set_timeout, METH_O,
         "set_timeout(ms): default deadline of later operations." },
     { "register_memory", (PyCFunction) ext_comm_register_memory, METH_O,

@@ -229,6 +229,7 @@ PyObject *ext_comm_async_error(ext_comm *self, PyObject *unused);
 // The flight recorder (flight.c): one communicator's record, every one's.
 PyObject *ext_comm_dump_flight_record(ext_comm *self, PyObject *dir);
 PyObject *ext_dump_flight_records(PyObject *module, PyObject *dir);
+PyObject *ext_comm_stats(ext_comm *self, PyObject *unused);
 
 // ---- Peer views (peer_view.c) ---------------------------------------------
 

@@ -16,6 +16,7 @@ struct shi_call_desc {
     uint32_t         redop;
     uint32_t         algo;
     uint64_t         counts_hash; // v-collectives: hash of the counts
+    int64_t          arrive_ns; // when the rank called it (not hashed)
 };
 
 // Hash of a descriptor, its number included (FNV-1a over the fields).

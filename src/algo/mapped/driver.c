@@ -52,6 +52,7 @@ publish_descriptor(shoal_comm *comm, shoal_request *req)
     __atomic_store_n(&d->redop, (uint32_t) req->op.kind, __ATOMIC_RELAXED);
     __atomic_store_n(&d->algo, (uint32_t) req->algo, __ATOMIC_RELAXED);
     __atomic_store_n(&d->counts_hash, req->counts_hash, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->arrive_ns, req->start_ns, __ATOMIC_RELAXED);
     atomic_store_explicit(&d->seq, (uint32_t) req->seq, memory_order_release);
     uint64_t hash = shi_desc_hash(d);
     __atomic_store_n(&me->desc_hash[req->seq % 2], hash, __ATOMIC_RELAXED);
@@ -206,7 +207,10 @@ shi_coll_step(shoal_comm *comm)
         // A completed request may already be freed by its owner: look at
         // the queue, not at the request.
         if (shi_engine_head(comm) == req) {
-            return n; // still waiting: later collectives wait behind it
+            // Still waiting (later collectives wait behind it): time to
+            // account an earlier collective's arrivals.
+            shi_lateness_account(comm, (uint32_t) req->seq);
+            return n;
         }
     }
 }

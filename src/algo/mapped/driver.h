@@ -27,7 +27,9 @@ struct shi_mapped_state {
     struct shi_mapped_peer {
         uint64_t box_slot; // next slot of this peer's outbox
         uint32_t coll_checked; // collectives verified against this peer
+        shoal_peer_stats late; // its arrivals (lateness.c)
     } * peers; // per rank
+    uint32_t late_next; // the next collective lateness.c accounts (0: none)
 };
 
 static inline struct shi_mapped_state *
@@ -73,6 +75,12 @@ int shi_coll_agree(shoal_comm *comm, uint32_t seq);
 // another algorithm, which would never meet ours), aborts with the mismatch
 // and returns 1.
 int shi_coll_peer_differs(shoal_comm *comm, int p, uint32_t seq);
+
+// Who arrives last (lateness.c): while waiting in collective `current`,
+// accounts the arrivals of one earlier collective; the summary SHOAL_DEBUG
+// =INFO prints when the communicator goes.
+void shi_lateness_account(shoal_comm *comm, uint32_t current);
+void shi_lateness_summary(shoal_comm *comm);
 
 // One pass over the head collectives (comm->coll_step on a mapped-memory
 // transport), under the comm lock; returns units of progress.
