@@ -71,6 +71,15 @@ tcp_connect(store_tcp *t, int64_t deadline)
         return rc;
     }
     rc = shi_auth_client(t->fd, &t->secret, t->peer, deadline);
+    if (rc == SHOAL_ETIMEDOUT) {
+        // Accepted but unanswered: the server is too busy to read us.
+        rc = shi_error_wrap(rc,
+            "the store at %s took the connection but did not answer the "
+            "handshake in time: it is overloaded, or flooded with "
+            "connections that never finish theirs (its log names their "
+            "addresses)",
+            t->peer);
+    }
     if (rc != SHOAL_OK) {
         tcp_disconnect(t);
     }

@@ -690,6 +690,24 @@ TEST(store_tcp_unreachable_is_econnect_within_deadline)
     CHECK_MSG(strstr(shi_error_text(), addr) != NULL, "%s", shi_error_text());
 }
 
+// A server that takes the connection and never answers (flooded, or
+// overloaded): the error says so, not only that a deadline passed.
+TEST(store_tcp_unanswered_handshake_names_the_likely_cause)
+{
+    int        lfd, port;
+    char       addr[ADDR_MAX];
+    shi_store *st = NULL;
+
+    CHECK_OK(shi_tcp_listen("127.0.0.1", 0, 4, &lfd, &port));
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+    int st_open = shi_store_open(&st, addr, NULL, shi_deadline_in_ms(300));
+    CHECK(st_open != SHOAL_OK && st == NULL);
+    CHECK_MSG(strstr(shi_error_text(), "did not answer the handshake") != NULL
+            && strstr(shi_error_text(), "flooded") != NULL,
+        "%s: %s", shoal_status_name(st_open), shi_error_text());
+    close(lfd);
+}
+
 static void
 get_timeout_then_recover(const char *addr, const char *secret)
 {
