@@ -112,8 +112,8 @@ shi_absent_ranks(
         size_t used = strlen(out->names);
         if (!seen[q] && used + 80 < sizeof(out->names)) {
             snprintf(out->names + used, sizeof(out->names) - used,
-                "%srank %d (pid %d on %s)", out->absent > 0 ? ", " : "", q,
-                comm->peers[q].pid, comm->peers[q].host);
+                "%srank %d (pid %d on host %s)", out->absent > 0 ? ", " : "",
+                q, comm->peers[q].pid, comm->peers[q].host);
             out->absent++;
         }
     }

@@ -295,12 +295,18 @@ name_absent_locked(shoal_comm *comm, shoal_request *r, int64_t now)
     char              desc[256];
     struct shi_absent a;
 
+    char why[160];
+    int  p;
+
     if (r->late_asked || r->kind < SHI_OP_BARRIER || r->kind > SHI_OP_SCATTER
         || comm->tp->unreachable == NULL) {
         return 0;
     }
     r->late_asked = 1;
-    if (!shi_absent_ranks(comm, r, &a)) {
+    // A peer the transport knows is cut off is named by its own evidence
+    // (net_deadline_passed); it could not have written to the store.
+    if (comm->tp->unreachable(comm, &p, why, sizeof(why))
+        || !shi_absent_ranks(comm, r, &a)) {
         return 0;
     }
     shi_req_describe(r, desc, sizeof(desc));
@@ -313,9 +319,10 @@ name_absent_locked(shoal_comm *comm, shoal_request *r, int64_t now)
             a.other_call);
     } else {
         shi_comm_abort(comm, SHOAL_ETIMEDOUT,
-            "%s on rank %d: Timed out waiting for %s, which never reached "
-            "this collective (every other rank said in the store that it "
-            "had) after %.2f s",
+            "%s on rank %d: Timed out waiting for %s, which never said in "
+            "the store that it reached this collective, as every other rank "
+            "did (stopped, stuck before the call, or cut off from the "
+            "network) after %.2f s",
             desc, comm->rank, a.names, (double) (now - r->start_ns) / 1e9);
     }
     return 1;

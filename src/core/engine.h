@@ -87,7 +87,7 @@ void shi_engine_flush_abort(shoal_comm *comm);
 
 // At the deadline of collective `req` over a message transport
 // (absent.c): the ranks that did not say, in the store, that they reached
-// it too ("rank 1 (pid 42 on node3)" in names, counted in absent), or the
+// it too ("rank 1 (pid 42 on host node3)" in names, counted in absent), or the
 // first that said it called another collective there (other, its call in
 // other_call; -1 if none). Returns 1 if either was found (0: every rank
 // reached the same call, or it cannot tell). Blocks up to 100 ms.
