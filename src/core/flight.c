@@ -27,21 +27,23 @@
 
 enum fr_state { FR_STARTED = 1, FR_COMPLETED, FR_FAILED };
 
+// One operation. Its buffer sizes are worked out at the dump from kind and
+// count, except a v-form's (its counts may be gone by then).
 struct fr_entry {
     uint64_t record_id;
     uint64_t seq; // collective or point-to-point number
     int64_t  start_ns; // shi_now_ns (monotonic)
     int64_t  timeout_ms;
-    size_t   in_elems, out_elems;
-    int      kind, dtype, peer, rank;
-    int      state, status, algo;
+    size_t   count;
+    size_t   v_in, v_out; // a v-form's elements, else 0
+    int      kind, dtype, peer;
+    int      state, status;
 };
 
 struct shi_fr {
     struct fr_entry *ring;
     size_t           cap, next; // next: the slot the next record takes
     uint64_t         records; // ever recorded (the next record_id)
-    uint64_t         last_started, last_completed; // collective numbers
 };
 
 int
@@ -80,22 +82,29 @@ shi_fr_free(shoal_comm *comm)
     }
 }
 
-// Elements of this rank's send and receive buffers for req.
-static void
-buffer_elems(
-    const shoal_comm *comm, const shoal_request *req, size_t *in, size_t *out)
+static int
+is_collective(int kind)
 {
-    const shi_op_props *p = shi_op_props_of(req->kind);
-    shi_op_shape        s = { .kind = req->kind,
+    return kind >= SHI_OP_BARRIER && kind <= SHI_OP_SCATTER;
+}
+
+// Elements of a rank's send and receive buffers for entry e (its counts
+// passed for a v-form at the record, NULL at the dump).
+static void
+buffer_elems(const shoal_comm *comm, const struct fr_entry *e,
+    const size_t *counts, const size_t *rcounts, size_t *in, size_t *out)
+{
+    const shi_op_props *p = shi_op_props_of(e->kind);
+    shi_op_shape        s = { .kind = e->kind,
                .rank                = comm->rank,
                .nranks              = comm->size,
-               .root                = p->rooted ? req->peer : -1,
-               .count               = req->count,
-               .counts              = req->counts,
-               .rcounts             = req->rcounts };
+               .root                = p->rooted ? e->peer : -1,
+               .count               = e->count,
+               .counts              = counts,
+               .rcounts             = rcounts };
 
-    if (!p->collective) {
-        *in = *out = req->count;
+    if (!is_collective(e->kind)) {
+        *in = *out = e->count;
         return;
     }
     shi_op_buffer_elems(&s, in, out);
@@ -111,34 +120,29 @@ shi_fr_record(shoal_comm *comm, shoal_request *req)
     e->seq        = req->seq;
     e->start_ns   = req->start_ns;
     e->timeout_ms = req->timeout_ms;
+    e->count      = req->count;
     e->kind       = req->kind;
     e->dtype      = req->dtype;
     e->peer       = req->peer;
-    e->rank       = comm->rank;
     e->state      = FR_STARTED;
     e->status     = 0;
-    e->algo       = req->algo;
-    buffer_elems(comm, req, &e->in_elems, &e->out_elems);
-    req->fr_id = e->record_id + 1;
-    fr->next   = fr->next + 1 == fr->cap ? 0 : fr->next + 1;
-    if (shi_op_props_of(req->kind)->collective) {
-        fr->last_started = req->seq;
+    e->v_in = e->v_out = 0;
+    if (req->counts != NULL) {
+        buffer_elems(comm, e, req->counts, req->rcounts, &e->v_in, &e->v_out);
     }
+    req->fr_id   = e->record_id + 1;
+    req->fr_slot = (uint32_t) fr->next;
+    fr->next     = fr->next + 1 == fr->cap ? 0 : fr->next + 1;
 }
 
 void
 shi_fr_complete(shoal_comm *comm, shoal_request *req, int status)
 {
-    struct shi_fr   *fr = comm->fr;
-    struct fr_entry *e  = &fr->ring[(req->fr_id - 1) % fr->cap];
+    struct fr_entry *e = &comm->fr->ring[req->fr_slot];
 
-    if (e->record_id != req->fr_id - 1) {
-        return; // overwritten by later records
-    }
-    e->state  = status == SHOAL_OK ? FR_COMPLETED : FR_FAILED;
-    e->status = status;
-    if (status == SHOAL_OK && shi_op_props_of(req->kind)->collective) {
-        fr->last_completed = req->seq;
+    if (e->record_id == req->fr_id - 1) { // else overwritten since
+        e->state  = status == SHOAL_OK ? FR_COMPLETED : FR_FAILED;
+        e->status = status;
     }
 }
 
@@ -158,14 +162,14 @@ torch_dtype_name(int dtype)
 
 // torch's name of the operation ("all_reduce", "send 0->1").
 static void
-profiling_name(const struct fr_entry *e, char *buf, size_t len)
+profiling_name(const struct fr_entry *e, int rank, char *buf, size_t len)
 {
     const char *name = shi_op_kind_name(e->kind);
 
     if (e->kind == SHI_OP_SEND) {
-        snprintf(buf, len, "gloo:send %d->%d", e->rank, e->peer);
+        snprintf(buf, len, "gloo:send %d->%d", rank, e->peer);
     } else if (e->kind == SHI_OP_RECV) {
-        snprintf(buf, len, "gloo:recv %d<-%d", e->rank, e->peer);
+        snprintf(buf, len, "gloo:recv %d<-%d", rank, e->peer);
     } else if (e->kind == SHI_OP_ALLTOALLV) {
         snprintf(buf, len, "gloo:all_to_all_v_single");
     } else {
@@ -212,10 +216,14 @@ static void
 write_entry(shi_pickle *p, const shoal_comm *comm, const struct fr_entry *e,
     int64_t wall_minus_mono)
 {
-    char name[64];
-    int  p2p = !shi_op_props_of(e->kind)->collective;
+    char   name[64];
+    int    p2p = !is_collective(e->kind);
+    size_t in = e->v_in, out = e->v_out;
 
-    profiling_name(e, name, sizeof(name));
+    if (in == 0 && out == 0) {
+        buffer_elems(comm, e, NULL, NULL, &in, &out);
+    }
+    profiling_name(e, comm->rank, name, sizeof(name));
     shi_pickle_dict_open(p);
     key_int(p, "record_id", (int64_t) e->record_id);
     key_int(p, "pg_id", 0);
@@ -228,9 +236,9 @@ write_entry(shi_pickle *p, const shoal_comm *comm, const struct fr_entry *e,
     key_int(p, "op_id", (int64_t) e->record_id + 1);
     key_str(p, "profiling_name", name);
     key_int(p, "time_created_ns", e->start_ns + wall_minus_mono);
-    key_sizes(p, "input_sizes", e->in_elems);
+    key_sizes(p, "input_sizes", in);
     key_dtypes(p, "input_dtypes", e->dtype);
-    key_sizes(p, "output_sizes", e->out_elems);
+    key_sizes(p, "output_sizes", out);
     key_dtypes(p, "output_dtypes", e->dtype);
     key_str(p, "state", e->state == FR_COMPLETED ? "completed" : "started");
     shi_pickle_str(p, "time_discovered_started_ns");
@@ -251,7 +259,8 @@ write_entry(shi_pickle *p, const shoal_comm *comm, const struct fr_entry *e,
 }
 
 static void
-write_pg(shi_pickle *p, const shoal_comm *comm, const struct shi_fr *fr)
+write_pg(shi_pickle *p, const shoal_comm *comm, uint64_t last_started,
+    uint64_t last_completed)
 {
     char   ranks[4096] = "[";
     size_t used        = 1;
@@ -274,9 +283,9 @@ write_pg(shi_pickle *p, const shoal_comm *comm, const struct shi_fr *fr)
     shi_pickle_dict_open(p);
     shi_pickle_str(p, comm->name);
     shi_pickle_dict_open(p);
-    key_int(p, "last_enqueued_collective", (int64_t) fr->last_started);
-    key_int(p, "last_started_collective", (int64_t) fr->last_started);
-    key_int(p, "last_completed_collective", (int64_t) fr->last_completed);
+    key_int(p, "last_enqueued_collective", (int64_t) last_started);
+    key_int(p, "last_started_collective", (int64_t) last_started);
+    key_int(p, "last_completed_collective", (int64_t) last_completed);
     shi_pickle_dict_close(p);
     shi_pickle_dict_close(p);
 }
@@ -289,6 +298,16 @@ write_record(shi_pickle *p, const shoal_comm *comm)
     size_t               n     = fr->records < fr->cap ? fr->records : fr->cap;
     size_t               first = fr->records < fr->cap ? 0 : fr->next;
 
+    uint64_t started = 0, completed = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct fr_entry *e = &fr->ring[(first + i) % fr->cap];
+        if (is_collective(e->kind)) {
+            started   = e->seq > started ? e->seq : started;
+            completed = e->state == FR_COMPLETED && e->seq > completed
+                ? e->seq
+                : completed;
+        }
+    }
     clock_gettime(CLOCK_REALTIME, &wall);
     int64_t offset
         = (int64_t) wall.tv_sec * 1000000000LL + wall.tv_nsec - shi_now_ns();
@@ -296,7 +315,7 @@ write_record(shi_pickle *p, const shoal_comm *comm)
     shi_pickle_dict_open(p);
     key_str(p, "version", "2.10");
     key_str(p, "comm_lib_version", "shoal");
-    write_pg(p, comm, fr);
+    write_pg(p, comm, started, completed);
     shi_pickle_str(p, "entries");
     shi_pickle_list_open(p);
     for (size_t i = 0; i < n; i++) {

@@ -46,6 +46,7 @@ struct shoal_request {
     uint64_t        counts_hash;
     uint64_t        sync_base; // comm's sync counter when started
     uint64_t        fr_id; // its flight-record entry + 1 (flight.c), 0: none
+    uint32_t        fr_slot; // that entry's slot in the ring
     // The running algorithm's own state: each algorithm keeps a struct of
     // its own here (shi_algo_state), zeroed when the request is filled.
     _Alignas(16) unsigned char algo_state[SHI_ALGO_STATE_BYTES];
