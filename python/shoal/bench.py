@@ -929,13 +929,16 @@ def _stragglers(r):
     where = ", ".join(f"pid {p} on CPU {_cpu_of(p)}" for p in busy)
     print(f"# stragglers (rank 0's view of the shoal API's collectives; "
           f"busy processes: {where or 'none'}):")
-    worst = max(range(r.size), key=lambda k: stats[k]["last"])
+    # The latest on average (a busy CPU holds its rank back by more; with
+    # two ranks "last" splits about evenly).
+    worst = max(range(r.size), key=lambda k: stats[k]["late_ns_total"])
     for k, s in enumerate(stats):
         n = max(s["collectives"], 1)
         print(f"#   rank {k} (last on CPU {cpus[k]}): arrived last at "
               f"{s['last']} of {s['collectives']} ({100 * s['last'] / n:.0f}%),"
               f" {s['late_ns_total'] / n / 1e3:.1f} us late on average"
-              + ("  <- the straggler" if k == worst and s["last"] else ""))
+              + ("  <- the straggler" if k == worst and s["collectives"]
+                 else ""))
 
 
 def _finish(r, args, wrong):
