@@ -58,12 +58,14 @@ def test_a_rank_that_skips_a_collective_is_named(tmp_path):
     assert "missing ranks: {2}" in text, text
 
 
+@pytest.mark.full  # the skip case covers the path; this, the analyser's
 def test_a_rank_that_calls_another_collective_is_named(tmp_path):
     text = analyse(tmp_path, "other")
     assert "Culprit rank 2; Error type: COLLECTIVE_TYPE_MISMATCH" in text, text
     assert "found collective type: 'all_gather'" in text, text
 
 
+@pytest.mark.full
 def test_a_rank_that_passes_another_size_is_named(tmp_path):
     text = analyse(tmp_path, "size")
     assert "Culprit rank 2; Error type: SIZE_OR_SYNTAX_MISMATCH" in text, text
