@@ -279,7 +279,7 @@ SHOAL_API const char *shoal_tuning_file_path(char *buf, size_t len);
 
 // Aborts the communicator on every rank: operations in flight and later
 // ones fail with SHOAL_EABORTED, and a message naming this rank and
-// `reason` (NULL: "aborted by the application"). Does not block and is
+// `reason` (NULL: "asked by the application"). Does not block and is
 // safe from any thread (a watchdog's); the
 // communicator must still be destroyed. A communicator that failed before
 // keeps its first cause. Errors: SHOAL_EINVAL (NULL comm).
@@ -327,7 +327,7 @@ SHOAL_API int shoal_comm_split_ranks(
 
 // Revokes the communicator on every rank that can still be reached: its
 // operations in flight and later ones fail with SHOAL_EREVOKED and a
-// message naming this rank and `reason` (NULL: "revoked by the
+// message naming this rank and `reason` (NULL: "asked by the
 // application"). Not collective; does not block. The communicator stays
 // valid as the parent of shoal_comm_shrink and shoal_comm_agree. A
 // communicator that failed before keeps its first cause.

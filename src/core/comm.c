@@ -440,21 +440,28 @@ shoal_comm_set_timeout(shoal_comm *comm, int64_t timeout_ms)
 }
 
 int
-shoal_comm_abort(shoal_comm *comm, const char *reason)
+shi_comm_abort_asked(shoal_comm *comm, int status, const char *op,
+    const char *done, const char *reason)
 {
     if (comm == NULL) {
-        return shi_error(SHOAL_EINVAL, "comm_abort: comm is NULL");
+        return shi_error(SHOAL_EINVAL, "%s: comm is NULL", op);
     }
-    if (shi_fork_check(comm, "comm_abort") != SHOAL_OK) {
-        return SHOAL_EINVAL; // it would abort the parent's job
+    if (shi_fork_check(comm, op) != SHOAL_OK) {
+        return SHOAL_EINVAL; // it would reach the parent's job
     }
     // Peers hear of it as of any abort: the shared segment's abort record,
     // or over TCP the engine's pass, made here if nobody is in one.
-    shi_comm_abort(comm, SHOAL_EABORTED,
-        "rank %d aborted the communicator: %s", comm->rank,
-        reason != NULL ? reason : "aborted by the application");
+    shi_comm_abort(comm, status, "rank %d %s the communicator: %s", comm->rank,
+        done, reason != NULL ? reason : "asked by the application");
     shi_engine_after_abort(comm);
     return SHOAL_OK;
+}
+
+int
+shoal_comm_abort(shoal_comm *comm, const char *reason)
+{
+    return shi_comm_abort_asked(
+        comm, SHOAL_EABORTED, "comm_abort", "aborted", reason);
 }
 
 const char *

@@ -126,6 +126,12 @@ _Static_assert(offsetof(struct shoal_comm, tp_view) == 0,
 // error, with the cause, and returns that status. Not under err_lock.
 int shi_comm_failed_error(shoal_comm *comm, const char *op);
 
+// An abort the application asked for (shoal_comm_abort, shoal_comm_revoke:
+// `op`): fails comm with `status`, "rank R <done> the communicator:
+// <reason>", on every rank, without blocking.
+int shi_comm_abort_asked(shoal_comm *comm, int status, const char *op,
+    const char *done, const char *reason);
+
 // Records `status` and the thread's error text as comm's last error (and
 // returns status), so shoal_comm_last_error can show it.
 int shi_comm_error(shoal_comm *comm, int status);

@@ -106,18 +106,9 @@ shoal_comm_get_failed(shoal_comm *comm, int *ranks, int max)
 int
 shoal_comm_revoke(shoal_comm *comm, const char *reason)
 {
-    if (comm == NULL) {
-        return shi_error(SHOAL_EINVAL, "comm_revoke: comm is NULL");
-    }
-    if (shi_fork_check(comm, "comm_revoke") != SHOAL_OK) {
-        return SHOAL_EINVAL; // it would revoke the parent's job
-    }
-    // Peers hear of it as of an abort (the transport carries the status).
-    shi_comm_abort(comm, SHOAL_EREVOKED,
-        "rank %d revoked the communicator: %s", comm->rank,
-        reason != NULL ? reason : "revoked by the application");
-    shi_engine_after_abort(comm);
-    return SHOAL_OK;
+    // Peers hear of it as of an abort: the transport carries the status.
+    return shi_comm_abort_asked(
+        comm, SHOAL_EREVOKED, "comm_revoke", "revoked", reason);
 }
 
 int
