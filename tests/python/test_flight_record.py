@@ -17,10 +17,15 @@ pytest.importorskip("torch.distributed.flight_recorder.fr_trace")
 ODD = """
 import os, time, numpy as np, shoal
 comm = shoal.new_comm("shoal", "cpu", name="fr", timeout=1.0)
+side = shoal.new_comm("shoal", "cpu", name="side")
 rank, size = comm.get_rank(), comm.get_size()
 how = os.environ["TEST_HOW"]
 t = np.ones(8, dtype=np.float32)
 comm.all_reduce(t, shoal.ReduceOp.SUM)          # collective 1: all agree
+# Every rank has seen collective 1 complete before the odd call: a
+# mismatch found at once (over shm a size is) aborts the communicator,
+# which would also fail a rank still finishing collective 1.
+side.barrier()
 try:
     if rank != size - 1:
         comm.all_reduce(t, shoal.ReduceOp.SUM)  # collective 2
@@ -34,6 +39,8 @@ except shoal.ShoalError as e:
     print("failed:", type(e).__name__)
 if rank == size - 1:
     comm.dump_flight_record()  # on demand (it may not have failed)
+side.barrier()
+side.finalize()
 print("done")
 """
 
