@@ -698,6 +698,10 @@ adopt(struct shi_net *net, shi_msg *m, shi_msg *u)
         mismatch(net, u->peer, &h, m);
         if (u->readers == 0) {
             free_unexpected(net, u);
+        } else { // frames still arrive into it: teardown frees it there
+            struct shi_tcp_peer *from = &net->peers[u->peer];
+            queue_push(
+                u->type == SHI_TCP_DATA ? &from->unexp : &from->p2p_unexp, u);
         }
         return 0;
     }
