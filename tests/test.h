@@ -69,9 +69,6 @@ void test_skip(const char *fmt, ...)
 int test_run(const char *const *argv, const char *const *env, char **output,
     int timeout_s);
 
-// Entries of /dev/shm whose name mentions shoal.
-int test_shm_files(void);
-
 // Runs `shoalrun -n N --tag-output shoal_mptest CASE [ARG]` (arg may be
 // NULL) with extra environment `env`, as test_run does; returns its exit
 // code and the output in *output (caller frees).

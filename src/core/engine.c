@@ -298,7 +298,7 @@ name_absent_locked(shoal_comm *comm, shoal_request *r, int64_t now)
     char why[160];
     int  p;
 
-    if (r->late_asked || r->kind < SHI_OP_BARRIER || r->kind > SHI_OP_SCATTER
+    if (r->late_asked || !shi_op_props_of(r->kind)->collective
         || comm->tp->unreachable == NULL) {
         return 0;
     }

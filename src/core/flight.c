@@ -81,12 +81,6 @@ shi_fr_free(shoal_comm *comm)
     }
 }
 
-static int
-is_collective(int kind)
-{
-    return kind >= SHI_OP_BARRIER && kind <= SHI_OP_SCATTER;
-}
-
 // Elements of a rank's send and receive buffers for entry e (its counts
 // passed for a v-form at the record, NULL at the dump).
 static void
@@ -102,7 +96,7 @@ buffer_elems(const shoal_comm *comm, const struct fr_entry *e,
                .counts              = counts,
                .rcounts             = rcounts };
 
-    if (!is_collective(e->kind)) {
+    if (!p->collective) {
         *in = *out = e->count;
         return;
     }
@@ -216,7 +210,7 @@ write_entry(shi_pickle *p, const shoal_comm *comm, const struct fr_entry *e,
     int64_t wall_minus_mono)
 {
     char   name[64];
-    int    p2p = !is_collective(e->kind);
+    int    p2p = !shi_op_props_of(e->kind)->collective;
     size_t in = e->v_in, out = e->v_out;
 
     if (in == 0 && out == 0) {
@@ -300,7 +294,7 @@ write_record(shi_pickle *p, const shoal_comm *comm)
     uint64_t started = 0, completed = 0;
     for (size_t i = 0; i < n; i++) {
         const struct fr_entry *e = &fr->ring[(first + i) % fr->cap];
-        if (is_collective(e->kind)) {
+        if (shi_op_props_of(e->kind)->collective) {
             started   = e->seq > started ? e->seq : started;
             completed = e->state == FR_COMPLETED && e->seq > completed
                 ? e->seq

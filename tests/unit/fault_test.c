@@ -75,7 +75,7 @@ expect_fault(int n, const char *phase, const char *transport)
     const char *env[] = { transport, NULL };
     char       *out;
     char        killed[64];
-    int         files = test_shm_files();
+    int         files = test_shm_leftovers();
     int         rc    = test_run_mptest(n, "fault", phase, env, &out, 60);
 
     snprintf(killed, sizeof(killed), "rank %d killed by signal 9", n - 1);
@@ -86,8 +86,8 @@ expect_fault(int n, const char *phase, const char *transport)
         "%s %s on %d ranks: not every survivor failed in time, naming rank "
         "%d, without leaking descriptors:\n%s",
         phase, transport, n, n - 1, out);
-    CHECK_MSG(
-        test_shm_files() <= files, "files left in /dev/shm after %s", phase);
+    CHECK_MSG(test_shm_leftovers() <= files, "files left in /dev/shm after %s",
+        phase);
     CHECK_MSG(fault_processes() == 0, "ranks left running after %s", phase);
     free(out);
 }

@@ -169,21 +169,3 @@ test_run_mptest(int n, const char *name, const char *arg,
     snprintf(nbuf, sizeof(nbuf), "%d", n);
     return test_run(argv, env, output, timeout_s);
 }
-
-// Entries of /dev/shm whose name mentions shoal.
-int
-test_shm_files(void)
-{
-    DIR           *d = opendir("/dev/shm");
-    struct dirent *e;
-    int            n = 0;
-
-    if (d == NULL) {
-        return 0;
-    }
-    while ((e = readdir(d)) != NULL) {
-        n += strstr(e->d_name, "shoal") != NULL;
-    }
-    closedir(d);
-    return n;
-}

@@ -37,7 +37,7 @@ expect_recovery(int n, const char *phase, int twice, const char *transport)
 {
     const char *args[] = { "recover", phase, twice ? "twice" : NULL };
     char       *out;
-    int         files = test_shm_files();
+    int         files = test_shm_leftovers();
     int         rc    = run_case(n, transport, args, &out);
     int         left  = n - 1 - twice;
 
@@ -48,8 +48,8 @@ expect_recovery(int n, const char *phase, int twice, const char *transport)
         "recover %s%s %s on %d ranks: not every survivor went on with "
         "right results within 2 s:\n%s",
         phase, twice ? " twice" : "", transport, n, out);
-    CHECK_MSG(
-        test_shm_files() <= files, "files left in /dev/shm after %s", phase);
+    CHECK_MSG(test_shm_leftovers() <= files, "files left in /dev/shm after %s",
+        phase);
     free(out);
 }
 
