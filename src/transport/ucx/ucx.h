@@ -139,6 +139,7 @@ struct shi_ucx {
     int                  abort_sent;
     int                  closing; // teardown: callbacks only free
     int                  hellos; // peers whose hello passed
+    int                  abort_heard; // a peer reported its abort
     int64_t              moved; // progress units since the last look
     struct shi_ucx_op   *ops; // in flight
     int                  nops;

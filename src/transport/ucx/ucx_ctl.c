@@ -247,6 +247,7 @@ abort_arrives(struct shi_ucx *ucx, int p, const struct shi_ucx_ctl *c)
 {
     int len = c->len < SHI_UCX_TEXT_MAX ? (int) c->len : SHI_UCX_TEXT_MAX;
 
+    ucx->abort_heard = 1;
     shi_comm_abort(ucx->comm, c->status < 0 ? c->status : SHOAL_EABORTED,
         "rank %d reported: %.*s", p, len, c->text);
 }

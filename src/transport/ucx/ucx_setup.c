@@ -303,6 +303,17 @@ connect_all(shoal_comm *comm, struct shi_ucx *ucx, int64_t deadline)
     return st;
 }
 
+// Whether the communicator failed here rather than by a peer's report.
+// A peer sends its abort only once its own creation finished: then ours
+// finishes too, and the first operation reports the abort, so that every
+// rank holds the communicator (a shrink's parent). A peer that died before
+// its hello came ends the wait through shi_rdv_sliced.
+static int
+failed_here(const struct shi_tp_comm *tc, const struct shi_ucx *ucx)
+{
+    return atomic_load(&tc->failed) && !ucx->abort_heard;
+}
+
 // Sends every peer our hello and waits for theirs.
 static int
 exchange_hellos(shoal_comm *comm, struct shi_ucx *ucx, int64_t deadline)
@@ -326,11 +337,11 @@ exchange_hellos(shoal_comm *comm, struct shi_ucx *ucx, int64_t deadline)
     }
     while (st == SHOAL_OK && ucx->hellos < tc->size - 1) {
         int64_t until = shi_rdv_until(deadline);
-        while (ucx->hellos < tc->size - 1 && !atomic_load(&tc->failed)
+        while (ucx->hellos < tc->size - 1 && !failed_here(tc, ucx)
             && shi_now_ns() < until) {
             ucp_worker_progress(ucx->worker);
         }
-        if (atomic_load(&tc->failed)) {
+        if (failed_here(tc, ucx)) {
             return shi_error(atomic_load(&tc->failed), "%s", tc->fail_text);
         }
         if (ucx->hellos < tc->size - 1
