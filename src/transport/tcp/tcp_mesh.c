@@ -337,8 +337,9 @@ shi_net_free(struct shi_net *net)
         }
         free(p->socks);
         free(p->rma_cur); // a put half arrived: ours, into a window
-        // Unexpected messages nobody received.
-        struct shi_tcp_queue *qs[] = { &p->unexp, &p->p2p_unexp, &p->ctl_out };
+        // Unexpected messages nobody received, or still being forwarded.
+        struct shi_tcp_queue *qs[]
+            = { &p->unexp, &p->p2p_unexp, &p->forwarding, &p->ctl_out };
         for (size_t i = 0; i < sizeof(qs) / sizeof(*qs); i++) {
             shi_msg *m = qs[i]->head;
             while (m != NULL) {

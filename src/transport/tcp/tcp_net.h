@@ -66,6 +66,9 @@ struct shi_tcp_peer {
     struct shi_tcp_queue posted; // data receives not complete
     struct shi_tcp_queue unexp; // data messages nobody posted yet
     struct shi_tcp_queue p2p_posted, p2p_unexp;
+    // Unexpected messages a receive adopted while frames still arrive
+    // into them (forwarded on): owned here until their last frame.
+    struct shi_tcp_queue forwarding;
     shi_msg             *p2p_cur; // the P2P message arriving now
     shi_msg             *rma_cur; // the put arriving now (ours)
     char                 addr[64]; // "10.0.0.2:4567", for messages

@@ -468,6 +468,7 @@ frame_arrived(struct shi_net *net, shi_msg *m, const struct shi_tcp_frame *h)
             if (net->peers[m->peer].p2p_cur == m) {
                 net->peers[m->peer].p2p_cur = f;
             }
+            queue_remove(&net->peers[m->peer].forwarding, m);
             free_unexpected(net, m);
         }
         m = f;
@@ -720,6 +721,7 @@ adopt(struct shi_net *net, shi_msg *m, shi_msg *u)
         free_unexpected(net, u);
     } else {
         u->forward = m; // frames still arriving into u are copied on
+        queue_push(&net->peers[u->peer].forwarding, u);
     }
     if (m->moved == m->total) {
         if (m->type == SHI_TCP_DATA) {
