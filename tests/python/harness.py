@@ -190,10 +190,168 @@ def _no_core():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def spawn(size, code, extra_env=None, timeout=60, store=True, argv=None):
-    """Runs `code` (a Python program) on `size` fresh ranks; returns the
+class _PreloadedRank:
+    """A rank forked by the preload server, used as a subprocess.Popen is
+    here: communicate(timeout), kill(), returncode, pid."""
+
+    def __init__(self, server, argv, env, cwd):
+        self.server = server
+        self.returncode = None
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            self.pid = server.fork(argv, env, cwd, (out_w, err_w))
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        self.pipes = {out_r: [], err_r: []}
+        self.out_fd, self.err_fd = out_r, err_r
+
+    def kill(self):
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, 9)
+            except ProcessLookupError:
+                pass
+
+    def communicate(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        sel = selectors.DefaultSelector()
+        for fd in self.pipes:
+            sel.register(fd, selectors.EVENT_READ)
+        try:
+            while sel.get_map() or self.returncode is None:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise subprocess.TimeoutExpired(self.pid, timeout)
+                if not sel.get_map():
+                    self.returncode = self.server.wait_exit(self.pid, left)
+                    continue
+                for key, _ in sel.select(left):
+                    chunk = os.read(key.fd, 1 << 16)
+                    if chunk:
+                        self.pipes[key.fd].append(chunk)
+                    else:
+                        sel.unregister(key.fd)
+        finally:
+            sel.close()
+        for fd in self.pipes:
+            os.close(fd)
+        text = [b"".join(self.pipes[fd]).decode(errors="replace")
+                for fd in (self.out_fd, self.err_fd)]
+        self.pipes = {}
+        return text[0], text[1]
+
+
+class _PreloadServer:
+    """The client side of preload.py: one server per test process."""
+
+    def __init__(self):
+        import socket
+        from preload import import_time_env
+        ours, theirs = socket.socketpair()
+        self.env = {k: v for k, v in os.environ.items()
+                    if k != "PYTHONWARNINGS"}
+        self.env["OMP_NUM_THREADS"] = "1"  # as every rank's (rank_env)
+        self.wanted = import_time_env(self.env)
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "preload.py"),
+             str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+            env=self.env, cwd=HERE, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL)
+        theirs.close()
+        self.sock = ours
+        self.buffer = b""
+        self.exits = {}
+
+    def serves(self, argv, env):
+        """Whether a rank of argv and env can be forked here."""
+        from preload import import_time_env
+        if argv[0] not in ("-c", "-m") and not argv[0].endswith(".py"):
+            return False
+        if env.get("PYTHONWARNINGS", "ignore") != "ignore":
+            return False
+        env = {k: v for k, v in env.items() if k != "PYTHONWARNINGS"}
+        return (self.proc.poll() is None
+                and import_time_env(env) == self.wanted)
+
+    def fork(self, argv, env, cwd, fds):
+        import json
+        import socket
+        line = json.dumps({"argv": argv, "env": env, "cwd": cwd}) + "\n"
+        self.sock.sendmsg([line.encode()], [(
+            socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(
+                __import__("array").array("i", fds)))])
+        while True:
+            words = self._line(None)
+            if words[0] == "pid":
+                return int(words[1])
+
+    def wait_exit(self, pid, timeout):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while pid not in self.exits:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(pid, timeout)
+            self._line(left)
+        return self.exits.pop(pid)
+
+    def _line(self, timeout):
+        """Reads one line of the server's, recording exits; its words."""
+        while b"\n" not in self.buffer:
+            self.sock.settimeout(timeout)
+            try:
+                chunk = self.sock.recv(4096)
+            except TimeoutError:
+                raise subprocess.TimeoutExpired("preload", timeout)
+            if not chunk:
+                raise RuntimeError("the preload server ended")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        words = line.decode().split()
+        if words[0] == "exit":
+            self.exits[int(words[1])] = int(words[2])
+        return words
+
+    def close(self):
+        self.sock.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+_preload = None
+
+
+def launch(argv, env, cwd=HERE, fresh=False):
+    """Starts `python ARGV...` with env: forked from the preload server
+    (torch already imported) where that gives the same process, else (or
+    where the test needs a fresh interpreter) as a subprocess. Either
+    answers communicate(timeout), kill() and returncode as
+    subprocess.Popen does, with text output. SHOAL_TEST_PRELOAD=0 turns
+    the server off."""
+    global _preload
+    if not fresh and os.environ.get("SHOAL_TEST_PRELOAD", "1") == "1":
+        if _preload is None:
+            import atexit
+            _preload = _PreloadServer()
+            atexit.register(_preload.close)
+        if _preload.serves(argv, env):
+            return _PreloadedRank(_preload, argv, env, cwd)
+    return subprocess.Popen(
+        [sys.executable] + argv, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env, cwd=cwd, text=True,
+        preexec_fn=_no_core)
+
+
+def spawn(size, code, extra_env=None, timeout=60, store=True, argv=None,
+          fresh=False):
+    """Runs `code` (a Python program) on `size` new ranks; returns the
     list of (returncode, stdout, stderr). With store=False the ranks get
-    TORCHCOMM_RANK/SIZE and TEST_STORE_PORT instead of SHOAL_*."""
+    TORCHCOMM_RANK/SIZE and TEST_STORE_PORT instead of SHOAL_*. fresh:
+    each rank a new interpreter (see launch)."""
     port = free_port()
     secret = secrets.token_hex(16)
     procs = []
@@ -204,10 +362,14 @@ def spawn(size, code, extra_env=None, timeout=60, store=True, argv=None):
                 env.pop(name)
             env.update(TORCHCOMM_RANK=str(r), TORCHCOMM_SIZE=str(size),
                        TEST_STORE_PORT=str(port))
-        procs.append(subprocess.Popen(
-            argv or [sys.executable, "-c", code], stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env, cwd=HERE, text=True,
-            preexec_fn=_no_core))
+        if argv is not None and argv[0] == sys.executable:
+            procs.append(launch(argv[1:], env, fresh=fresh))
+        elif argv is not None:
+            procs.append(subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=env, cwd=HERE, text=True, preexec_fn=_no_core))
+        else:
+            procs.append(launch(["-c", code], env, fresh=fresh))
     out = []
     deadline = time.monotonic() + timeout
     for p in procs:

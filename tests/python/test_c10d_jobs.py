@@ -13,16 +13,17 @@ import time
 
 import pytest
 
-from harness import HERE, free_master_port, free_port, rank_env
+from harness import HERE, free_master_port, free_port, launch, rank_env
 
 torch = pytest.importorskip("torch")
 
 EXAMPLES = os.path.join(HERE, "..", "..", "examples", "python")
 
 
-def job(size, argv, timeout=90, extra_env=None):
+def job(size, argv, timeout=90, extra_env=None, fresh=False):
     """Runs argv (a Python program and its arguments) on `size` ranks with
-    torchrun's variables; returns [(returncode, stdout, stderr)]."""
+    torchrun's variables; returns [(returncode, stdout, stderr)]. fresh:
+    each rank a new interpreter (harness.launch)."""
     port = free_master_port()
     procs = []
     for r in range(size):
@@ -34,9 +35,7 @@ def job(size, argv, timeout=90, extra_env=None):
         env.update(RANK=str(r), WORLD_SIZE=str(size), LOCAL_RANK=str(r),
                    LOCAL_WORLD_SIZE=str(size), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), PYTHONWARNINGS="ignore")
-        procs.append(subprocess.Popen(
-            [sys.executable] + argv, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env, cwd=HERE, text=True))
+        procs.append(launch(argv, env, fresh=fresh))
     out = []
     deadline = time.monotonic() + timeout
     for p in procs:
@@ -118,7 +117,8 @@ print("ok")
 
 
 def test_import_before_torch_registers():
-    assert ok(job(1, code(IMPORT_ORDER))) == ["ok\n"]
+    # A fresh interpreter: the preload server has torch imported.
+    assert ok(job(1, code(IMPORT_ORDER), fresh=True)) == ["ok\n"]
 
 
 NEW_GROUP = """
