@@ -53,7 +53,7 @@ test: build
 	    "waits; each side draws its ports from its own range); its" \
 	    "report follows theirs"
 	@( SHOAL_STORE_PORTS=30000-32767 \
-	   $(TORCH_SUITE) --world-sizes 2 --jobs 2 > $(SUITE_LOG) 2>&1; \
+	   $(TORCH_SUITE) --world-sizes 2 --jobs 3 > $(SUITE_LOG) 2>&1; \
 	   echo $$? > $(SUITE_LOG).rc ) & \
 	 ( SHOAL_STORE_PORTS=20000-29999 $(PY_SIDE) ); py=$$?; \
 	 wait; cat $(SUITE_LOG); [ $$py = 0 ] && [ "$$(cat $(SUITE_LOG).rc)" = 0 ]

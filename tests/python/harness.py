@@ -346,6 +346,20 @@ def launch(argv, env, cwd=HERE, fresh=False):
         preexec_fn=_no_core)
 
 
+def run_python(argv, timeout, env=None, cwd=HERE):
+    """`python ARGV...` to its end, as subprocess.run(capture_output=True,
+    text=True) would, through launch (one OpenMP thread, as the ranks)."""
+    env = dict(os.environ if env is None else env, OMP_NUM_THREADS="1")
+    p = launch(argv, env, cwd)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise
+    return subprocess.CompletedProcess(argv, p.returncode, out, err)
+
+
 def spawn(size, code, extra_env=None, timeout=60, store=True, argv=None,
           fresh=False):
     """Runs `code` (a Python program) on `size` new ranks; returns the

@@ -5,12 +5,11 @@ failure on the ranks that failed, on demand on the odd one), and torch's
 own analyser (python -m torch.distributed.flight_recorder.fr_trace) must
 name the odd rank. And Comm.stats(), who arrives last."""
 
-import subprocess
 import sys
 
 import pytest
 
-from harness import spawn
+from harness import run_python, spawn
 
 pytest.importorskip("torch.distributed.flight_recorder.fr_trace")
 
@@ -53,9 +52,9 @@ def analyse(tmp_path, how):
         assert rc == 0 and "done" in out, (rank, rc, out, err)
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == [f"shoal_trace_fr_rank_{r}" for r in range(3)], files
-    verdict = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace",
-         str(tmp_path)], capture_output=True, text=True, timeout=120)
+    verdict = run_python(
+        ["-m", "torch.distributed.flight_recorder.fr_trace", str(tmp_path)],
+        timeout=120)
     return verdict.stdout + verdict.stderr
 
 

@@ -7,12 +7,11 @@ queue_ranks.py; each test starts its ranks once and runs several cases on
 them."""
 
 import os
-import subprocess
 import sys
 
 import pytest
 
-from harness import HERE, spawn
+from harness import HERE, run_python, spawn
 from test_c10d_jobs import job, ok
 
 pytest.importorskip("torch")
@@ -89,9 +88,8 @@ def test_example_pipeline():
 def test_bench_queue_section():
     """python -m shoal.bench --queue-only --quick prints its three tables
     (a smoke test: the numbers are not judged)."""
-    p = subprocess.run(
-        [sys.executable, "-m", "shoal.bench", "--queue-only", "--quick"],
-        capture_output=True, text=True, timeout=120)
+    p = run_python(["-m", "shoal.bench", "--queue-only", "--quick"],
+                   timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr[-4000:]
     for title in ("# shoal.Queue", "# (b) 4 tensors of 1 MiB", "# (c) 500"):
         assert title in p.stdout, p.stdout

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from harness import HERE, free_port, spawn, tool_path
+from harness import HERE, free_port, run_python, spawn, tool_path
 
 pytest.importorskip("torch")
 
@@ -200,8 +200,7 @@ def test_inductor_counts_come_from_its_config():
     """Under inductor, the warm-up and timed calls per choice are
     inductor's settings (inductor_default_autotune_warmup,
     collective_benchmark_nruns), read when measuring."""
-    p = subprocess.run([sys.executable, "-c", INDUCTOR_COUNTS],
-                       capture_output=True, text=True, timeout=120)
+    p = run_python(["-c", INDUCTOR_COUNTS], timeout=120)
     assert p.returncode == 0 and "calls 9 ms " in p.stdout, \
         p.stdout + p.stderr
     assert float(p.stdout.split()[-1]) < 1e3, p.stdout
@@ -219,8 +218,6 @@ def test_inductor_counts_come_from_its_config():
 def test_inductor_patch_is_fenced(setup, want):
     """Applied on torch 2.13; another version, or internals shaped
     otherwise, leave inductor alone with a warning saying why."""
-    p = subprocess.run([sys.executable, "-c",
-                        PATCH_CHECK.format(setup=setup)],
-                       capture_output=True, text=True, timeout=120)
+    p = run_python(["-c", PATCH_CHECK.format(setup=setup)], timeout=120)
     assert p.returncode == 0 and p.stdout.startswith(want), \
         p.stdout + p.stderr
