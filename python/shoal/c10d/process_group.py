@@ -40,11 +40,15 @@ _OPS = {int(getattr(dist.ReduceOp.RedOpType, name)): getattr(ReduceOp, name)
                      "BXOR")}
 
 
+_RED_OP_TYPE = dist.ReduceOp.RedOpType
+
+
 def _reduce_op(op):
-    """shoal's ReduceOp for torch's (a dist.ReduceOp or its RedOpType)."""
-    kind = getattr(op, "op", op)
-    shoal_op = _OPS.get(int(kind)) if isinstance(
-        kind, dist.ReduceOp.RedOpType) else None
+    """shoal's ReduceOp for torch's (a dist.ReduceOp or its RedOpType).
+    Exact type checks and the enum's value: the cheapest reads of torch's
+    objects, on every small all_reduce's way."""
+    kind = op.op if type(op) is dist.ReduceOp else op
+    shoal_op = _OPS.get(kind.value) if type(kind) is _RED_OP_TYPE else None
     if shoal_op is None:  # a float, or a 1-element tensor read once here
         return ReduceOp.PREMUL_SUM(op.factor)
     return shoal_op

@@ -46,10 +46,13 @@ def _tensors(x):
     return []
 
 
+_profiler_enabled = torch.autograd._profiler_enabled
+
+
 def _record(method, event, inputs_at):
     @functools.wraps(method)
     def run(self, *args, **kwargs):
-        if not torch.autograd._profiler_enabled():
+        if not _profiler_enabled():
             return method(self, *args, **kwargs)
         inputs = _tensors(args[inputs_at]) if inputs_at is not None and \
             len(args) > inputs_at else []

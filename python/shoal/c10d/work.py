@@ -29,18 +29,27 @@ class Work(dist.Work):
     """One process-group operation: shoal works and the tensors its future
     yields (torch's convention: the output tensors)."""
 
+    # Defaults a new Work shares until it sets its own: a blocking call's
+    # Work (done already) sets only what __init__ must.
+    _source = None  # an any-source receive's shoal.Work
+    _completer = None  # completes futures (None: done ones)
+    _ordered = True  # collectives; False for point-to-point
+    _future = None
+    _done = None  # an Event once a thread owns the waiting
+    _error = None
+    _profiled = None  # a Future: the profiler event has ended
+
     def __init__(self, works, result, completer=None, ordered=True,
                  source=None):
         super().__init__()
         self._works = works  # shoal.Work list; emptied once waited for
-        self._source = source  # an any-source receive's shoal.Work
         self._result = result
-        self._completer = completer  # completes futures (None: done ones)
-        self._ordered = ordered  # collectives; False for point-to-point
-        self._future = None
-        self._done = None  # an Event once a thread owns the waiting
-        self._error = None
-        self._profiled = None  # a Future: the profiler event has ended
+        if completer is not None:
+            self._completer = completer
+        if not ordered:
+            self._ordered = False
+        if source is not None:
+            self._source = source
 
     def wait(self, timeout=None):
         if self._done is not None:
