@@ -44,12 +44,37 @@ perf_buffer_free(void *buf, size_t bytes)
     }
 }
 
+size_t
+perf_llc_bytes(const perf_opts *o)
+{
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+
+    if (o->cache_bytes > 0) {
+        return o->cache_bytes;
+    }
+    if (l3 > 0) {
+        return (size_t) l3;
+    }
+    return l2 > 0 ? (size_t) l2 : (size_t) 32 << 20;
+}
+
+// Bytes of each buffer: the largest message, or in cold mode the region
+// its slots rotate through (perf.h).
+static size_t
+buffer_bytes(const perf_ctx *c)
+{
+    return c->o->cold ? round_pages(c->cap + 2 * perf_llc_bytes(c->o))
+                      : c->cap;
+}
+
 // A pre-touched buffer from shoal_alloc, or NULL after reporting why.
 static void *
 shoal_buffer(perf_ctx *c, const char *which)
 {
-    void *p  = NULL;
-    int   rc = shoal_alloc(c->comm, c->cap > 0 ? c->cap : 1, &p);
+    size_t bytes = buffer_bytes(c);
+    void  *p     = NULL;
+    int    rc    = shoal_alloc(c->comm, bytes > 0 ? bytes : 1, &p);
 
     if (rc != SHOAL_OK) {
         fprintf(stderr,
@@ -59,26 +84,26 @@ shoal_buffer(perf_ctx *c, const char *which)
         if (rc == SHOAL_ENOSPACE) {
             fprintf(stderr,
                 "shoal-perf: -a shoal needs 2 x %zu bytes of shared heap "
-                "per rank: raise SHOAL_SHM_HEAP_BYTES or lower -e\n",
-                c->cap);
+                "per rank: raise SHOAL_SHM_HEAP_BYTES or lower -e%s\n",
+                bytes, c->o->cold ? " (or drop --cold)" : "");
         }
         return NULL;
     }
-    memset(p, 0xa5, c->cap);
+    memset(p, 0xa5, bytes);
     return p;
 }
 
-int
-perf_buffers_setup(perf_ctx *c)
+static int
+allocate(perf_ctx *c)
 {
     if (c->o->alloc != PERF_ALLOC_SHOAL) {
-        c->sbuf = perf_buffer_alloc(c->cap);
-        c->rbuf = perf_buffer_alloc(c->cap);
+        c->sbuf = perf_buffer_alloc(buffer_bytes(c));
+        c->rbuf = perf_buffer_alloc(buffer_bytes(c));
         if (c->sbuf == NULL || c->rbuf == NULL) {
             fprintf(stderr,
                 "shoal-perf: rank %d: cannot allocate 2 x %zu bytes of "
                 "buffers\n",
-                c->rank, c->cap);
+                c->rank, buffer_bytes(c));
             return SHOAL_ENOMEM;
         }
         return SHOAL_OK;
@@ -89,9 +114,40 @@ perf_buffers_setup(perf_ctx *c)
     return c->rbuf != NULL ? SHOAL_OK : SHOAL_ENOMEM;
 }
 
+int
+perf_buffers_setup(perf_ctx *c)
+{
+    int rc = allocate(c);
+
+    if (rc == SHOAL_OK && c->o->cold) {
+        c->sbase  = c->sbuf;
+        c->rbase  = c->rbuf;
+        c->region = buffer_bytes(c);
+    }
+    return rc;
+}
+
+void
+perf_buffers_rotate(perf_ctx *c, int index, int it)
+{
+    if (c->sbase == NULL) {
+        return;
+    }
+    size_t stride = round_pages(c->sizes.bytes[index]);
+    size_t slots  = (c->region - c->cap) / stride + 1;
+    size_t off    = (size_t) it % slots * stride;
+
+    c->sbuf = c->sbase + off;
+    c->rbuf = c->rbase + off;
+}
+
 void
 perf_buffers_teardown(perf_ctx *c)
 {
+    if (c->sbase != NULL) { // cold mode: back to the regions' starts
+        c->sbuf = c->sbase;
+        c->rbuf = c->rbase;
+    }
     if (c->shoal_buffers) {
         // Errors here change nothing for the results; report them anyway.
         for (int i = 0; i < 2; i++) {
@@ -102,8 +158,9 @@ perf_buffers_teardown(perf_ctx *c)
             }
         }
     } else {
-        perf_buffer_free(c->sbuf, c->cap);
-        perf_buffer_free(c->rbuf, c->cap);
+        perf_buffer_free(c->sbuf, buffer_bytes(c));
+        perf_buffer_free(c->rbuf, buffer_bytes(c));
     }
     c->sbuf = c->rbuf = NULL;
+    c->sbase = c->rbase = NULL;
 }

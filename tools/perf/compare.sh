@@ -73,7 +73,15 @@
 # stopped by the script; the tables then compare the libraries on a busy
 # machine (add MODE=tail for the tail block's p90 and maximum).
 #
-# Environment: NRANKS (2), MODE (full, or tail when NRANKS=8), LOAD (0), MINBYTES
+# Cache-cold mode (COLD=1): shoal-perf --cold and mpi_bench -C (Open MPI
+# and MPICH) rotate every iteration's buffers through regions of twice the
+# last-level cache (COLD_CACHE bytes: getconf's LEVEL3_CACHE_SIZE, else
+# 32M; a VM may report its host's whole cache, of which it gets a share),
+# so no operation finds its data in cache, as an application that touches
+# other memory between collectives; oneCCL, DeepSpeed and gloo have no
+# such mode and are left out (N/A). Run it beside the default (warm) run.
+#
+# Environment: NRANKS (2), MODE (full, or tail when NRANKS=8), LOAD (0), COLD (0), MINBYTES
 # (8) and STEPFACTOR (2) for allreduce, allgather, reducescatter and put
 # (the operations with targets), OTHER_MINBYTES (16) and OTHER_STEPFACTOR (4)
 # for the others (both series hit 64 KiB and 64 MiB), MAXBYTES (64M),
@@ -195,6 +203,19 @@ if [ "${LOAD:-0}" = 1 ]; then
         "ranks of both libraries"
 fi
 
+# --- cache-cold (COLD=1) ----------------------------------------------------
+COLD_SHOAL="" COLD_MPI=""
+if [ "${COLD:-0}" = 1 ]; then
+    COLD_CACHE=${COLD_CACHE:-$(getconf LEVEL3_CACHE_SIZE 2>/dev/null || true)}
+    case ${COLD_CACHE:-0} in
+        0 | "") COLD_CACHE=32M ;;
+    esac
+    COLD_SHOAL="--cold --cache $COLD_CACHE"
+    COLD_MPI="-C $COLD_CACHE"
+    echo "# COLD=1: cache-cold, every iteration's buffers past twice" \
+        "$COLD_CACHE bytes of cache (shoal, Open MPI, MPICH)"
+fi
+
 # --- Open MPI setup -------------------------------------------------------
 MPI_NOTE=""
 MPIRUN=""
@@ -242,7 +263,8 @@ run_mpich() {
     [ -n "$MPICHRUN" ] || return 0
     rc=0
     # shellcheck disable=SC2086
-    $MPICHRUN "$OUT/mpich_bench" "$@" >"$OUT/mpich_last.txt" 2>&1 || rc=$?
+    $MPICHRUN "$OUT/mpich_bench" $COLD_MPI "$@" >"$OUT/mpich_last.txt" \
+        2>&1 || rc=$?
     if [ $rc -ne 0 ]; then
         echo "compare.sh: MPICH mpi_bench $* failed (exit $rc):" >&2
         tail -n 8 "$OUT/mpich_last.txt" >&2 || true
@@ -363,6 +385,13 @@ assert d.is_gloo_available()' >"$OUT/gloo_import.txt" 2>&1; then
     GLOO_NA="torch with gloo, or numpy, not importable by $GLOO_PYTHON"
 fi
 
+if [ -n "$COLD_SHOAL" ]; then
+    no_cold="not measured cache-cold (its benchmark has no such mode)"
+    ONECCL_NA=${ONECCL_NA:-$no_cold}
+    DS_NA=${DS_NA:-$no_cold}
+    GLOO_NA=${GLOO_NA:-$no_cold}
+fi
+
 # run_torch_peer KEY PEER PYTHON ARGS...: ds_allreduce.py -p PEER on
 # NRANKS ranks, its rows appended to $OUT/PEER.txt; KEY_NOTE gets its
 # report, and a failure sets KEY_NA (KEY: DS or GLOO).
@@ -400,7 +429,8 @@ run_gloo() {
 run_mpi() {
     [ -n "$MPIRUN" ] || return 0
     rc=0
-    $MPIRUN "$OUT/mpi_bench" "$@" >"$OUT/mpi_last.txt" 2>&1 || rc=$?
+    # shellcheck disable=SC2086
+    $MPIRUN "$OUT/mpi_bench" $COLD_MPI "$@" >"$OUT/mpi_last.txt" 2>&1 || rc=$?
     grep -v '^#' "$OUT/mpi_last.txt" >>"$OUT/mpi.txt" || true
     if [ $rc -ne 0 ]; then
         echo "compare.sh: mpi_bench $* failed (exit $rc):" >&2
@@ -417,7 +447,8 @@ run_shoal() {
     name=$1
     shift
     rc=0
-    "$SHOALRUN" -n "$NRANKS" --timeout "$TIMEOUT" "$PERF" "$@" \
+    # shellcheck disable=SC2086
+    "$SHOALRUN" -n "$NRANKS" --timeout "$TIMEOUT" "$PERF" $COLD_SHOAL "$@" \
         >"$OUT/shoal_$name.txt" 2>&1 || rc=$?
     if [ $rc -ne 0 ]; then
         echo "failed (exit $rc)" >"$OUT/shoal_$name.status"

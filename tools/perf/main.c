@@ -153,6 +153,14 @@ run_all(perf_ctx *c)
         if (!(o->ops & (1 << i))) {
             continue;
         }
+        if (o->cold && (1 << i & (PERF_OP_PUT | PERF_OP_QUEUE))) {
+            if (c->rank == 0) {
+                printf("# %s: not measured cache-cold (its memory is "
+                       "registered once)\n",
+                    1 << i == PERF_OP_PUT ? "put" : "queue");
+            }
+            continue;
+        }
         rc = main_benches[i](c);
         if (rc == SHOAL_EINVAL || rc == SHOAL_ENOTSUP) {
             failed = 1;

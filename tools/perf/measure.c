@@ -1,6 +1,7 @@
 // The measurement loop every table shares.
 //
-// Per iteration: (untimed) fill the send data, shoal_barrier, time the
+// Per iteration: (untimed) in cold mode move the buffers on
+// (perf_buffers_rotate), fill the send data, shoal_barrier, time the
 // operation on this rank alone, (untimed) count wrong elements. Warm-up
 // iterations skip the fill and the check. The number of timed iterations
 // may shrink with the size (--iter_bytes; perf_iters_for). Afterwards the
@@ -21,6 +22,7 @@ perf_measure(perf_ctx *c, const perf_measure_ops *m, void *arg, int index,
     for (int it = 0; it < total; it++) {
         int timed = it >= warmup;
         int check = timed && o->check && m->verify != NULL;
+        perf_buffers_rotate(c, index, it);
         if (check && m->prepare != NULL) {
             m->prepare(c, arg, index, it);
         }

@@ -229,7 +229,7 @@ perf_warmup_for(const perf_opts *o, size_t bytes)
 }
 
 // Long options without a short form.
-enum { OPT_ITER_BYTES = 256, OPT_MIN_ITERS };
+enum { OPT_ITER_BYTES = 256, OPT_MIN_ITERS, OPT_COLD, OPT_CACHE };
 
 static const struct option options_long[] = {
     { "op", required_argument, NULL, 'o' },
@@ -245,6 +245,8 @@ static const struct option options_long[] = {
     { "alloc", required_argument, NULL, 'a' },
     { "iter_bytes", required_argument, NULL, OPT_ITER_BYTES },
     { "min_iters", required_argument, NULL, OPT_MIN_ITERS },
+    { "cold", no_argument, NULL, OPT_COLD },
+    { "cache", required_argument, NULL, OPT_CACHE },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
 };
@@ -270,6 +272,12 @@ apply_option(perf_opts *o, int opt, const char *arg, char *err, size_t len)
             break;
         case OPT_MIN_ITERS:
             bad = parse_int(arg, 1, &o->min_iters);
+            break;
+        case OPT_COLD:
+            o->cold = 1;
+            break;
+        case OPT_CACHE:
+            bad = parse_size(arg, &o->cache_bytes) || o->cache_bytes == 0;
             break;
         case 'b':
             bad = parse_size(arg, &o->minbytes);
@@ -428,6 +436,15 @@ perf_usage(const char *prog, const char *err)
         "  -a, --alloc KIND         malloc: private buffers; shoal: "
         "shoal_alloc buffers\n"
         "                           (zero copy) (default malloc)\n"
+        "      --cold               cache-cold: every iteration's buffers "
+        "lie past\n"
+        "                           twice the last-level cache of "
+        "earlier ones (not for\n"
+        "                           put and queue, whose memory is "
+        "registered once)\n"
+        "      --cache SIZE         the last-level cache --cold steps past "
+        "(default:\n"
+        "                           what the system reports, else 32M)\n"
         "  -h, --help               show this text\n"
         "\n"
         "SIZE takes a K, M or G suffix (powers of 1024). Output (rank 0): "

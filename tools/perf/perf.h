@@ -65,6 +65,8 @@ typedef struct perf_opts {
     shoal_op_kind redop;
     int           root;
     int           alloc; // PERF_ALLOC_*
+    int           cold; // --cold: rotate buffers past the last-level cache
+    size_t        cache_bytes; // --cache: that cache's size (0: detect)
 } perf_opts;
 
 // Result of parsing the command line.
@@ -107,9 +109,20 @@ void  perf_buffer_free(void *buf, size_t bytes);
 // perf_buffer_alloc or, with -a shoal, from shoal_alloc (touched the same
 // way). Collective when shoal_alloc is used only in that every rank calls
 // it; returns SHOAL_OK or a status it has reported.
+//
+// Cache-cold mode (--cold): each buffer is a window into a region of
+// c->cap plus twice the last-level cache; iteration k of size i moves the
+// window k slots of size i's bytes (a page at least) along it, so the
+// memory an operation touches was last touched two caches' worth of
+// iterations ago (an operation larger than the cache is cold anyway).
 struct perf_ctx;
 int  perf_buffers_setup(struct perf_ctx *c);
 void perf_buffers_teardown(struct perf_ctx *c);
+// Points c->sbuf and c->rbuf at iteration `it`'s slot for size `index`
+// (cold mode; otherwise nothing).
+void perf_buffers_rotate(struct perf_ctx *c, int index, int it);
+// Bytes of the last-level cache: --cache, else sysconf's, else 32 MiB.
+size_t perf_llc_bytes(const perf_opts *o);
 
 // A data pattern: element i holds tile[i % PERF_PATTERN_TILE], the tile
 // being pseudo-random values drawn from `seed` and encoded in the dtype.
@@ -181,6 +194,8 @@ typedef struct perf_ctx {
     size_t           cap; // bytes of each buffer
     void            *sbuf, *rbuf;
     int              shoal_buffers; // sbuf/rbuf came from shoal_alloc
+    unsigned char   *sbase, *rbase; // cold mode: the regions they move in
+    size_t           region; // cold mode: bytes of each region
     double          *times; // o->iters entries, scratch
     double          *memcpy_gbps; // per size index; filled by the baseline
     double           wrong_total; // summed over every table (rank 0)

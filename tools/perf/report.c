@@ -55,6 +55,12 @@ perf_print_run_header(const perf_ctx *c)
     } else {
         printf("# buffers: malloc (private anonymous pages), pre-touched\n");
     }
+    if (o->cold) {
+        printf("# cache-cold: each iteration's buffers lie past %zu MiB "
+               "(twice the last-level\n# cache) of earlier ones' memory; "
+               "the memcpy baseline stays warm\n",
+            2 * perf_llc_bytes(o) >> 20);
+    }
     printf("#\n");
     printf("# Method: one iteration = shoal_barrier, then every rank times "
            "the operation\n"

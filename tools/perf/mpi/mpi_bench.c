@@ -92,6 +92,9 @@ typedef struct bench {
     int            iters, warmup, min_iters;
     size_t         iter_bytes;
     unsigned char *sbuf, *rbuf;
+    size_t         cold_cache; // -C: cache-cold over this cache (0: warm)
+    unsigned char *sbase, *rbase; // cold: the regions sbuf, rbuf move in
+    size_t         region;
     double        *times, *maxes;
     float          tile[PATTERN_TILE], exp[PATTERN_TILE];
     MPI_Win        win; // put: over `winbuf` (maxb bytes)
@@ -173,6 +176,25 @@ alloc_touched(size_t bytes)
     }
     memset(p, 0xa5, len);
     return p;
+}
+
+// Cache-cold (-C CACHE): iteration `it` of a size of `bytes` uses the
+// it-th slot (bytes rounded up to pages) of regions of maxb plus twice
+// the cache, so its memory was last touched two caches' worth of
+// iterations ago; shoal-perf --cold does the same.
+static void
+rotate(bench *b, size_t bytes, int it)
+{
+    size_t page   = (size_t) sysconf(_SC_PAGESIZE);
+    size_t stride = (bytes + page - 1) / page * page;
+
+    if (b->cold_cache == 0) {
+        return;
+    }
+    stride     = stride == 0 ? page : stride;
+    size_t off = (size_t) it % ((b->region - b->maxb) / stride + 1) * stride;
+    b->sbuf    = b->sbase + off;
+    b->rbuf    = b->rbase + off;
 }
 
 static int
@@ -362,6 +384,7 @@ run_coll(bench *b, const coll *k, size_t size)
     double wrong  = 0;
 
     for (int it = 0; it < warmup + iters; it++) {
+        rotate(b, bytes, it);
         int timed = it >= warmup;
         if (timed) {
             k->prepare(b, count, it);
@@ -581,6 +604,7 @@ bench_pingpong(bench *b, size_t bytes)
     int    warmup = warmup_for(b, bytes);
 
     for (int it = 0; it < warmup + iters; it++) {
+        rotate(b, bytes, it);
         int timed = it >= warmup;
         if (timed && b->rank == 0) {
             fill(b->sbuf, bytes, it);
@@ -619,6 +643,7 @@ bench_sendrecv(bench *b, size_t bytes)
     int    warmup = warmup_for(b, bytes);
 
     for (int it = 0; it < warmup + iters; it++) {
+        rotate(b, bytes, it);
         int         timed = it >= warmup;
         MPI_Request req[2];
         MPI_Status  st[2]; // not MPI_STATUSES_IGNORE: gcc misreads MPICH's
@@ -669,6 +694,7 @@ bench_put(bench *b, size_t bytes)
     int    warmup = warmup_for(b, bytes);
 
     for (int it = 0; it < warmup + iters; it++) {
+        rotate(b, bytes, it);
         int timed = it >= warmup;
         if (timed) {
             fill(b->sbuf, bytes, it * 1000 + b->rank);
@@ -694,6 +720,7 @@ bench_putpingpong(bench *b, size_t bytes)
     int    warmup = warmup_for(b, bytes);
 
     for (int it = 0; it < warmup + iters; it++) {
+        rotate(b, bytes, it);
         int timed = it >= warmup;
         if (timed && b->rank == 0) {
             fill(b->sbuf, bytes, it);
@@ -728,6 +755,7 @@ bench_bcast(bench *b, size_t bytes)
     int    warmup = warmup_for(b, bytes);
 
     for (int it = 0; it < warmup + iters; it++) {
+        rotate(b, bytes, it);
         int timed = it >= warmup;
         if (timed && b->rank == 0) {
             fill(b->rbuf, bytes, it);
@@ -757,7 +785,8 @@ parse_args(bench *b, int argc, char **argv)
     b->warmup     = 5;
     b->iter_bytes = 0;
     b->min_iters  = 5;
-    while ((opt = getopt(argc, argv, "o:b:e:f:n:w:B:m:")) != -1) {
+    b->cold_cache = 0;
+    while ((opt = getopt(argc, argv, "o:b:e:f:n:w:B:m:C:")) != -1) {
         switch (opt) {
             case 'o':
                 b->ops = parse_ops(optarg);
@@ -782,6 +811,9 @@ parse_args(bench *b, int argc, char **argv)
                 break;
             case 'm':
                 b->min_iters = atoi(optarg);
+                break;
+            case 'C':
+                b->cold_cache = parse_size(optarg);
                 break;
             default:
                 return -1;
@@ -813,15 +845,16 @@ main(int argc, char **argv)
             fprintf(stderr,
                 "usage: mpirun -np N (N >= 2) mpi_bench [-o OP[,OP...]|all] "
                 "[-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] "
-                "[-B ITER_BYTES] [-m MIN_ITERS]\n");
+                "[-B ITER_BYTES] [-m MIN_ITERS] [-C CACHE_BYTES: cold]\n");
         }
         MPI_Finalize();
         return 2;
     }
-    b.sbuf  = alloc_touched(b.maxb);
-    b.rbuf  = alloc_touched(b.maxb);
-    b.times = calloc((size_t) b.iters, sizeof(double));
-    b.maxes = calloc((size_t) b.iters, sizeof(double));
+    b.region = b.maxb + 2 * b.cold_cache;
+    b.sbuf = b.sbase = alloc_touched(b.region);
+    b.rbuf = b.rbase = alloc_touched(b.region);
+    b.times          = calloc((size_t) b.iters, sizeof(double));
+    b.maxes          = calloc((size_t) b.iters, sizeof(double));
     if (b.sbuf == NULL || b.rbuf == NULL || b.times == NULL
         || b.maxes == NULL) {
         fprintf(stderr, "mpi_bench: out of memory\n");
@@ -832,6 +865,11 @@ main(int argc, char **argv)
     if (b.rank == 0) {
         printf("# mpi_bench: %d ranks, MPI %d.%d, %.*s\n", b.nranks, version,
             subversion, (int) strcspn(lib, "\n"), lib);
+        if (b.cold_cache > 0) {
+            printf("# cache-cold: each iteration's buffers lie past %zu MiB "
+                   "of earlier ones' memory\n",
+                2 * b.cold_cache >> 20);
+        }
         printf("# op bytes median_us min_us p90_us max_us wrong\n");
     }
     for (double s = (double) b.minb; s <= (double) b.maxb; s *= b.factor) {
