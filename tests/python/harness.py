@@ -8,11 +8,14 @@ answers with one JSON line. A case that does not answer in time kills the
 pool (the next test starts a fresh one) and fails with each rank's stderr.
 """
 
+import array
 import json
 import os
 import resource
 import secrets
 import selectors
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -190,6 +193,11 @@ def _no_core():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+def _seconds_left(deadline):
+    """Seconds until a time.monotonic() deadline; None for no deadline."""
+    return None if deadline is None else deadline - time.monotonic()
+
+
 class _PreloadedRank:
     """A rank forked by the preload server, used as a subprocess.Popen is
     here: communicate(timeout), kill(), returncode, pid."""
@@ -210,7 +218,7 @@ class _PreloadedRank:
     def kill(self):
         if self.returncode is None:
             try:
-                os.kill(self.pid, 9)
+                os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
 
@@ -221,7 +229,7 @@ class _PreloadedRank:
             sel.register(fd, selectors.EVENT_READ)
         try:
             while sel.get_map() or self.returncode is None:
-                left = None if deadline is None else deadline - time.monotonic()
+                left = _seconds_left(deadline)
                 if left is not None and left <= 0:
                     raise subprocess.TimeoutExpired(self.pid, timeout)
                 if not sel.get_map():
@@ -247,9 +255,9 @@ class _PreloadServer:
     """The client side of preload.py: one server per test process."""
 
     def __init__(self):
-        import socket
         from preload import import_time_env
         ours, theirs = socket.socketpair()
+        # PYTHONWARNINGS is each rank's own (preload.import_time_env).
         self.env = {k: v for k, v in os.environ.items()
                     if k != "PYTHONWARNINGS"}
         self.env["OMP_NUM_THREADS"] = "1"  # as every rank's (rank_env)
@@ -271,17 +279,14 @@ class _PreloadServer:
             return False
         if env.get("PYTHONWARNINGS", "ignore") != "ignore":
             return False
-        env = {k: v for k, v in env.items() if k != "PYTHONWARNINGS"}
         return (self.proc.poll() is None
                 and import_time_env(env) == self.wanted)
 
     def fork(self, argv, env, cwd, fds):
-        import json
-        import socket
         line = json.dumps({"argv": argv, "env": env, "cwd": cwd}) + "\n"
         self.sock.sendmsg([line.encode()], [(
-            socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(
-                __import__("array").array("i", fds)))])
+            socket.SOL_SOCKET, socket.SCM_RIGHTS,
+            bytes(array.array("i", fds)))])
         while True:
             words = self._line(None)
             if words[0] == "pid":
@@ -290,7 +295,7 @@ class _PreloadServer:
     def wait_exit(self, pid, timeout):
         deadline = None if timeout is None else time.monotonic() + timeout
         while pid not in self.exits:
-            left = None if deadline is None else deadline - time.monotonic()
+            left = _seconds_left(deadline)
             if left is not None and left <= 0:
                 raise subprocess.TimeoutExpired(pid, timeout)
             self._line(left)
@@ -360,6 +365,24 @@ def run_python(argv, timeout, env=None, cwd=HERE):
     return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
 
+def collect(procs, timeout):
+    """[(returncode, stdout, stderr)] of processes started together, within
+    `timeout` seconds in all; at the deadline every one is killed and the
+    stderr of those not done says so."""
+    out = []
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        try:
+            o, e = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            o, e = p.communicate()
+            e += "\n[killed: timeout]"
+        out.append((p.returncode, o, e))
+    return out
+
+
 def spawn(size, code, extra_env=None, timeout=60, store=True, argv=None,
           fresh=False):
     """Runs `code` (a Python program) on `size` new ranks; returns the
@@ -384,15 +407,4 @@ def spawn(size, code, extra_env=None, timeout=60, store=True, argv=None,
                 env=env, cwd=HERE, text=True, preexec_fn=_no_core))
         else:
             procs.append(launch(["-c", code], env, fresh=fresh))
-    out = []
-    deadline = time.monotonic() + timeout
-    for p in procs:
-        try:
-            o, e = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            o, e = p.communicate()
-            e += "\n[killed: timeout]"
-        out.append((p.returncode, o, e))
-    return out
+    return collect(procs, timeout)

@@ -9,12 +9,12 @@ working directory and stdout/stderr pipes) and exits with its status.
 
 The protocol, over a Unix socket pair: a request is one JSON line
 {"argv", "env", "cwd"} sent with the rank's stdout and stderr as
-SCM_RIGHTS descriptors; the server answers "pid <n>\\n" at once and
-"exit <status>\\n" when the rank ended (the negative signal number where
-a signal ended it, as subprocess says). harness.Preloaded is the client,
-and only sends a request whose environment matches the server's in every
-variable read while torch is imported (IMPORT_TIME below); others run as
-ordinary subprocesses.
+SCM_RIGHTS descriptors; the server answers "pid <pid>\\n" at once and
+"exit <pid> <status>\\n" when the rank ended (the negative signal number
+where a signal ended it, as subprocess says). harness._PreloadServer is
+the client, and only sends a request whose environment matches the
+server's in every variable read while torch is imported (IMPORT_TIME
+below); others run as ordinary subprocesses.
 
 The server is single-threaded (forking a threaded process is unsafe) and
 ends when its client closes the socket.
@@ -31,12 +31,15 @@ import sys
 # Variables read while the interpreter starts or torch is imported (the
 # OpenMP runtime reads OMP_* when it loads): a rank is forked only where
 # these equal the server's own.
-IMPORT_TIME = ("TORCH_", "PYTORCH_", "OMP_", "MKL_", "KMP_", "GOMP_", "LD_", "PYTHON",
-               "MALLOC")
+IMPORT_TIME = ("TORCH_", "PYTORCH_", "OMP_", "MKL_", "KMP_", "GOMP_", "LD_",
+               "PYTHON", "MALLOC")
 
 
 def import_time_env(env):
-    return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME)}
+    """The variables of env that must equal the server's for a fork. Not
+    PYTHONWARNINGS: a rank applies its own (_become_rank)."""
+    return {k: v for k, v in env.items()
+            if k.startswith(IMPORT_TIME) and k != "PYTHONWARNINGS"}
 
 
 def _receive(conn):

@@ -9,11 +9,11 @@ one test starts them through torchrun itself.
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
-from harness import HERE, free_master_port, free_port, launch, rank_env
+from harness import (HERE, collect, free_master_port, free_port, launch,
+                     rank_env)
 
 torch = pytest.importorskip("torch")
 
@@ -36,18 +36,7 @@ def job(size, argv, timeout=90, extra_env=None, fresh=False):
                    LOCAL_WORLD_SIZE=str(size), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), PYTHONWARNINGS="ignore")
         procs.append(launch(argv, env, fresh=fresh))
-    out = []
-    deadline = time.monotonic() + timeout
-    for p in procs:
-        try:
-            o, e = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            o, e = p.communicate()
-            e += "\n[killed: timeout]"
-        out.append((p.returncode, o, e))
-    return out
+    return collect(procs, timeout)
 
 
 def ok(results):
