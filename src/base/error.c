@@ -52,6 +52,18 @@ shi_error_clear(void)
     error_text[0] = '\0';
 }
 
+void
+shi_error_save(shi_error_saved *saved)
+{
+    memcpy(saved->text, error_text, sizeof(saved->text));
+}
+
+void
+shi_error_restore(const shi_error_saved *saved)
+{
+    memcpy(error_text, saved->text, sizeof(error_text));
+}
+
 const char *
 shoal_last_error(void)
 {

@@ -27,4 +27,13 @@ const char *shi_error_text(void);
 // Forgets this thread's last error.
 void shi_error_clear(void);
 
+// A copy of this thread's last error, kept across cleanup that may fail
+// on its own (a close, a free): the caller's error is what it reports.
+typedef struct shi_error_saved {
+    char text[SHI_ERROR_TEXT_MAX];
+} shi_error_saved;
+
+void shi_error_save(shi_error_saved *saved);
+void shi_error_restore(const shi_error_saved *saved);
+
 #endif

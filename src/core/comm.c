@@ -182,6 +182,9 @@ shi_comm_alloc(
 void
 shi_comm_free(shoal_comm *comm)
 {
+    shi_error_saved caller; // a failed creation's cause, kept over teardown
+
+    shi_error_save(&caller);
     shi_leave_unlist(comm); // before anything is torn down
     if (comm->queue_close != NULL) {
         comm->queue_close(comm); // its service uses the windows and local
@@ -216,6 +219,7 @@ shi_comm_free(shoal_comm *comm)
     shi_fr_free(comm);
     free(comm->peers);
     free(comm);
+    shi_error_restore(&caller);
 }
 
 static int

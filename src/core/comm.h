@@ -161,7 +161,8 @@ int shi_comm_child_alloc(shoal_comm *parent, const char *name, int rank,
     int size, shoal_comm **out);
 int shi_comm_child_boot(shoal_comm *child, int64_t deadline, shoal_comm **out);
 
-// Frees a communicator after its threads have stopped.
+// Frees a communicator after its threads have stopped; the thread's last
+// error stays the caller's (teardown's own failures are only logged).
 void shi_comm_free(shoal_comm *comm);
 
 // Untracked requests (request_owned.c): frees the completed ones, keeping

@@ -65,11 +65,16 @@ shi_store_local_ip(shi_store *st, char *buf, size_t len)
 void
 shi_store_close(shi_store *st)
 {
+    shi_error_saved caller;
+
     if (st == NULL) {
         return;
     }
+    // Taking wills back may fail (the server gone): logged, not reported.
+    shi_error_save(&caller);
     pthread_mutex_destroy(&st->lock);
     st->ops->close(st);
+    shi_error_restore(&caller);
 }
 
 static int

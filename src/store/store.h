@@ -93,7 +93,9 @@ int shi_store_delete_prefix(
 // are likely to reach us too. SHOAL_ENOTSUP for a file store.
 int shi_store_local_ip(shi_store *st, char *buf, size_t len);
 
-// Closes the handle (NULL accepted). Keys stay in the store.
+// Closes the handle (NULL accepted). Keys stay in the store. The thread's
+// last error is left as it was: a failed creation closes its store and
+// still reports its own cause.
 void shi_store_close(shi_store *st);
 
 // Starts a TCP store server on host:port (port 0: an ephemeral port; host

@@ -775,6 +775,22 @@ TEST(store_tcp_server_stop_fails_connected_clients)
     shi_store_close(st);
 }
 
+// A close whose server is gone cannot take its will back; the caller's
+// error (a failed creation's cause) must survive it all the same.
+TEST(store_tcp_close_keeps_the_callers_error)
+{
+    char              addr[ADDR_MAX];
+    shi_store_server *srv = server_start("s", addr);
+    shi_store        *st  = store_open(addr, "s");
+
+    CHECK_OK(shi_store_will(st, "gone/1", "x", 1, shi_deadline_in_ms(1000)));
+    shi_store_server_stop(srv);
+    shi_error(SHOAL_ETIMEDOUT, "waiting for rank 2 to join 'w'");
+    shi_store_close(st);
+    CHECK_MSG(strcmp(shi_error_text(), "waiting for rank 2 to join 'w'") == 0,
+        "the close replaced the caller's error with: %s", shi_error_text());
+}
+
 TEST(store_file_bad_paths)
 {
     char       dir[ADDR_MAX], path[ADDR_MAX + 16];
