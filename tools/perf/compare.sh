@@ -93,6 +93,9 @@
 # gather scatter broadcast sendrecv put"; a subset runs and prints only
 # those tables, and judges no targets), GLOO_PYTHON (BUILD_DIR/pyenv/bin/
 # python);
+# BENCH_BIN (a folder holding mpi_bench, mpich_bench and oneccl_bench built
+# on another machine, for one without compilers: copied instead of built;
+# the MPI launchers and oneCCL's libraries must still be found there);
 # SHOAL_SHM_HEAP_BYTES and the library's other
 # settings pass through. Raw outputs stay in BUILD_DIR/perf-compare/
 # (COMPARE_OUT: another folder, for two runs at once on one build).
@@ -220,8 +223,18 @@ fi
 MPI_NOTE=""
 MPIRUN=""
 : >"$OUT/mpi.txt"
-if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
-    mpicc -O2 -std=c11 -o "$OUT/mpi_bench" "$SRC/mpi/mpi_bench.c"
+# bench_ready NAME COMPILER: $OUT/NAME copied from BENCH_BIN or built from
+# mpi_bench.c with COMPILER; false when neither can be done.
+bench_ready() {
+    if [ -n "${BENCH_BIN:-}" ] && [ -x "$BENCH_BIN/$1" ]; then
+        cp "$BENCH_BIN/$1" "$OUT/$1"
+    elif command -v "$2" >/dev/null 2>&1; then
+        "$2" -O2 -std=c11 -o "$OUT/$1" "$SRC/mpi/mpi_bench.c"
+    else
+        return 1
+    fi
+}
+if command -v mpirun >/dev/null 2>&1 && bench_ready mpi_bench mpicc; then
     MPIRUN="mpirun -np $NRANKS --oversubscribe --bind-to none"
     if [ "$(id -u)" = 0 ]; then
         MPIRUN="$MPIRUN --allow-run-as-root"
@@ -247,9 +260,8 @@ fi
 MPICH_NOTE=""
 MPICHRUN=""
 : >"$OUT/mpich.txt"
-if command -v mpicc.mpich >/dev/null 2>&1 \
-    && command -v mpirun.mpich >/dev/null 2>&1; then
-    mpicc.mpich -O2 -std=c11 -o "$OUT/mpich_bench" "$SRC/mpi/mpi_bench.c"
+if command -v mpirun.mpich >/dev/null 2>&1 \
+    && bench_ready mpich_bench mpicc.mpich; then
     MPICHRUN="mpirun.mpich -np $NRANKS"
     MPICH_NOTE="MPICH: $(mpichversion 2>/dev/null | head -n 1 \
         | sed 's/^MPICH Version:[[:space:]]*/version /')"
@@ -289,6 +301,8 @@ ONECCL_NOTE=""
 : >"$OUT/oneccl.txt"
 if [ "$ONECCL_ROOT" = none ]; then
     ONECCL_NA="switched off (ONECCL_ROOT=none)"
+elif [ -x "${BENCH_BIN:-}/oneccl_bench" ]; then
+    cp "$BENCH_BIN/oneccl_bench" "$OUT/oneccl_bench"
 elif [ ! -f "$ONECCL_ROOT/include/oneapi/ccl.hpp" ] \
     || [ ! -e "$ONECCL_ROOT/lib/libccl.so" ]; then
     ONECCL_NA="not installed (no include/oneapi/ccl.hpp and lib/libccl.so"
@@ -306,7 +320,10 @@ else
         ONECCL_NA="oneccl_bench.cpp failed to build: $(grep -m 1 \
             'error' "$OUT/oneccl_build.txt" | cut -c 1-120)"
         ONECCL_NA="$ONECCL_NA (see $OUT/oneccl_build.txt)"
-    elif ! timeout 120 "$OUT/oneccl_bench" -N "$NRANKS" -o allreduce \
+    fi
+fi
+if [ -z "$ONECCL_NA" ]; then
+    if ! timeout 120 "$OUT/oneccl_bench" -N "$NRANKS" -o allreduce \
         -b 8 -e 8 -n 2 -w 1 >"$OUT/oneccl_probe.txt" 2>&1; then
         ONECCL_NA="a 2-iteration probe failed:"
         ONECCL_NA="$ONECCL_NA $(why_failed "$OUT/oneccl_probe.txt")"
