@@ -20,8 +20,9 @@ area_layout(struct shi_area *a)
     a->ctl_off         = SHI_LINE;
     a->box_off         = a->ctl_off + n * sizeof(struct shi_mapped_ctl);
     a->counts_off      = a->box_off + n * a->box_bytes;
-    a->slab_off
-        = a->counts_off + shi_round_up(n * n * sizeof(uint64_t), SHI_LINE);
+    // Slabs start on a page (the area does): a copy into a slab then keeps
+    // the page offset of a page-aligned source, as memcpy likes best.
+    a->slab_off = shi_round_up(a->counts_off + n * n * sizeof(uint64_t), 4096);
     return a->slab_off + n * 2 * a->slab_bytes;
 }
 

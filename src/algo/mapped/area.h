@@ -50,15 +50,18 @@ struct shi_expose {
     uint64_t recv_heap;
 };
 
-// Tiny collectives: the data travels with its flag, one line per use, two
-// lines used alternately (see inline.c).
+// Small collectives: the data travels with its flag, in the lines that
+// begin with it, one slot per use, two slots used alternately (see
+// inline.c). A call touches only the lines its bytes fill: an 8-byte one
+// moves one line, a 256-byte one five.
+#define SHI_INLINE_LINES 5
 struct shi_inline_line {
     _Atomic uint64_t use;
     uint64_t         desc_hash;
-    unsigned char    data[SHI_LINE - 16];
+    unsigned char    data[SHI_INLINE_LINES * SHI_LINE - 16];
 };
 
-#define SHI_INLINE_BYTES (SHI_LINE - 16)
+#define SHI_INLINE_BYTES (SHI_INLINE_LINES * SHI_LINE - 16)
 
 // Per-rank control block.
 struct shi_mapped_ctl {

@@ -1,9 +1,10 @@
-// Tiny all-reduce, all-gather, all-to-all, reduce-scatter, gather and
-// scatter: the data rides in the same cache line as its flag.
+// Small all-reduce, all-gather, all-to-all, reduce-scatter, gather and
+// scatter: the data rides with its flag, in the cache lines that begin
+// with it (a slot of SHI_INLINE_LINES lines).
 //
 // Steps: (1) rank r writes its whole input (at most SHI_INLINE_BYTES) and
-// the hash of its call into its inline line for this use (two lines, used
-// alternately), then publishes the use number in that line; (2) it waits
+// the hash of its call into its inline slot for this use (two slots, used
+// alternately), then publishes the use number in that slot; (2) it waits
 // until the lines it reads show the same use, checks that the hashes agree
 // (a mismatch falls back to the full descriptor comparison), and then
 // reduces the n lines in rank order into recvbuf (all-reduce), copies line
@@ -20,8 +21,9 @@
 // checked (a rank that only wrote has not seen its readers move on).
 // Preconditions: each rank's input at most SHI_INLINE_BYTES; the same
 // count on every rank (not the v-collectives).
-// Cost: alpha (one line moved from each peer) + gamma n S (reductions) or
-// beta n S (movement); no staging copy, no separate flag, no closing sync.
+// Cost: alpha (one slot moved from each peer: its lines travel together)
+// + gamma n S (reductions) or beta n S (movement); no staging copy, no
+// separate flag, no closing sync.
 #include <string.h>
 
 #include "algo/common/algos.h"

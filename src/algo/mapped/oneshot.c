@@ -92,8 +92,8 @@ shi_oneshot_step(shoal_comm *comm, shoal_request *req)
     return n + 1;
 }
 
-// The tiny all-reduce and all-gather of a cache line go inline (one
-// line per peer, inline.c); everything else as above.
+// A call of at most SHI_INLINE_BYTES per rank goes inline (its data in
+// the lines of its flag, inline.c); everything else as above.
 int
 shi_oneshot_run(shoal_comm *comm, shoal_request *req)
 {

@@ -178,8 +178,9 @@ shi_staged_step(shoal_comm *comm, shoal_request *req)
     return n + 1;
 }
 
-// A tiny all-gather goes inline (one cache line per peer,
-// inline.c); everything else through the slabs as above.
+// A call of at most SHI_INLINE_BYTES per rank goes inline (its data in
+// the lines of its flag, inline.c); everything else through the slabs as
+// above.
 int
 shi_staged_run(shoal_comm *comm, shoal_request *req)
 {
