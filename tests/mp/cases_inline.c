@@ -1,7 +1,8 @@
-// inline_rooted: tiny gathers and scatters (the inline path: data in the
-// line of its flag) back to back with tiny all-reduces, the roots moving
-// and one rank late now and then. A rank that only writes its line (a
-// gather's non-root, a scatter's root) finishes without waiting for its
+// inline_rooted: small reduces, gathers and scatters (the inline path:
+// data in the lines of its flag) back to back with small all-reduces, the
+// roots moving and one rank late now and then. A rank that only writes its
+// line (a reduce's or gather's non-root, a scatter's root) finishes
+// without waiting for its
 // readers, so without care it could rewrite its line two calls later
 // while a slow reader still reads it: every result is checked.
 #include <string.h>
@@ -29,8 +30,8 @@ check(const int32_t *got, int n, int i, int r0, const char *what)
     return 0;
 }
 
-// Call i, of `kind` 0 (gather), 1 (scatter) or 2 (all-reduce), of 2
-// int32 per rank.
+// Call i, of `kind` 0 (gather), 1 (scatter), 2 (all-reduce) or 3
+// (reduce, in place at the root on odd calls), of 2 int32 per rank.
 static int
 one_call(shoal_comm *comm, int i, int kind, int root, int rank, int size)
 {
@@ -50,10 +51,19 @@ one_call(shoal_comm *comm, int i, int kind, int root, int rank, int size)
             MP_OK(shoal_scatter(
                 comm, rank == root ? all : NULL, out, 2, SHOAL_INT32, root));
             return check(out, 2, i, rank, "scatter");
-        default:
+        case 2:
             MP_OK(shoal_all_reduce(
                 comm, mine, sum, 2, SHOAL_INT32, SHOAL_REDUCE_OP(SHOAL_MAX)));
             return check(sum, 2, i, size - 1, "all_reduce");
+        default:
+            if (rank == root && i % 2 == 1) {
+                MP_OK(shoal_reduce(comm, mine, mine, 2, SHOAL_INT32,
+                    SHOAL_REDUCE_OP(SHOAL_MAX), root));
+                return check(mine, 2, i, size - 1, "reduce in place");
+            }
+            MP_OK(shoal_reduce(comm, mine, sum, 2, SHOAL_INT32,
+                SHOAL_REDUCE_OP(SHOAL_MAX), root));
+            return rank == root && check(sum, 2, i, size - 1, "reduce");
     }
 }
 
@@ -65,11 +75,11 @@ mp_case_inline_rooted(shoal_comm *comm, int argc, char **argv)
 
     MP_CHECK(size <= 8);
     for (int i = 0; i < iters; i++) {
-        // Runs of 20 gathers, scatters or all-reduces, then mixed calls;
-        // the root moves every 60 calls. A late rank lets the others run
-        // ahead by up to a run.
-        int kind = i % 120 < 60 ? (i / 20) % 3 : i % 3;
-        int root = (i / 60) % size;
+        // Runs of 20 gathers, scatters, all-reduces or reduces, then mixed
+        // calls; the root moves every 80 calls. A late rank lets the
+        // others run ahead by up to a run.
+        int kind = i % 160 < 80 ? (i / 20) % 4 : i % 4;
+        int root = (i / 80) % size;
         if ((i * 7919 + rank * 104729) % 61 == 0) {
             mp_sleep_ms(1);
         }

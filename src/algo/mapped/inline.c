@@ -1,5 +1,5 @@
-// Small all-reduce, all-gather, all-to-all, reduce-scatter, gather and
-// scatter: the data rides with its flag, in the cache lines that begin
+// Small all-reduce, all-gather, all-to-all, reduce-scatter, reduce, gather
+// and scatter: the data rides with its flag, in the cache lines that begin
 // with it (a slot of SHI_INLINE_LINES lines).
 //
 // Steps: (1) rank r writes its whole input (at most SHI_INLINE_BYTES) and
@@ -10,10 +10,11 @@
 // reduces the n lines in rank order into recvbuf (all-reduce), copies line
 // q to block q of recvbuf (all-gather), copies block r of line q to block
 // q (all-to-all), or reduces block r of the n lines (reduce-scatter).
-// Gather and scatter are rooted: only the non-roots' lines (gather) or the
-// root's (scatter) carry data, the others publish the use alone; the
-// root of a gather and the non-roots of a scatter wait for those lines,
-// the writers finish once theirs is published.
+// Reduce, gather and scatter are rooted: only the non-roots' lines (reduce,
+// gather) or the root's (scatter) carry data, the others publish the use
+// alone; the root of a reduce or gather and the non-roots of a scatter
+// wait for those lines, the writers finish once theirs is published (the
+// root of a reduce reduces its own input from sendbuf).
 // Reuse: rank r rewrites a line two uses later, once every peer has
 // entered the use in between (its line shows that use), so has finished
 // reading r's line of the use before. After a call that read every
@@ -58,20 +59,22 @@ input_bytes(const shoal_request *req, int nranks)
     return bytes;
 }
 
-// Gather and scatter: one side writes, the other reads.
+// Reduce, gather and scatter: one side writes, the other reads.
 static int
 rooted(const shoal_request *req)
 {
-    return req->kind == SHI_OP_GATHER || req->kind == SHI_OP_SCATTER;
+    return req->kind == SHI_OP_REDUCE || req->kind == SHI_OP_GATHER
+        || req->kind == SHI_OP_SCATTER;
 }
 
 // Bytes this rank's line carries: none where a rooted call only reads.
 static size_t
 line_bytes(const shoal_comm *comm, const shoal_request *req)
 {
-    int root = comm->rank == req->peer;
+    int root    = comm->rank == req->peer;
+    int to_root = req->kind != SHI_OP_SCATTER; // the non-roots write
 
-    if (rooted(req) && (req->kind == SHI_OP_GATHER) == root) {
+    if (rooted(req) && to_root == root) {
         return 0;
     }
     return input_bytes(req, comm->size);
@@ -82,6 +85,7 @@ shi_inline_fits(const shoal_request *req)
 {
     switch (req->kind) {
         case SHI_OP_ALLREDUCE:
+        case SHI_OP_REDUCE:
         case SHI_OP_ALLGATHER:
         case SHI_OP_ALLTOALL:
         case SHI_OP_REDUCE_SCATTER:
@@ -204,6 +208,9 @@ take_lines(shoal_comm *comm, shoal_request *req)
                     q == comm->rank ? req->sendbuf : comm->inputs[q], block);
             }
             return;
+        case SHI_OP_REDUCE: // the root: its own input from sendbuf
+            comm->inputs[comm->rank] = req->sendbuf;
+            break;
         case SHI_OP_SCATTER: // a non-root: its block of the root's line
             if (block > 0) {
                 memcpy(req->buf,
