@@ -38,6 +38,14 @@ struct shi_engine {
     // When a waiter sharing its CPU with a peer last asked to be moved
     // (wait_spin_ns); one asks at most every 10 ms.
     _Atomic int64_t moved_ns;
+    // Deferred wakes (engine.c, PROMPT_NS): non-blocking requests waited
+    // for at once, in a row; whether their issue skips waking the
+    // progress thread; whether it sits in its timed idle wait (it looks on
+    // its own then); the last such issue.
+    int     prompt_streak;
+    int     defer_wake;
+    int     progress_idle;
+    int64_t last_async_ns;
 };
 
 #endif

@@ -131,17 +131,41 @@ mp_case_p2p_async(shoal_comm *comm, int argc, char **argv)
     return 0;
 }
 
+// Ranks 0 and 1 exchange `times` small messages through non-blocking
+// calls each waited for at once: issue then stops waking the progress
+// thread (deferred wakes, engine.c).
+static int
+prompt_exchanges(shoal_comm *comm, int rank, int times)
+{
+    for (int i = 0; i < times; i++) {
+        int            mine = i * 2 + rank, theirs = -1;
+        shoal_request *rr, *sr;
+        MP_OK(shoal_irecv(comm, &theirs, 1, SHOAL_INT32, 1 - rank, 7, &rr));
+        MP_OK(shoal_isend(comm, &mine, 1, SHOAL_INT32, 1 - rank, 7, &sr));
+        MP_OK(shoal_wait(rr, -1));
+        MP_OK(shoal_wait(sr, -1));
+        shoal_request_free(rr);
+        shoal_request_free(sr);
+        MP_CHECK(theirs == i * 2 + 1 - rank);
+    }
+    return 0;
+}
+
 // A non-blocking send larger than the ring completes while its caller
-// sleeps and never calls into shoal: the progress thread moves it.
+// sleeps and never calls into shoal: the progress thread moves it. With
+// "prompt", after 100 exchanges waited for at once (the progress thread
+// is no longer woken at issue, and must find the send on its own).
 int
 mp_case_progress(shoal_comm *comm, int argc, char **argv)
 {
     int    rank = shoal_comm_rank(comm);
     size_t n    = 8u << 20;
-    (void) argc;
-    (void) argv;
     if (shoal_comm_size(comm) < 2 || rank > 1) {
         return 0;
+    }
+    if (argc > 0 && strcmp(argv[0], "prompt") == 0
+        && prompt_exchanges(comm, rank, 100) != 0) {
+        return 1;
     }
     unsigned char *buf = malloc(n);
     if (rank == 0) {
