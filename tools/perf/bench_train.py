@@ -19,9 +19,16 @@ Targets (the issue's): shoal's DDP and FSDP2 overhead <= 0.25x gloo's.
 Intra-op threads fill the cores (cores / ranks each, at least 1), as a
 training job would. Method: per step a barrier (shoal), then every rank
 times the step; the slowest rank's time per step; the median over steps.
+The variants are measured in rounds, interleaved (every variant once per
+round, --steps steps each), so that a machine whose speed drifts touches
+them all alike; rounds repeat until, for every variant, the medians of the
+last three rounds lie within --spread (10%) of each other, or --rounds (8)
+are done. A variant's time is the median of its rounds' medians; "spread"
+is (max - min) / median over its last three rounds, and a run that ended
+without every spread under the target says so.
 
     python tools/perf/bench_train.py [--ranks 2,4] [--steps 10]
-        [--models mlp,transformer] [--load N]
+        [--models mlp,transformer] [--load N] [--rounds 8] [--spread 0.1]
 
 --load N runs N busy processes (a shell loop each) beside the ranks.
 """
@@ -56,7 +63,8 @@ def launch(args):
             cmd = [tool_path("shoalrun"), "-n", str(n), sys.executable,
                    os.path.abspath(__file__), "--worker", "--port",
                    str(free_port()), "--steps", str(args.steps),
-                   "--models", args.models]
+                   "--models", args.models, "--rounds", str(args.rounds),
+                   "--spread", str(args.spread)]
             rc = rc or subprocess.run(cmd, env=env, timeout=3600).returncode
     finally:
         for b in busy:
@@ -171,26 +179,51 @@ def variants(r, name):
     yield "FSDP2 shoal", lambda: fsdp(r.shoal_group)
 
 
-def bench_model(r, name, steps):
-    rows = []
+def spread(medians):
+    """(max - min) / median of the last three rounds' medians."""
+    last = medians[-3:]
+    return (max(last) - min(last)) / statistics.median(last)
+
+
+def measure_rounds(r, built, steps, max_rounds, target):
+    """Per variant the medians of its rounds; every rank decides alike
+    (every rank holds the same numbers)."""
+    medians = {label: [] for label, _ in built}
+    for done in range(1, max_rounds + 1):
+        for label, step in built:
+            medians[label].append(r.measure(step, steps))
+            r.comm.barrier()
+        if done >= 3 and all(spread(m) < target for m in medians.values()):
+            break
+    return medians
+
+
+def bench_model(r, name, steps, max_rounds=8, target=0.1):
+    built, failed = [], {}
     for label, build in variants(r, name):
         try:
             step = build()
-            t = r.measure(step, steps)
-            rows.append((label, t, None))
+            r.measure(step, 1, warmup=2)
+            built.append((label, step))
         except Exception as e:  # a variant that cannot run: say why
-            rows.append((label, None, f"{type(e).__name__}: {e}"[:100]))
+            failed[label] = f"{type(e).__name__}: {e}"[:100]
         r.comm.barrier()
+    medians = measure_rounds(r, built, steps, max_rounds, target)
     if r.rank != 0:
         return
+    rounds = max((len(m) for m in medians.values()), default=0)
     params = sum(p.numel() for p in make_model(r.torch, name)[0]
                  .parameters())
     print(f"#\n# {name}: {params / 1e6:.1f} M parameters, {r.size} ranks, "
           f"{r.torch.get_num_threads()} intra-op threads each, "
           f"{os.environ.get('BENCH_TRAIN_LOAD', '0')} busy processes "
-          f"beside; median of {steps} steps (slowest rank)")
+          f"beside; median of {steps} steps (slowest rank) per round, "
+          f"median of {rounds} interleaved rounds")
     print(f"#{'':>30} {'step ms':>9} {'/gloo':>7} {'overhead ms':>12} "
-          f"{'/gloo':>7}")
+          f"{'/gloo':>7} {'spread':>7}")
+    rows = [(label, statistics.median(medians[label]), None)
+            for label, _ in built]
+    rows += [(label, None, why) for label, why in failed.items()]
     t = {label: v for label, v, _ in rows}
     c = t.get("compute only (no_sync)")
     for label, v, why in rows:
@@ -206,7 +239,20 @@ def bench_model(r, name, steps):
             ob = base - c if base is not None else None
             over = f" {o * 1e3:12.2f}" + (f" {o / ob:7.3f}" if ob and ob > 0
                                           else "")
-        print(f"  {label:<30} {v * 1e3:9.2f} {ratio}{over}")
+        if not over:
+            over = f" {'':>12} {'':>7}"
+        elif len(over) < 21:
+            over += f" {'':>7}"
+        print(f"  {label:<30} {v * 1e3:9.2f} {ratio}{over} "
+              f"{spread(medians[label]):7.1%}")
+    wide = [label for label, m in medians.items() if spread(m) >= target]
+    if wide:
+        print(f"# spread NOT under {target:.0%} after {rounds} rounds: "
+              f"{', '.join(wide)} (a busy or drifting machine: the ratios "
+              f"below are uncertain by about as much)")
+    else:
+        print(f"# spread under {target:.0%} for every variant after "
+              f"{rounds} rounds")
     for kind in ("DDP", "FSDP2"):
         s, g = t.get(f"{kind} shoal"), t.get(f"{kind} gloo")
         if None in (s, g, c) or g <= c:
@@ -224,7 +270,7 @@ def worker(args):
     warnings.filterwarnings("ignore")
     r = Rank(args.port)
     for name in args.models.split(","):
-        bench_model(r, name, args.steps)
+        bench_model(r, name, args.steps, args.rounds, args.spread)
     r.comm.barrier()
     r.dist.destroy_process_group()
     r.comm.finalize()
@@ -237,6 +283,11 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--models", default="mlp,transformer")
     p.add_argument("--load", type=int, default=0)
+    p.add_argument("--rounds", type=int, default=8,
+                   help="interleaved rounds at most (at least 3)")
+    p.add_argument("--spread", type=float, default=0.1,
+                   help="stop once every variant's last three rounds lie "
+                   "within this fraction of their median")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args()
