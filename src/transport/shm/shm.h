@@ -71,6 +71,10 @@ shi_shm_mapped(const shoal_comm *comm)
     return sh != NULL && sh->me != NULL ? sh : NULL;
 }
 
+// Prefers this rank's NUMA node for its heap's pages (SHOAL_SHM_NUMA,
+// shm_numa.c), once the segment is mapped.
+int shm_place_heap(shoal_comm *comm);
+
 // Connecting (shm_setup.c): the unix-socket mesh, then the segment (a
 // single rank makes its own).
 int shi_shm_setup(

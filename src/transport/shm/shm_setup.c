@@ -189,6 +189,7 @@ shi_shm_setup(
     if (st == SHOAL_OK) {
         struct shi_shm *sh = shi_shm_of(comm);
         sh->me             = shm_rank_of(&sh->seg, tc->rank);
+        st                 = shm_place_heap(comm);
     }
     return st;
 }
