@@ -22,7 +22,8 @@
 // that CMake's perf/*.c glob leaves it out of shoal-perf).
 //
 // Timing method, shared by every table: one iteration is a barrier, then
-// each rank times the operation alone; afterwards (untimed) rank 0 takes
+// each rank times the operation alone (and checks it after another
+// barrier, see measure.c); afterwards (untimed) rank 0 takes
 // the maximum over ranks of each iteration, and reports the median over
 // iterations of those maxima (min, p90 and max in extra columns).
 #ifndef SHOAL_PERF_H

@@ -64,7 +64,8 @@ perf_print_run_header(const perf_ctx *c)
     printf("#\n");
     printf("# Method: one iteration = shoal_barrier, then every rank times "
            "the operation\n"
-           "# alone; afterwards rank 0 takes, per iteration, the maximum "
+           "# alone (and checks its result after another shoal_barrier); "
+           "afterwards rank 0\n# takes, per iteration, the maximum "
            "over ranks. time =\n"
            "# median over iterations of that maximum (min, p90 and max in "
            "extra columns).\n"

@@ -3,9 +3,11 @@
 // Built by compare.sh with mpicc (not by CMake: it lives in a subfolder so
 // that the tools/perf/*.c glob of shoal-perf does not pick it up). It times
 // the same operations as shoal-perf, with the same method: per iteration
-// MPI_Barrier, then every rank times the operation alone; afterwards rank
-// 0 takes the per-iteration maximum over ranks and prints the median (min,
-// p90 and max too) over iterations.
+// MPI_Barrier, then every rank times the operation alone (and checks its
+// result after another MPI_Barrier, so that no rank's check runs inside a
+// peer's timed operation on a shared CPU); afterwards rank 0 takes the
+// per-iteration maximum over ranks and prints the median (min, p90 and
+// max too) over iterations.
 //   pingpong       ranks 0 <-> 1, PINGPONG_BATCH blocking MPI_Send/MPI_Recv
 //                  round trips per sample, time = sample / (2 x batch);
 //                  sizes <= 64 KiB
@@ -395,6 +397,7 @@ run_coll(bench *b, const coll *k, size_t size)
         double t = now() - t0;
         if (timed) {
             b->times[it - warmup] = t;
+            MPI_Barrier(MPI_COMM_WORLD); // no check inside a peer's timing
             wrong += k->verify(b, count, it);
         }
     }
@@ -660,6 +663,7 @@ bench_sendrecv(bench *b, size_t bytes)
         double t = now() - t0;
         if (timed) {
             b->times[it - warmup] = t;
+            MPI_Barrier(MPI_COMM_WORLD); // no check inside a peer's timing
             wrong += count_wrong(b->rbuf, bytes, it * 1000 + prev);
         }
     }
@@ -706,6 +710,7 @@ bench_put(bench *b, size_t bytes)
         double t = now() - t0;
         if (timed) {
             b->times[it - warmup] = t;
+            MPI_Barrier(MPI_COMM_WORLD); // no check inside a peer's timing
             wrong += count_wrong(b->winbuf, bytes, it * 1000 + prev);
         }
     }
