@@ -138,6 +138,27 @@ shi_numa_home(const shi_numa_topo *t, const cpu_set_t *set)
 }
 
 int
+shi_numa_my_home(int *nnodes)
+{
+    shi_numa_topo *t = malloc(sizeof(*t)); // 8 KiB of CPU sets
+    cpu_set_t      mine;
+    int            home = -1, n = 0;
+
+    if (t != NULL) {
+        shi_numa_read(NULL, t);
+        n = t->nnodes;
+        if (sched_getaffinity(0, sizeof(mine), &mine) == 0) {
+            home = shi_numa_home(t, &mine);
+        }
+        free(t);
+    }
+    if (nnodes != NULL) {
+        *nnodes = n;
+    }
+    return home;
+}
+
+int
 shi_numa_prefer(void *addr, size_t len, int node)
 {
     unsigned long mask[SHI_NUMA_MAX_NODES / (8 * sizeof(unsigned long))]

@@ -27,6 +27,11 @@ void shi_numa_read(const char *root, shi_numa_topo *out);
 // a CPU no node lists, or is empty).
 int shi_numa_home(const shi_numa_topo *t, const cpu_set_t *set);
 
+// The node holding every CPU this process may run on (its affinity), or
+// -1; *nnodes (may be NULL) gets the number of nodes with CPUs. Reads
+// /sys/devices/system/node.
+int shi_numa_my_home(int *nnodes);
+
 // Prefers node `node` for the pages of [addr, addr + len) not backed yet
 // (mbind, MPOL_PREFERRED; addr page aligned). On a shared mapping the
 // policy belongs to the memory, so it holds for whichever process backs a

@@ -13,18 +13,9 @@
 static int
 auto_places(void)
 {
-    shi_numa_topo *t = malloc(sizeof(*t));
-    cpu_set_t      mine;
-    int            places;
+    int nnodes, home = shi_numa_my_home(&nnodes);
 
-    if (t == NULL || sched_getaffinity(0, sizeof(mine), &mine) != 0) {
-        free(t);
-        return 0;
-    }
-    shi_numa_read(NULL, t);
-    places = t->nnodes >= 2 && shi_numa_home(t, &mine) >= 0;
-    free(t);
-    return places;
+    return nnodes >= 2 && home >= 0;
 }
 
 int

@@ -29,8 +29,12 @@ numa_mode(enum numa_mode *out)
     if (v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0) {
         return SHOAL_OK;
     }
-    if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0) {
-        *out = v[1] == 'n' ? NUMA_ON : NUMA_OFF;
+    if (strcmp(v, "on") == 0) {
+        *out = NUMA_ON;
+        return SHOAL_OK;
+    }
+    if (strcmp(v, "off") == 0) {
+        *out = NUMA_OFF;
         return SHOAL_OK;
     }
     return shi_error(
@@ -43,32 +47,22 @@ shm_place_heap(shoal_comm *comm)
     struct shi_tp_comm *tc  = shi_tp_comm(comm);
     shm_segment        *seg = shi_shm_seg(comm);
     enum numa_mode      mode;
-    shi_numa_topo      *topo;
-    cpu_set_t           mine;
-    int                 st, node;
+    int                 st, node, nnodes;
 
     if ((st = numa_mode(&mode)) != SHOAL_OK || mode == NUMA_OFF
         || seg->heap_bytes == 0) {
         return st;
     }
-    if ((topo = malloc(sizeof(*topo))) == NULL) {
-        return shi_error(SHOAL_ENOMEM, "out of memory");
-    }
-    shi_numa_read(NULL, topo);
-    node = sched_getaffinity(0, sizeof(mine), &mine) == 0
-        ? shi_numa_home(topo, &mine)
-        : -1;
-    if (topo->nnodes < (mode == NUMA_ON ? 1 : 2) || node < 0) {
-        if (mode == NUMA_ON || topo->nnodes > 1) {
+    node = shi_numa_my_home(&nnodes);
+    if (nnodes < (mode == NUMA_ON ? 1 : 2) || node < 0) {
+        if (mode == NUMA_ON || nnodes > 1) {
             SHI_INFO("rank %d: heap left to first touch (%d NUMA node(s); "
                      "this rank's CPUs %s)",
-                tc->rank, topo->nnodes,
+                tc->rank, nnodes,
                 node < 0 ? "span nodes or are unknown" : "on one node");
         }
-        free(topo);
         return SHOAL_OK;
     }
-    free(topo);
     st = shi_numa_prefer(
         shm_heap_of(seg, tc->rank), (size_t) seg->heap_bytes, node);
     if (st != SHOAL_OK && mode == NUMA_AUTO) {
