@@ -12,6 +12,18 @@ shi_now_ns(void)
     return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+struct timespec
+shi_timespec_in_ns(clockid_t clock, int64_t ns)
+{
+    struct timespec ts;
+
+    clock_gettime(clock, &ts);
+    ns += ts.tv_nsec;
+    ts.tv_sec += ns / 1000000000;
+    ts.tv_nsec = ns % 1000000000;
+    return ts;
+}
+
 int64_t
 shi_deadline_in_ms(int64_t ms)
 {

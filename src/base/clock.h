@@ -3,6 +3,7 @@
 #define SHI_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 #define SHI_NO_DEADLINE INT64_MAX
 
@@ -14,6 +15,11 @@ int64_t shi_deadline_in_ms(int64_t ms);
 
 // The deadline `ms` milliseconds after `now` (ms < 0: SHI_NO_DEADLINE).
 int64_t shi_deadline_after(int64_t now, int64_t ms);
+
+// The absolute time `ns` nanoseconds from now on `clock`, as the timed
+// waits of pthreads take it (pthread_cond_timedwait on a condition of that
+// clock, pthread_mutex_timedlock on CLOCK_REALTIME).
+struct timespec shi_timespec_in_ns(clockid_t clock, int64_t ns);
 
 // Milliseconds left until `deadline` (0 if passed; INT32_MAX-ish capped for
 // poll(2); -1 for SHI_NO_DEADLINE, as poll(2) takes it).

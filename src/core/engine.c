@@ -687,7 +687,6 @@ static void
 idle_wait_locked(shoal_comm *comm, int64_t ns)
 {
     struct shi_engine *e = &comm->engine;
-    struct timespec    ts;
 
     if (e->defer_wake && shi_now_ns() - e->last_async_ns > DEFER_QUIET_NS) {
         end_deferring(e);
@@ -696,11 +695,8 @@ idle_wait_locked(shoal_comm *comm, int64_t ns)
         pthread_cond_wait(&e->cv, &comm->lock);
         return;
     }
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ns += ts.tv_nsec;
-    ts.tv_sec += ns / 1000000000;
-    ts.tv_nsec       = ns % 1000000000;
-    e->progress_idle = 1;
+    struct timespec ts = shi_timespec_in_ns(CLOCK_MONOTONIC, ns);
+    e->progress_idle   = 1;
     pthread_cond_timedwait(&e->cv, &comm->lock, &ts);
     e->progress_idle = 0;
 }

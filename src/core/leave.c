@@ -34,12 +34,9 @@ static struct listed  *listed;
 static int
 lock_for_a_while(pthread_mutex_t *m)
 {
-    struct timespec until;
+    struct timespec until
+        = shi_timespec_in_ns(CLOCK_REALTIME, LEAVE_LOCK_MS * 1000000LL);
 
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += LEAVE_LOCK_MS * 1000000L;
-    until.tv_sec += until.tv_nsec / 1000000000L;
-    until.tv_nsec %= 1000000000L;
     return pthread_mutex_timedlock(m, &until);
 }
 
