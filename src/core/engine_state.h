@@ -36,7 +36,7 @@ struct shi_engine {
     int64_t yield_ns;
     int     cpus; // CPUs this process may run on
     // When a waiter sharing its CPU with a peer last asked to be moved
-    // (wait_spin_ns); one asks at most every 10 ms.
+    // (wait_spin_ns); one asks at most every MOVE_EVERY_NS.
     _Atomic int64_t moved_ns;
     // Deferred wakes (engine.c, PROMPT_NS): non-blocking requests waited
     // for at once, in a row; whether their issue skips waking the

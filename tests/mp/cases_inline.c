@@ -2,9 +2,9 @@
 // data in the lines of its flag) back to back with small all-reduces, the
 // roots moving and one rank late now and then. A rank that only writes its
 // line (a reduce's or gather's non-root, a scatter's root) finishes
-// without waiting for its
-// readers, so without care it could rewrite its line two calls later
-// while a slow reader still reads it: every result is checked.
+// without waiting for its readers, so without care it could rewrite its
+// line two calls later while a slow reader still reads it: every result
+// is checked.
 #include <string.h>
 
 #include "mptest.h"
