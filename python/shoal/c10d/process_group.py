@@ -28,7 +28,7 @@ from ..comm import Comm
 from .._reduce_op import ReduceOp
 from . import forms, monitored, sparse
 from .profiled import profiled
-from .work import Completer, Work
+from .work import Completer, Work, done
 
 BACKEND = "shoal"
 
@@ -41,6 +41,7 @@ _OPS = {int(getattr(dist.ReduceOp.RedOpType, name)): getattr(ReduceOp, name)
 
 
 _RED_OP_TYPE = dist.ReduceOp.RedOpType
+_ALLREDUCE_OPTIONS = dist.AllreduceOptions
 
 
 def _reduce_op(op):
@@ -55,11 +56,13 @@ def _reduce_op(op):
 
 
 def _timeout(opts):
-    """An option's timeout as shoal wants it (None: the default)."""
+    """An option's timeout as shoal wants it (None: the default; torch's
+    unset one is negative)."""
     t = getattr(opts, "timeout", None)
-    if isinstance(t, datetime.timedelta) and t.total_seconds() > 0:
-        return t
-    return None
+    return t if type(t) is datetime.timedelta and t > _NO_TIME else None
+
+
+_NO_TIME = datetime.timedelta(0)
 
 
 def _abort_on_error():
@@ -181,7 +184,7 @@ class ProcessGroupShoal(dist.ProcessGroup):
         if opts is not None and not opts.asyncOp:
             for w in works:
                 w.wait()
-            return Work([], result)
+            return done(result)
         return Work(works, result, self._completer)
 
     # ---- life ---------------------------------------------------------------
@@ -206,7 +209,8 @@ class ProcessGroupShoal(dist.ProcessGroup):
     # ---- collectives in place -----------------------------------------------
 
     def allreduce(self, tensors, opts=None, timeout=None, op=None):
-        if not hasattr(opts, "asyncOp"):
+        if type(opts) is not _ALLREDUCE_OPTIONS and \
+                not hasattr(opts, "asyncOp"):
             # Short forms: allreduce([t] or t, op=SUM, timeout=None).
             tensors = forms.tensor_list(tensors)
             opts = forms.options(dist.AllreduceOptions, None, timeout,
@@ -215,7 +219,7 @@ class ProcessGroupShoal(dist.ProcessGroup):
         if len(tensors) == 1 and tensors[0].layout == torch.strided:
             if not opts.asyncOp:  # the common call, the short way
                 self._comm.all_reduce(tensors[0], op, False, timeout=t)
-                return Work([], tensors)
+                return done(tensors)
         elif any(x.layout != torch.strided for x in tensors):
             return self._allreduce_sparse(tensors, op, t)
         works = [self._comm.all_reduce(x, op, opts.asyncOp, timeout=t)
@@ -228,7 +232,7 @@ class ProcessGroupShoal(dist.ProcessGroup):
             sparse.check(x, op)
         for x in tensors:
             sparse.all_reduce_sum(self._comm, x, timeout=t)
-        return Work([], tensors)
+        return done(tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
         # One operation per tensor, each in place: shoal queues them.
@@ -316,7 +320,7 @@ class ProcessGroupShoal(dist.ProcessGroup):
             # torch waits at once: the blocking call's short way.
             self._comm.all_gather_single(outputs[0], inputs[0], False,
                                          timeout=t)
-            return Work([], outputs)
+            return done(outputs)
         works = [self._comm.all_gather_single(o, x, True, timeout=t)
                  for o, x in zip(outputs, inputs)]
         return self._work(opts, works, outputs)
@@ -377,7 +381,7 @@ class ProcessGroupShoal(dist.ProcessGroup):
         if not opts.asyncOp and len(outputs) == 1:
             self._comm.reduce_scatter_single(outputs[0], inputs[0], op, False,
                                              timeout=t)
-            return Work([], outputs)
+            return done(outputs)
         works = [self._comm.reduce_scatter_single(o, x, op, True, timeout=t)
                  for o, x in zip(outputs, inputs)]
         return self._work(opts, works, outputs)
