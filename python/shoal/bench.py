@@ -26,7 +26,9 @@ MET with the numbers, for the targets of issue 4.
 Every run also has an "arrival skew" table: a 4-byte all_reduce whose
 iterations each start with a gloo barrier (as after compute or another
 library's barrier, ranks arrive at slightly different times), so the early
-rank's way of waiting decides the time.
+rank's way of waiting decides the time; and a "late rank" table: the
+last rank's own call after that barrier against the same call back to
+back, and the CPU each iteration costs beyond the barrier's.
 """
 
 import argparse
@@ -751,6 +753,81 @@ def _skew_table(r):
     return got
 
 
+def _late_rank_table(r):
+    """The late rank's own time after a gloo barrier: per iteration the
+    rank that left the barrier last (the other has waited already), its
+    4-byte all_reduce against the same call back to back, and the CPU
+    time the iteration costs each rank beyond the barrier alone (what
+    waiting burns: spinning counts, sleeping does not). Returns
+    {variant: (late median s, late p90 s, back to back s, cpu s)}."""
+    torch, dist = r.torch, r.dist
+    x = torch.ones(1)
+    fns = {"gloo": lambda: dist.all_reduce(x, group=r.gloo),
+           "shoal": lambda: r.comm.all_reduce(x, r.shoal.ReduceOp.SUM)}
+    if r.spg is not None:
+        fns["dist:shoal"] = lambda: dist.all_reduce(x, group=r.spg)
+    iters = max(r.args.iters, 1000)
+    base_cpu = _after_barrier(r, lambda: None, iters)[1]
+    got = {}
+    for v in ("gloo", "dist:shoal", "shoal"):
+        if v not in fns:
+            continue
+        late, cpu = _after_barrier(r, fns[v], iters)
+        got[v] = (statistics.median(late),
+                  statistics.quantiles(late, n=10)[-1],
+                  _back_to_back(r, fns[v], iters), max(0.0, cpu - base_cpu))
+    if r.rank == 0:
+        print("#\n# the late rank after a gloo barrier: its own 4 B "
+              "all_reduce (the rank that left the barrier last), the same\n"
+              "# call back to back (mean of the slowest rank), and CPU per "
+              "iteration beyond the barrier's (the busier rank)")
+        print(f"#{'':>12} {'late med':>10} {'late p90':>10} "
+              f"{'b2b us':>10} {'late/b2b':>9} {'cpu us':>8}")
+        for v, (med, q, b2b, cpu) in got.items():
+            print(f"  {v:<11} {med * 1e6:>10.1f} {q * 1e6:>10.1f} "
+                  f"{b2b * 1e6:>10.2f} {med / b2b:>9.2f} {cpu * 1e6:>8.1f}")
+        sys.stdout.flush()
+    return got
+
+
+def _after_barrier(r, fn, iters):
+    """(the late rank's time of fn() per iteration, the busier rank's CPU
+    seconds per iteration), each iteration started by a gloo barrier."""
+    torch = r.torch
+    left, took = [], []
+    cpu0 = time.process_time()
+    for _ in range(iters):
+        r.dist.barrier(r.gloo)
+        t0 = time.perf_counter()
+        fn()
+        left.append(t0)
+        took.append(time.perf_counter() - t0)
+    cpu = (time.process_time() - cpu0) / iters
+    mine = torch.tensor(left + took + [cpu], dtype=torch.float64)
+    every = torch.empty(r.size * mine.numel(), dtype=torch.float64)
+    r.comm.all_gather_single(every, mine)
+    every = every.view(r.size, -1)
+    last = every[:, :iters].argmax(dim=0)
+    late = every[:, iters:2 * iters].gather(0, last.view(1, -1))
+    return late.view(-1).tolist(), every[:, -1].max().item()
+
+
+def _back_to_back(r, fn, iters):
+    """Mean time per call of fn() over `iters` calls in a row (the slower
+    rank)."""
+    for _ in range(10):
+        fn()
+    r.comm.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    mine = r.torch.tensor([(time.perf_counter() - t0) / iters],
+                          dtype=r.torch.float64)
+    every = r.torch.empty(r.size, dtype=r.torch.float64)
+    r.comm.all_gather_single(every, mine)
+    return every.max().item()
+
+
 def _barrier_skew(r):
     """(median, p90) over iterations of the time between the first and the
     last rank leaving a gloo barrier: one host's ranks share the clock
@@ -882,6 +959,7 @@ def _worker(args):
     if args.queue:
         _queue_table(r)
     skew = _skew_table(r)
+    late = _late_rank_table(r)
     _tune_table(r)
     if r.rank == 0:
         _targets(results, r.size, r.spg_why)
@@ -891,6 +969,13 @@ def _worker(args):
                  "<=", 0.1, "n/a" if d is None else
                  f"{d[0] / g[0]:.3f}x ({d[0] * 1e6:.1f} vs "
                  f"{g[0] * 1e6:.1f} us)")
+        d = late.get("dist:shoal")
+        _verdict("4 B all_reduce after a gloo barrier, torch.distributed "
+                 "shoal: the late rank <= 1.5x back to back",
+                 None if d is None else d[0] / d[2], "<=", 1.5,
+                 "n/a" if d is None else
+                 f"{d[0] / d[2]:.2f}x ({d[0] * 1e6:.1f} vs "
+                 f"{d[2] * 1e6:.1f} us)")
         w = window.get("shoal.zeros")
         _verdict("4 B window put + signal + wait_signal round trip <= 10 us",
                  None if w is None else w * 1e6, "<=", 10,

@@ -24,3 +24,6 @@ def test_bench_quick_prints_the_tables():
     assert {"4", "65536", "1048576"} <= set(rows), out
     assert len(rows["4"]) >= 7 and "wrong" not in out
     assert "4 B all_reduce, shoal API" in out
+    late = out.split("# the late rank after a gloo barrier")[1]
+    assert all(f"  {v} " in late for v in ("gloo", "dist:shoal", "shoal"))
+    assert "the late rank <= 1.5x back to back" in out
