@@ -7,6 +7,9 @@ feed-forward 2048, 6.3 M parameters, batch 8 x 64 tokens). Per model:
 
   compute only     DDP with no_sync(): the same forward, backward and
                    optimizer step without any communication
+  DDP no comm      DDP with a comm hook that communicates nothing: DDP's
+                   own bucketing (gradients copied into buckets and back)
+                   with no backend, which every DDP variant pays
   DDP gloo         torch DDP over gloo
   DDP shoal        torch DDP over backend "shoal"
   DDP shoal+shared DDP over "shoal" with shoal.ddp.register_shared_buckets
@@ -15,6 +18,8 @@ feed-forward 2048, 6.3 M parameters, batch 8 x 64 tokens). Per model:
 
 overhead = step - compute only: the communication the step waits for.
 Targets (the issue's): shoal's DDP and FSDP2 overhead <= 0.25x gloo's.
+A line under each table splits the DDP overheads into DDP's own
+bucketing (the no-comm variant) and what each backend adds beyond it.
 
 Intra-op threads fill the cores (cores / ranks each, at least 1), as a
 training job would. Method: per step a barrier (shoal), then every rank
@@ -148,11 +153,13 @@ def variants(r, name):
             opt.step()
         return step
 
-    def ddp(group, shared=False, no_sync=False):
+    def ddp(group, shared=False, no_sync=False, no_comm=False):
         model, si, so = make_model(torch, name)
         wrapped = DDP(model, process_group=group)
         if shared:
             r.shoal.ddp.register_shared_buckets(wrapped)
+        if no_comm:
+            wrapped.register_comm_hook(None, _no_comm_hook)
         x, y = data(si, so)
         return trainer(wrapped, x, y, wrapped.no_sync if no_sync
                        else contextlib.nullcontext)
@@ -171,12 +178,38 @@ def variants(r, name):
         return trainer(model, x, y)
 
     yield "compute only (no_sync)", lambda: ddp(r.gloo, no_sync=True)
+    yield "DDP no comm (no-op hook)", lambda: ddp(r.gloo, no_comm=True)
     yield "DDP gloo", lambda: ddp(r.gloo)
     yield "DDP shoal", lambda: ddp(r.shoal_group)
     yield "DDP shoal + shared buckets", \
         lambda: ddp(r.shoal_group, shared=True)
     yield "FSDP2 gloo", lambda: fsdp(r.gloo)
     yield "FSDP2 shoal", lambda: fsdp(r.shoal_group)
+
+
+def _no_comm_hook(state, bucket):
+    """A DDP comm hook that hands the bucket back as it is."""
+    import torch
+    fut = torch.futures.Future()
+    fut.set_result(bucket.buffer())
+    return fut
+
+
+def split_ddp_overhead(t):
+    """The line that splits DDP's overheads: DDP's own bucketing (the
+    no-comm variant over compute only), and each backend beyond it."""
+    c, own = t.get("compute only (no_sync)"), t.get("DDP no comm (no-op hook)")
+    g = t.get("DDP gloo")
+    if None in (c, own, g) or g <= own:
+        return
+    parts = []
+    for label in ("DDP gloo", "DDP shoal", "DDP shoal + shared buckets"):
+        v = t.get(label)
+        if v is not None:
+            parts.append(f"{label[4:]} {(v - own) * 1e3:.2f} ms "
+                         f"({(v - own) / (g - own):.3f}x gloo's)")
+    print(f"# DDP's own bucketing (no-op hook) {(own - c) * 1e3:.2f} ms of "
+          f"every DDP overhead; beyond it: {', '.join(parts)}")
 
 
 def spread(medians):
@@ -245,6 +278,7 @@ def bench_model(r, name, steps, max_rounds=8, target=0.1):
             over += f" {'':>7}"
         print(f"  {label:<30} {v * 1e3:9.2f} {ratio}{over} "
               f"{spread(medians[label]):7.1%}")
+    split_ddp_overhead(t)
     wide = [label for label, m in medians.items() if spread(m) >= target]
     if wide:
         print(f"# spread NOT under {target:.0%} after {rounds} rounds: "
