@@ -118,9 +118,14 @@ buffer_set_layout(
 {
     int64_t expect = 1;
 
-    b->ndim    = ndim;
-    b->shape   = calloc((size_t) ndim + 1, sizeof(int64_t));
-    b->strides = calloc((size_t) ndim + 1, sizeof(int64_t));
+    b->ndim = ndim;
+    if (ndim <= EXT_SMALL_DIMS) {
+        b->shape   = b->small;
+        b->strides = b->small + EXT_SMALL_DIMS;
+    } else {
+        b->shape   = calloc((size_t) ndim, sizeof(int64_t));
+        b->strides = calloc((size_t) ndim, sizeof(int64_t));
+    }
     if (b->shape == NULL || b->strides == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -339,8 +344,10 @@ buffer_dealloc(ext_buffer *b)
     if (b->has_view) {
         PyBuffer_Release(&b->view);
     }
-    free(b->shape);
-    free(b->strides);
+    if (b->shape != b->small) {
+        free(b->shape);
+        free(b->strides);
+    }
     Py_XDECREF(b->obj);
     PyObject_Free(b);
 }

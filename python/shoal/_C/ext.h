@@ -16,6 +16,8 @@
 
 // ---- Buffer (buffer.c) ----------------------------------------------------
 
+#define EXT_SMALL_DIMS 4
+
 typedef struct {
     PyObject_HEAD PyObject *obj; // the exporter, kept alive with the view
     char                   *data; // first element
@@ -23,14 +25,17 @@ typedef struct {
     size_t                  itemsize;
     int                     dtype; // shoal_dtype
     int                     ndim;
-    int64_t                *shape; // ndim entries (owned)
-    int64_t                *strides; // in elements (owned)
+    int64_t                *shape; // ndim entries (owned, or in `small`)
+    int64_t                *strides; // in elements (owned, or in `small`)
     int                     contiguous; // C order, no gaps
     int                     readonly;
     void                   *managed; // DLPack tensor to release, or NULL
     int                     versioned; // managed is the 1.0 struct
     int                     has_view; // `view` holds a buffer-protocol view
     Py_buffer               view;
+    // Shape and strides of up to EXT_SMALL_DIMS dimensions: viewing a
+    // tensor, which every call does, then allocates nothing more.
+    int64_t small[2 * EXT_SMALL_DIMS];
 } ext_buffer;
 
 extern PyTypeObject ext_buffer_type;
