@@ -14,6 +14,8 @@
 #include "base/error.h"
 #include "shoal.h"
 
+#define PAGE 4096
+
 #define NODE_ROOT "/sys/devices/system/node"
 
 // One number of a CPU list; advances *p. -1 if none is there.
@@ -158,8 +160,9 @@ shi_numa_my_home(int *nnodes)
     return home;
 }
 
-int
-shi_numa_prefer(void *addr, size_t len, int node)
+// mbind(MPOL_PREFERRED, node) with `flags`.
+static int
+prefer_with(void *addr, size_t len, int node, unsigned flags)
 {
     unsigned long mask[SHI_NUMA_MAX_NODES / (8 * sizeof(unsigned long))]
         = { 0 };
@@ -170,11 +173,52 @@ shi_numa_prefer(void *addr, size_t len, int node)
     mask[node / (8 * sizeof(unsigned long))] |= 1ul
         << (node % (8 * sizeof(unsigned long)));
     if (syscall(SYS_mbind, addr, len, MPOL_PREFERRED, mask,
-            (unsigned long) SHI_NUMA_MAX_NODES + 1, 0)
+            (unsigned long) SHI_NUMA_MAX_NODES + 1, flags)
         != 0) {
         return shi_error(SHOAL_ESYS,
             "cannot prefer NUMA node %d for %zu bytes at %p: mbind: %s", node,
             len, addr, strerror(errno));
+    }
+    return SHOAL_OK;
+}
+
+int
+shi_numa_prefer(void *addr, size_t len, int node)
+{
+    return prefer_with(addr, len, node, 0);
+}
+
+int
+shi_numa_move(void *addr, size_t len, int node)
+{
+    // The kernel moves only pages in this process's page tables: a read of
+    // each maps it (the pages exist already, so nothing is allocated).
+    for (size_t off = 0; off < len; off += PAGE) {
+        (void) *(volatile const unsigned char *) ((char *) addr + off);
+    }
+    return prefer_with(addr, len, node, MPOL_MF_MOVE);
+}
+
+int
+shi_numa_plan_get(shi_numa_plan *out)
+{
+    const char *v      = getenv("SHOAL_SHM_NUMA");
+    int         strict = 0;
+
+    *out = (shi_numa_plan) { .node = -1 };
+    if (v != NULL && strcmp(v, "off") == 0) {
+        return SHOAL_OK;
+    }
+    if (v != NULL && strcmp(v, "on") == 0) {
+        strict = 1;
+    } else if (v != NULL && v[0] != '\0' && strcmp(v, "auto") != 0) {
+        return shi_error(
+            SHOAL_EENV, "SHOAL_SHM_NUMA=\"%s\": use auto, on or off", v);
+    }
+    int node    = shi_numa_my_home(&out->nnodes);
+    out->strict = strict;
+    if (out->nnodes >= (strict ? 1 : 2)) {
+        out->node = node;
     }
     return SHOAL_OK;
 }

@@ -38,4 +38,23 @@ int shi_numa_my_home(int *nnodes);
 // page first. SHOAL_ESYS with the reason if the kernel refuses.
 int shi_numa_prefer(void *addr, size_t len, int node);
 
+// The same for [addr, addr + len) already backed (a shared mapping another
+// process allocated): this process maps every page, then the kernel moves
+// the pages only it maps to `node` (MPOL_MF_MOVE). SHOAL_ESYS with the
+// reason if the kernel refuses.
+int shi_numa_move(void *addr, size_t len, int node);
+
+// What SHOAL_SHM_NUMA (auto, on, off; default auto) asks of a rank for the
+// shared memory it owns: `node` to prefer, or -1 to leave it to the
+// kernel's first touch (off; one node under auto; CPUs spanning nodes).
+// `strict` (on): a refusal is an error, else only worth a warning.
+typedef struct shi_numa_plan {
+    int node;
+    int strict;
+    int nnodes; // nodes with CPUs
+} shi_numa_plan;
+
+// SHOAL_EENV for a value other than auto, on and off.
+int shi_numa_plan_get(shi_numa_plan *out);
+
 #endif

@@ -1,12 +1,15 @@
-// numa_heap: the NUMA policy of this rank's shared heap, read back from
-// the kernel on a shoal_alloc buffer: "preferred" (its node), "default"
-// (left to first touch) or "auto" (preferred where the machine has
-// several nodes and this rank's CPUs lie in one, else default).
+// numa_heap: the NUMA policy of the shared memory this rank writes, read
+// back from the kernel: a shoal_alloc buffer of its heap, and its
+// collectives' staging (its slabs and its outbox, moved there at
+// creation): "preferred" (its node), "default" (left where it is) or
+// "auto" (preferred where the machine has several nodes and this rank's
+// CPUs lie in one, else default).
 #include <linux/mempolicy.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "algo/mapped/driver.h"
 #include "mptest.h"
 #include "platform/numa.h"
 
@@ -16,6 +19,46 @@ auto_places(void)
     int nnodes, home = shi_numa_my_home(&nnodes);
 
     return nnodes >= 2 && home >= 0;
+}
+
+// The policy of the page at addr; *mask gets the first word of its nodes.
+static int
+policy_at(void *addr, unsigned long *mask)
+{
+    int           mode     = -1;
+    unsigned long words[2] = { 0, 0 };
+
+    if (syscall(SYS_get_mempolicy, &mode, words, 128 + 1, addr, MPOL_F_ADDR)
+        != 0) {
+        return -1;
+    }
+    *mask = words[0];
+    return mode;
+}
+
+// Both slabs and the outbox of this rank, first and last page.
+static int
+staging_has(shoal_comm *comm, int want)
+{
+    const struct shi_area *a = shi_area_of(comm);
+    int                    r = shoal_comm_rank(comm);
+    unsigned char         *slab
+        = a->base + a->slab_off + (size_t) r * 2 * a->slab_bytes;
+    unsigned char *box = a->base + a->box_off + (size_t) r * a->box_bytes;
+    unsigned char *at[]
+        = { slab, slab + 2 * a->slab_bytes - 1, box, box + a->box_bytes - 1 };
+    unsigned long mask = 0;
+
+    for (size_t i = 0; i < sizeof(at) / sizeof(*at); i++) {
+        int mode = policy_at(at[i], &mask);
+        if (mode != want || (want == MPOL_PREFERRED && mask == 0)) {
+            printf("rank %d: staging page %zu has policy %d (mask %lx), "
+                   "wanted %d\n",
+                r, i, mode, mask, want);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 int
@@ -39,6 +82,7 @@ mp_case_numa_heap(shoal_comm *comm, int argc, char **argv)
         shoal_comm_rank(comm), mode, mask[0], want);
     MP_CHECK(mode == want);
     MP_CHECK(want == MPOL_DEFAULT || mask[0] != 0);
+    MP_CHECK(staging_has(comm, want));
     MP_OK(shoal_free(comm, buf));
     MP_OK(shoal_barrier(comm));
     return 0;

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "platform/numa.h"
@@ -108,6 +109,34 @@ TEST(numa_prefer_sets_the_policy_of_a_shared_mapping)
     munmap(p, len);
 }
 
+// Memory another process backed (a child that wrote it, then exited):
+// moving it here maps its pages and gives them the node's policy; a node
+// out of range is refused.
+TEST(numa_move_takes_memory_another_process_backed)
+{
+    size_t         len = 1u << 20;
+    unsigned char *p   = mmap(
+          NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    unsigned long mask = 0;
+    int           node = -1, status = -1;
+
+    CHECK(p != MAP_FAILED);
+    pid_t child = fork();
+    if (child == 0) {
+        memset(p, 7, len);
+        _exit(0);
+    }
+    CHECK(child > 0 && waitpid(child, &status, 0) == child && status == 0);
+    CHECK_OK(shi_numa_move(p, len, 0));
+    CHECK(policy_at(p + len - 1, &mask) == MPOL_PREFERRED && mask == 1);
+    CHECK(syscall(
+              SYS_get_mempolicy, &node, NULL, 0, p, MPOL_F_NODE | MPOL_F_ADDR)
+        == 0);
+    CHECK(node == 0 && p[len - 1] == 7);
+    CHECK_ST(shi_numa_move(p, len, SHI_NUMA_MAX_NODES), SHOAL_EINVAL);
+    munmap(p, len);
+}
+
 static void
 expect_case(const char *mode, const char *want)
 {
@@ -123,10 +152,10 @@ expect_case(const char *mode, const char *want)
     free(out);
 }
 
-// Over a communicator: "on" places each rank's heap on its node (one node
-// here), "auto" only where there are several nodes and the rank's CPUs lie
-// in one (the case works that out), "off" never; a bad value fails the
-// creation naming the variable.
+// Over a communicator: "on" places each rank's heap and its collectives'
+// staging on its node (one node here), "auto" only where there are several
+// nodes and the rank's CPUs lie in one (the case works that out), "off" never;
+// a bad value fails the creation naming the variable.
 TEST_T(numa_heap_placement_by_setting, 120)
 {
     char                    *out;

@@ -16,13 +16,18 @@ area_layout(struct shi_area *a)
     size_t n = (size_t) a->nranks;
 
     a->box_slot_stride = shi_round_up(SHI_LINE + a->box_slot_bytes, SHI_LINE);
-    a->box_bytes       = n * SHI_LINE + a->box_slots * a->box_slot_stride;
-    a->ctl_off         = SHI_LINE;
-    a->box_off         = a->ctl_off + n * sizeof(struct shi_mapped_ctl);
-    a->counts_off      = a->box_off + n * a->box_bytes;
+    // Each root's outbox, like each rank's slabs, fills whole pages: the
+    // pages a rank writes can then live on its own NUMA node (area_place.c).
+    a->box_bytes = shi_round_up(
+        n * SHI_LINE + a->box_slots * a->box_slot_stride, SHI_PAGE);
+    a->ctl_off = SHI_LINE;
+    a->box_off = shi_round_up(
+        a->ctl_off + n * sizeof(struct shi_mapped_ctl), SHI_PAGE);
+    a->counts_off = a->box_off + n * a->box_bytes;
     // Slabs start on a page (the area does): a copy into a slab then keeps
     // the page offset of a page-aligned source, as memcpy likes best.
-    a->slab_off = shi_round_up(a->counts_off + n * n * sizeof(uint64_t), 4096);
+    a->slab_off
+        = shi_round_up(a->counts_off + n * n * sizeof(uint64_t), SHI_PAGE);
     return a->slab_off + n * 2 * a->slab_bytes;
 }
 

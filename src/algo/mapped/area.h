@@ -30,6 +30,7 @@
 #define SHI_LINE       64
 #define SHI_LINE_ALIGN __attribute__((aligned(SHI_LINE)))
 #define SHI_DESC_RING  32
+#define SHI_PAGE       4096 // the per-rank parts of the area start on a page
 
 // The area's first line: how the creating rank sized it.
 struct shi_area_geometry {
@@ -121,6 +122,12 @@ int shi_area_plan(int nranks, struct shi_tp_area *out);
 // against the communicator's size and the area's size.
 int shi_area_bind(
     struct shi_area *a, unsigned char *base, uint64_t bytes, int nranks);
+
+// On a machine of several NUMA nodes (SHOAL_SHM_NUMA), moves the parts of
+// the area rank `rank` writes, its two slabs and its outbox, to its own
+// node; the creating rank backed them all at creation. A refusal is an
+// error under SHOAL_SHM_NUMA=on, a warning otherwise.
+int shi_area_place(const struct shi_area *a, int rank);
 
 static inline struct shi_mapped_ctl *
 shi_area_ctl(const struct shi_area *a, int rank)

@@ -231,7 +231,8 @@ shi_mapped_state_new(shoal_comm *comm)
     }
     comm->mapped_state = m;
     base               = comm->tp->coll_area(comm, &bytes);
-    if ((st = shi_area_bind(&m->area, base, bytes, comm->size)) != SHOAL_OK) {
+    if ((st = shi_area_bind(&m->area, base, bytes, comm->size)) != SHOAL_OK
+        || (st = shi_area_place(&m->area, comm->rank)) != SHOAL_OK) {
         return st;
     }
     m->my_ctl = shi_area_ctl(&m->area, comm->rank);
