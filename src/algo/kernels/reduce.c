@@ -198,6 +198,11 @@ shi_reduce(int dtype, shoal_reduce_op op, void *out, const void *const *in,
     assert(k >= 1);
     assert(dtype >= 0 && dtype < SHOAL_DTYPE_COUNT);
     assert(op.kind >= 0 && op.kind < SHOAL_OP_COUNT);
+    if (dtype == SHOAL_FLOAT32 && op.kind == SHOAL_SUM
+        && n <= SHI_REDUCE_FEW) {
+        shi_reduce_f32_sum_few(out, in, k, n);
+        return;
+    }
     pthread_once(&reduce_once, reduce_init);
     int level = atomic_load_explicit(&reduce_level, memory_order_relaxed);
 

@@ -44,6 +44,13 @@ shi_reduce_fn shi_reduce_avx512_fn(int dtype, int kind);
 void shi_reduce_range(int dtype, shoal_reduce_op op, void *out,
     const void *const *in, int k, size_t lo, size_t hi);
 
+// A float32 SUM of a few elements (at most SHI_REDUCE_FEW), the inline
+// all-reduce's usual call, without a kernel's set-up: the same order of
+// additions as every kernel (in[0] + in[1] + ...), so the same result.
+#define SHI_REDUCE_FEW 16
+void shi_reduce_f32_sum_few(
+    float *out, const void *const *in, int k, size_t n);
+
 // Integer AVG's second half: out[i] = out[i] / k, rounding toward zero, for
 // i in [lo, hi) (out holds the wrapped sums).
 void shi_reduce_int_div(int dtype, void *out, int k, size_t lo, size_t hi);

@@ -464,6 +464,20 @@ shi_reduce_int_div(int dtype, void *out, int k, size_t lo, size_t hi)
 }
 
 void
+shi_reduce_f32_sum_few(float *out, const void *const *in, int k, size_t n)
+{
+    const float qnan = shi_f32_from_bits(0x7fc00000u);
+
+    for (size_t i = 0; i < n; i++) {
+        float acc = ((const float *) in[0])[i];
+        for (int j = 1; j < k; j++) {
+            acc = acc + ((const float *) in[j])[i];
+        }
+        out[i] = acc != acc ? qnan : acc;
+    }
+}
+
+void
 shi_reduce_scalar(int dtype, shoal_reduce_op op, void *out,
     const void *const *in, int k, size_t n)
 {
