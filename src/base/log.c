@@ -13,7 +13,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-static pthread_once_t    log_once  = PTHREAD_ONCE_INIT;
+static pthread_once_t    log_once = PTHREAD_ONCE_INIT;
+static atomic_int        log_ready; // log_init has run (its fields are set)
 static int               log_level = SHI_LOG_WARN;
 static atomic_int        log_rank  = -1;
 static char              log_host[64];
@@ -29,9 +30,8 @@ log_init(void)
     }
     log_host[sizeof(log_host) - 1] = '\0';
     if (env == NULL || *env == '\0') {
-        return;
-    }
-    if (strcasecmp(env, "NONE") == 0 || strcasecmp(env, "OFF") == 0) {
+        log_level = SHI_LOG_WARN;
+    } else if (strcasecmp(env, "NONE") == 0 || strcasecmp(env, "OFF") == 0) {
         log_level = SHI_LOG_NONE;
     } else if (strcasecmp(env, "INFO") == 0) {
         log_level = SHI_LOG_INFO;
@@ -40,12 +40,16 @@ log_init(void)
     } else {
         log_level = SHI_LOG_WARN;
     }
+    atomic_store_explicit(&log_ready, 1, memory_order_release);
 }
 
+// Asked several times per operation: once the level is known, one load.
 int
 shi_log_enabled(int level)
 {
-    pthread_once(&log_once, log_init);
+    if (!atomic_load_explicit(&log_ready, memory_order_acquire)) {
+        pthread_once(&log_once, log_init);
+    }
     return level <= log_level;
 }
 

@@ -78,8 +78,10 @@ shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
     }
     // A message transport's message of a failed operation is in no queue
     // any more (the transport's abort_flush ran first): free it.
-    free(req->xfer);
-    req->xfer = NULL;
+    if (req->xfer != NULL) {
+        free(req->xfer);
+        req->xfer = NULL;
+    }
     if (req->step != NULL) {
         shi_queue_remove(&comm->engine.stepped, req);
     } else if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
