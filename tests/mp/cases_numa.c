@@ -40,12 +40,11 @@ policy_at(void *addr, unsigned long *mask)
 static int
 staging_has(shoal_comm *comm, int want)
 {
-    const struct shi_area *a = shi_area_of(comm);
-    int                    r = shoal_comm_rank(comm);
-    unsigned char         *slab
-        = a->base + a->slab_off + (size_t) r * 2 * a->slab_bytes;
-    unsigned char *box = a->base + a->box_off + (size_t) r * a->box_bytes;
-    unsigned char *at[]
+    const struct shi_area *a    = shi_area_of(comm);
+    int                    r    = shoal_comm_rank(comm);
+    unsigned char         *slab = shi_area_slab(a, r, 0);
+    unsigned char         *box  = (unsigned char *) shi_area_box_tail(a, r, 0);
+    unsigned char         *at[]
         = { slab, slab + 2 * a->slab_bytes - 1, box, box + a->box_bytes - 1 };
     unsigned long mask = 0;
 

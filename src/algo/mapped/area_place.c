@@ -21,12 +21,13 @@ shi_area_place(const struct shi_area *a, int rank)
     if ((st = shi_numa_plan_get(&plan)) != SHOAL_OK || plan.node < 0) {
         return st;
     }
-    unsigned char *slabs
-        = a->base + a->slab_off + (size_t) rank * 2 * a->slab_bytes;
-    unsigned char *box = a->base + a->box_off + (size_t) rank * a->box_bytes;
-    st                 = shi_numa_move(slabs, 2 * a->slab_bytes, plan.node);
+    // A rank's two slabs lie side by side; its outbox begins with its
+    // readers' tail lines.
+    st = shi_numa_move(
+        shi_area_slab(a, rank, 0), 2 * a->slab_bytes, plan.node);
     if (st == SHOAL_OK) {
-        st = shi_numa_move(box, a->box_bytes, plan.node);
+        st = shi_numa_move(
+            shi_area_box_tail(a, rank, 0), a->box_bytes, plan.node);
     }
     if (st != SHOAL_OK && !plan.strict) {
         SHI_WARN("rank %d: staging memory left where it is: %s", rank,
