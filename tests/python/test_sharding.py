@@ -121,6 +121,29 @@ def test_fit_gives_each_cache_level_its_beta():
     assert worst(fit_ranges(points, max_ranges=1)) > 0.25
 
 
+def test_cost_model_never_cheaper_for_a_larger_call():
+    """Two ranges fitted apart, the second starting below where the first
+    ends (as noisy sizes near a cut give): a size just past the cut is
+    estimated at least at the first range's end, and estimates grow with
+    the size throughout."""
+    from shoal.sharding.fit import Range, predict
+
+    cut = 512 << 10
+    ranges = [Range(0, cut, 10e-6, 1e-9, 0.0),
+              Range(cut, math.inf, 0.0, 0.4e-9, 0.0)]
+    last = 0.0
+    for nbytes in [64 << 10, 256 << 10, cut - 1, cut, 600 << 10, 1 << 20,
+                   4 << 20]:
+        est = predict(ranges, nbytes, (1.0, float(nbytes), 0.0))
+        assert est >= last, (nbytes, est, last)
+        last = est
+    # Beyond the point where the second range's own line overtakes, its
+    # constants decide.
+    big = 64 << 20
+    assert predict(ranges, big, (1.0, float(big), 0.0)) == \
+        pytest.approx(0.4e-9 * big)
+
+
 @pytest.mark.timed
 def test_cost_model_fits_shoal_tunes_sweep(tmp_path):
     """shoal-tune's sweep (all_gather and all_reduce) beside a tuning

@@ -29,19 +29,24 @@ Range.__doc__ = ("Constants for sizes lo <= bytes < hi: alpha s per round, "
                  "beta s per byte moved, gamma s per byte reduced.")
 
 
-def range_of(ranges, nbytes):
-    """The range holding `nbytes` (ranges sorted, covering 0 .. inf)."""
-    for r in ranges:
-        if nbytes < r.hi:
-            return r
-    return ranges[-1]
-
-
 def predict(ranges, nbytes, coef):
     """Seconds for a call of `nbytes` whose cost terms are `coef`
-    (rounds, bytes moved, bytes reduced)."""
-    r = range_of(ranges, nbytes)
-    return r.alpha * coef[0] + r.beta * coef[1] + r.gamma * coef[2]
+    (rounds, bytes moved, bytes reduced): its range's constants, but never
+    less than an earlier range gives at that range's end. Ranges are
+    fitted apart, so one may start below where the one before ends (noisy
+    sizes near the cut); a larger call is not cheaper, and a caller
+    comparing sizes must not see it so. The bytes terms scale with the
+    size; the rounds are the call's (never fewer than a smaller call's)."""
+    best = 0.0
+    for r in ranges:
+        if nbytes < r.lo:
+            break
+        at = min(nbytes, r.hi)
+        moved, reduced = ((coef[1] * at / nbytes, coef[2] * at / nbytes)
+                          if nbytes > 0 else (coef[1], coef[2]))
+        best = max(best, r.alpha * coef[0] + r.beta * moved
+                   + r.gamma * reduced)
+    return best
 
 
 class _Sums:
