@@ -713,17 +713,24 @@ def _queue_table(r):
     return {"rtt": q, "streams": streams, "rates": rates}
 
 
+def _four_byte_calls(r):
+    """A 4-byte all_reduce through gloo, the shoal API and (where the
+    group was made) torch.distributed 'shoal', by variant name."""
+    x = r.torch.ones(1)
+    fns = {"gloo": lambda: r.dist.all_reduce(x, group=r.gloo),
+           "shoal": lambda: r.comm.all_reduce(x, r.shoal.ReduceOp.SUM)}
+    if r.spg is not None:
+        fns["dist:shoal"] = lambda: r.dist.all_reduce(x, group=r.spg)
+    return fns
+
+
 def _skew_table(r):
     """A 4-byte all_reduce, each iteration started by a gloo barrier:
     through gloo, torch.distributed 'shoal' and the shoal API, beside the
     barrier's own skew (the early rank's time is at least the gap to the
     last rank's arrival). Returns {variant: (median s, p90 s)}."""
-    torch, dist = r.torch, r.dist
-    x = torch.ones(1)
-    fns = {"gloo": lambda: dist.all_reduce(x, group=r.gloo),
-           "shoal": lambda: r.comm.all_reduce(x, r.shoal.ReduceOp.SUM)}
-    if r.spg is not None:
-        fns["dist:shoal"] = lambda: dist.all_reduce(x, group=r.spg)
+    dist = r.dist
+    fns = _four_byte_calls(r)
     got = {}
     saved = r.args.iters
     r.args.iters = max(saved, 1000)
@@ -760,12 +767,7 @@ def _late_rank_table(r):
     time the iteration costs each rank beyond the barrier alone (what
     waiting burns: spinning counts, sleeping does not). Returns
     {variant: (late median s, late p90 s, back to back s, cpu s)}."""
-    torch, dist = r.torch, r.dist
-    x = torch.ones(1)
-    fns = {"gloo": lambda: dist.all_reduce(x, group=r.gloo),
-           "shoal": lambda: r.comm.all_reduce(x, r.shoal.ReduceOp.SUM)}
-    if r.spg is not None:
-        fns["dist:shoal"] = lambda: dist.all_reduce(x, group=r.spg)
+    fns = _four_byte_calls(r)
     iters = max(r.args.iters, 1000)
     base_cpu = _after_barrier(r, lambda: None, iters)[1]
     got = {}

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "shoal.h"
 
 #define PAGE 4096
@@ -221,4 +222,17 @@ shi_numa_plan_get(shi_numa_plan *out)
         out->node = node;
     }
     return SHOAL_OK;
+}
+
+int
+shi_numa_placed(const shi_numa_plan *plan, int st, int rank, const char *what)
+{
+    if (st == SHOAL_OK) {
+        SHI_INFO("rank %d: %s on NUMA node %d", rank, what, plan->node);
+    } else if (!plan->strict) {
+        SHI_WARN("rank %d: %s left where the kernel puts it: %s", rank, what,
+            shi_error_text());
+        return SHOAL_OK;
+    }
+    return st;
 }

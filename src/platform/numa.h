@@ -57,4 +57,10 @@ typedef struct shi_numa_plan {
 // SHOAL_EENV for a value other than auto, on and off.
 int shi_numa_plan_get(shi_numa_plan *out);
 
+// The end of placing `what` (rank `rank`'s memory) by `plan`, whose call
+// returned `st`: says where it went (INFO), or why not; a refusal is
+// returned under a strict plan and only warned of otherwise.
+int shi_numa_placed(
+    const shi_numa_plan *plan, int st, int rank, const char *what);
+
 #endif

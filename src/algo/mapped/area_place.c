@@ -8,8 +8,6 @@
 // the pages are moved, not merely given a policy.
 #include "algo/mapped/area.h"
 
-#include "base/error.h"
-#include "base/log.h"
 #include "platform/numa.h"
 
 int
@@ -29,14 +27,5 @@ shi_area_place(const struct shi_area *a, int rank)
         st = shi_numa_move(
             shi_area_box_tail(a, rank, 0), a->box_bytes, plan.node);
     }
-    if (st != SHOAL_OK && !plan.strict) {
-        SHI_WARN("rank %d: staging memory left where it is: %s", rank,
-            shi_error_text());
-        return SHOAL_OK;
-    }
-    if (st == SHOAL_OK) {
-        SHI_INFO("rank %d: slabs and outbox moved to NUMA node %d", rank,
-            plan.node);
-    }
-    return st;
+    return shi_numa_placed(&plan, st, rank, "slabs and outbox");
 }

@@ -37,13 +37,5 @@ shm_place_heap(shoal_comm *comm)
     }
     st = shi_numa_prefer(
         shm_heap_of(seg, tc->rank), (size_t) seg->heap_bytes, plan.node);
-    if (st != SHOAL_OK && !plan.strict) {
-        SHI_WARN("rank %d: heap left to first touch: %s", tc->rank,
-            shi_error_text());
-        return SHOAL_OK;
-    }
-    if (st == SHOAL_OK) {
-        SHI_INFO("rank %d: heap prefers NUMA node %d", tc->rank, plan.node);
-    }
-    return st;
+    return shi_numa_placed(&plan, st, tc->rank, "heap (its pages to come)");
 }
