@@ -233,8 +233,14 @@ mp_case_p2p_untracked(shoal_comm *comm, int argc, char **argv)
     shoal_request_free(recv);
     // A receive of 8 elements meets a send of 4: its failure comes back
     // from the sync, naming the receive (unless a peer's report of the same
-    // mismatch aborted the communicator first: then the issue fails).
-    int st = shoal_irecv(comm, in, 8, SHOAL_INT32, prev, 11, NULL);
+    // mismatch aborted the communicator first: then the issue fails). The
+    // mismatch starts only once every rank has checked the calls above,
+    // which this barrier shows; a rank still in it when a faster one's
+    // abort comes sees the abort here.
+    int st = shoal_barrier(comm);
+    if (st == SHOAL_OK) {
+        st = shoal_irecv(comm, in, 8, SHOAL_INT32, prev, 11, NULL);
+    }
     if (st == SHOAL_OK) {
         st = shoal_isend(comm, out, 4, SHOAL_INT32, next, 11, NULL);
     }
