@@ -34,8 +34,12 @@ without every spread under the target says so.
 
     python tools/perf/bench_train.py [--ranks 2,4] [--steps 10]
         [--models mlp,transformer] [--load N] [--rounds 8] [--spread 0.1]
+        [--bucket-view]
 
 --load N runs N busy processes (a shell loop each) beside the ranks.
+--bucket-view builds every DDP variant with gradient_as_bucket_view=True
+(gradients live in DDP's buckets: no copy into them and back), the setting
+PyTorch recommends for speed; the backends are compared alike.
 """
 
 import argparse
@@ -70,6 +74,7 @@ def launch(args):
                    str(free_port()), "--steps", str(args.steps),
                    "--models", args.models, "--rounds", str(args.rounds),
                    "--spread", str(args.spread)]
+            cmd += ["--bucket-view"] if args.bucket_view else []
             rc = rc or subprocess.run(cmd, env=env, timeout=3600).returncode
     finally:
         for b in busy:
@@ -79,7 +84,7 @@ def launch(args):
 
 
 class Rank:
-    def __init__(self, port):
+    def __init__(self, port, bucket_view=False):
         import torch
         import torch.distributed as dist
 
@@ -88,6 +93,7 @@ class Rank:
 
         torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
         self.torch, self.dist, self.shoal = torch, dist, shoal
+        self.bucket_view = bucket_view
         self.comm = shoal.new_comm("shoal", "cpu", name="bench")
         self.rank, self.size = self.comm.get_rank(), self.comm.get_size()
         store = dist.TCPStore("127.0.0.1", port, self.size, self.rank == 0)
@@ -155,7 +161,8 @@ def variants(r, name):
 
     def ddp(group, shared=False, no_sync=False, no_comm=False):
         model, si, so = make_model(torch, name)
-        wrapped = DDP(model, process_group=group)
+        wrapped = DDP(model, process_group=group,
+                      gradient_as_bucket_view=r.bucket_view)
         if shared:
             r.shoal.ddp.register_shared_buckets(wrapped)
         if no_comm:
@@ -250,7 +257,8 @@ def bench_model(r, name, steps, max_rounds=8, target=0.1):
     print(f"#\n# {name}: {params / 1e6:.1f} M parameters, {r.size} ranks, "
           f"{r.torch.get_num_threads()} intra-op threads each, "
           f"{os.environ.get('BENCH_TRAIN_LOAD', '0')} busy processes "
-          f"beside; median of {steps} steps (slowest rank) per round, "
+          f"beside; {'gradient_as_bucket_view, ' if r.bucket_view else ''}"
+          f"median of {steps} steps (slowest rank) per round, "
           f"median of {rounds} interleaved rounds")
     print(f"#{'':>30} {'step ms':>9} {'/gloo':>7} {'overhead ms':>12} "
           f"{'/gloo':>7} {'spread':>7}")
@@ -302,7 +310,7 @@ def bench_model(r, name, steps, max_rounds=8, target=0.1):
 def worker(args):
     import warnings
     warnings.filterwarnings("ignore")
-    r = Rank(args.port)
+    r = Rank(args.port, args.bucket_view)
     for name in args.models.split(","):
         bench_model(r, name, args.steps, args.rounds, args.spread)
     r.comm.barrier()
@@ -322,6 +330,9 @@ def main():
     p.add_argument("--spread", type=float, default=0.1,
                    help="stop once every variant's last three rounds lie "
                    "within this fraction of their median")
+    p.add_argument("--bucket-view", action="store_true",
+                   help="DDP with gradient_as_bucket_view=True (every "
+                   "variant)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args()
