@@ -464,7 +464,9 @@ SHOAL_API void shoal_request_free(shoal_request *req);
 // Blocks until every operation issued on `comm` by this rank has completed.
 // Returns the first error among them, or SHOAL_OK; the failure of a send or
 // receive issued without a request (see shoal_isend) is reported here, once,
-// naming the operation.
+// naming the operation. Once the communicator has failed (an abort, a lost
+// peer) sync returns that failure even where this rank's own operations all
+// completed before it: the communicator can carry no more work.
 SHOAL_API int shoal_comm_sync(shoal_comm *comm);
 
 // ---------------------------------------------------------------------------
