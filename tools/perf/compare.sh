@@ -68,10 +68,12 @@
 # count (shoal median <= 0.5x Open MPI's; no iteration slower than 20x
 # shoal's median).
 #
-# Contention mode (LOAD=1): one busy process per cpu (a shell loop) runs
-# beside the ranks of both libraries for the whole run, started and
-# stopped by the script; the tables then compare the libraries on a busy
-# machine (add MODE=tail for the tail block's p90 and maximum).
+# Contention mode (LOAD=N): N busy processes (a shell loop each) run
+# beside the ranks of every library for the whole run, started and stopped
+# by the script; LOAD=cpus runs one per CPU. The tables then compare the
+# libraries on a busy machine (add MODE=tail for the tail block's p90 and
+# maximum). The load matrix is LOAD=0, 1 and 2 on 2 ranks: idle, one rank
+# sharing its CPU while the other has its own, and both sharing.
 #
 # Cache-cold mode (COLD=1): shoal-perf --cold and mpi_bench -C (Open MPI
 # and MPICH) rotate every iteration's buffers through regions of twice the
@@ -184,26 +186,36 @@ if awk -v o="$others" 'BEGIN { exit !(o >= 1) }'; then
         "average): expect noise, run again when it is idle"
 fi
 
-# --- contention (LOAD=1) ---------------------------------------------------
-# One busy process per core beside the ranks, for the whole run: the
-# machine of a job whose data loaders, other jobs or compute threads keep
-# every core busy. Started here, stopped on any exit.
+# --- contention (LOAD=N) ---------------------------------------------------
+# N busy processes beside the ranks, for the whole run: the machine of a
+# job whose data loaders, other jobs or compute threads want its cores
+# (one fewer than the ranks: asymmetric, some ranks share a CPU and some
+# do not). Started here, stopped on any exit.
 LOAD_PIDS=""
 stop_load() {
     for p in $LOAD_PIDS; do
         kill "$p" 2>/dev/null || true
     done
 }
-if [ "${LOAD:-0}" = 1 ]; then
+LOAD=${LOAD:-0}
+case $LOAD in
+    cpus) LOAD=$(nproc) ;;
+    *[!0-9]* | "")
+        echo "compare.sh: LOAD must be a number of busy processes or" \
+            "'cpus' (one per CPU), not '$LOAD'" >&2
+        exit 2
+        ;;
+esac
+if [ "$LOAD" -gt 0 ]; then
     trap stop_load EXIT INT TERM
     i=0
-    while [ "$i" -lt "$(nproc)" ]; do
+    while [ "$i" -lt "$LOAD" ]; do
         sh -c 'while :; do :; done' &
         LOAD_PIDS="$LOAD_PIDS $!"
         i=$((i + 1))
     done
-    echo "# LOAD=1: $(nproc) busy processes (one per cpu) run beside the" \
-        "ranks of both libraries"
+    echo "# LOAD=$LOAD: $LOAD busy processes run beside the ranks of every" \
+        "library ($(nproc) CPUs)"
 fi
 
 # --- cache-cold (COLD=1) ----------------------------------------------------
