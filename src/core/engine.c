@@ -493,16 +493,19 @@ sleep_until_woken(
 // placement), so it is asked again soon: with 10 ms between asks, 2 to 4
 // of every 20 short runs (2,000 8-byte all-reduces, about 5 ms) stayed on
 // one CPU at 2.3 us a call instead of 0.5; with 1 ms, none of 60. An ask
-// costs a read of /proc/loadavg and two affinity calls (about 10 us).
+// costs two affinity calls.
 #define MOVE_EVERY_NS (1000000LL)
 
-// A waiter on its peer's CPU, while no other work wants the CPUs (the
-// machine has no more runnable tasks than this process has CPUs): moves
-// to a CPU no peer uses. The scheduler's wake-affine placement sometimes
-// leaves both ranks on one CPU of an idle machine, where every exchange
-// then costs context switches (4 KiB exchange: 5-9 us instead of 1.6, for
-// a whole run). Under load it is left alone: there a shared CPU hands over
-// in 2 us, better than a CPU shared with the busy work. Returns 1 if moved.
+// A waiter on its peer's CPU moves to a CPU no peer uses. The scheduler's
+// wake-affine placement sometimes leaves both ranks on one CPU, where
+// every exchange then costs two context switches: on an idle machine a
+// 4 KiB exchange took 5-9 us instead of 1.6 for a whole run, and beside
+// busy processes an 8-byte all-reduce took 4-6 us a call against 0.36-0.46
+// with the ranks apart, though one of them then shares its CPU with the
+// busy work (ranks pinned, one busy process; beside two, 7-13 us medians
+// and 4 ms p90s shared against 0.4-1.0 us apart): a rank that sleeps
+// while it waits is run at once when woken, ahead of a task that never
+// sleeps. Returns 1 if moved.
 static int
 move_off_peers_cpu(shoal_comm *comm, const cpu_set_t *peers, int64_t now)
 {
@@ -513,9 +516,7 @@ move_off_peers_cpu(shoal_comm *comm, const cpu_set_t *peers, int64_t now)
         return 0;
     }
     atomic_store_explicit(&comm->engine.moved_ns, now, memory_order_relaxed);
-    int runnable = shi_runnable_tasks();
-    return runnable >= 0 && runnable <= comm->engine.cpus
-        && shi_move_off_cpu(peers) >= 0;
+    return shi_move_off_cpu(peers) >= 0;
 }
 
 // How long a wait that begins now spins. The progress thread shares the
@@ -524,18 +525,21 @@ move_off_peers_cpu(shoal_comm *comm, const cpu_set_t *peers, int64_t now)
 // cannot run (and bring what we wait for) until this thread lets go of the
 // CPU, which a spin of 50 us turned into 100 us per call when a busy
 // process had left both ranks on one CPU.
+// Of ranks that share a CPU only those with a peer below them there move:
+// two that both moved would meet again on the same free CPU.
 static int64_t
 wait_spin_ns(shoal_comm *comm, int app, int64_t now, int *peer_here)
 {
     cpu_set_t peers;
+    int       lower = 0;
 
     *peer_here = 0;
     if (!app) {
         return 0;
     }
     if (comm->tp->peers_on_my_cpu != NULL
-        && comm->tp->peers_on_my_cpu(comm, &peers)
-        && !move_off_peers_cpu(comm, &peers, now)) {
+        && comm->tp->peers_on_my_cpu(comm, &peers, &lower)
+        && !(lower > 0 && move_off_peers_cpu(comm, &peers, now))) {
         *peer_here = 1;
         return 0;
     }

@@ -164,9 +164,11 @@ struct shi_transport_ops {
     // Publishes the CPU the calling thread runs on and returns how many
     // peers last published the same CPU: a waiter spinning there only
     // keeps them from running. Fills `peers` (if not NULL) with the CPUs
-    // the peers last published. NULL where peers are on other hosts or
-    // their CPUs are not known.
-    int (*peers_on_my_cpu)(struct shoal_comm *comm, cpu_set_t *peers);
+    // the peers last published, and `lower` (if not NULL) with how many of
+    // those on this CPU rank below this one. NULL where peers are on other
+    // hosts or their CPUs are not known.
+    int (*peers_on_my_cpu)(
+        struct shoal_comm *comm, cpu_set_t *peers, int *lower);
 
     // --- failure and goodbye --------------------------------------------
     // The communicator just failed with `status` and `text` (any thread,

@@ -138,7 +138,7 @@ shm_wake(shoal_comm *comm, int rank, int force)
 // call. A peer's CPU is the one it last waited on; the scheduler moves
 // threads seldom enough for that to hold for many calls.
 static int
-shm_peers_on_my_cpu(shoal_comm *comm, cpu_set_t *peers)
+shm_peers_on_my_cpu(shoal_comm *comm, cpu_set_t *peers, int *lower)
 {
     struct shi_tp_comm *tc  = shi_tp_comm(comm);
     struct shi_shm     *sh  = shi_shm_mapped(comm);
@@ -155,6 +155,9 @@ shm_peers_on_my_cpu(shoal_comm *comm, cpu_set_t *peers)
     if (peers != NULL) {
         CPU_ZERO(peers);
     }
+    if (lower != NULL) {
+        *lower = 0;
+    }
     for (int p = 0; p < tc->size; p++) {
         struct shm_rank *ctl = shm_rank_of(&sh->seg, p);
         uint32_t         theirs
@@ -163,6 +166,9 @@ shm_peers_on_my_cpu(shoal_comm *comm, cpu_set_t *peers)
             continue;
         }
         n += theirs == mine;
+        if (lower != NULL && theirs == mine && p < tc->rank) {
+            (*lower)++;
+        }
         if (peers != NULL && theirs - 1 < CPU_SETSIZE) {
             CPU_SET(theirs - 1, peers);
         }
