@@ -54,6 +54,8 @@ static const shi_algo_desc algo_rows[] = {
         shi_move_direct_step),
     RUN(BROADCAST, OUTBOX, "outbox", 0, shi_bcast_outbox_cost,
         shi_bcast_outbox_step),
+    RUN(BROADCAST, DIRECT, "direct", CMA, shi_move_direct_cost,
+        shi_move_direct_step),
     RUN(BARRIER, FLAGS, "flags", 0, shi_barrier_flags_cost,
         shi_barrier_flags_step),
 

@@ -239,8 +239,9 @@ table_choice(shoal_comm *comm, shi_coll coll, size_t bytes, unsigned offered,
 {
     unsigned usable = offered & shi_algos_for(coll);
 
-    // One algorithm can run it here (barrier and broadcast over shared
-    // memory): every rule of the table would pick it. Only rank 0's INFO
+    // One algorithm can run it here (the barrier over shared memory; a
+    // broadcast without single copy): every rule of the table would pick
+    // it. Only rank 0's INFO
     // line, which names the rule, needs the table read.
     if (usable != 0 && (usable & (usable - 1)) == 0
         && (comm->rank != 0 || !shi_log_enabled(SHI_LOG_INFO))) {

@@ -94,8 +94,8 @@ TEST(select_algos_for)
     CHECK(shi_algos_for(SHI_COLL_GATHER) == (move | flat));
     CHECK(shi_algos_for(SHI_COLL_SCATTER) == (move | flat));
     CHECK(shi_algos_for(SHI_COLL_BROADCAST)
-        == (SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | ring | flat
-            | SHI_ALGO_BIT(SHI_ALGO_HIER)));
+        == (SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | SHI_ALGO_BIT(SHI_ALGO_DIRECT)
+            | ring | flat | SHI_ALGO_BIT(SHI_ALGO_HIER)));
     CHECK(shi_algos_for(SHI_COLL_BARRIER)
         == (SHI_ALGO_BIT(SHI_ALGO_FLAGS) | rhd));
     CHECK(shi_algos_for(SHI_COLL_COUNT) == 0);
@@ -123,7 +123,13 @@ TEST(select_defaults_by_size)
             for (int c = SHI_COLL_ALLGATHER; c <= SHI_COLL_SCATTER; c++) {
                 CHECK(shi_select(&t, (shi_coll) c, b, n, ALL_ALGOS) == move);
             }
-            CHECK(shi_select(&t, SHI_COLL_BROADCAST, b, n, ALL_ALGOS)
+            // Broadcast: single copy from 16 KiB up to 8 MiB.
+            shi_algo bcast
+                = b >= 16 * K && b < 8 * M ? SHI_ALGO_DIRECT : SHI_ALGO_OUTBOX;
+            CHECK(
+                shi_select(&t, SHI_COLL_BROADCAST, b, n, ALL_ALGOS) == bcast);
+            CHECK(shi_select(
+                      &t, SHI_COLL_BROADCAST, b, n, all_but(SHI_ALGO_DIRECT))
                 == SHI_ALGO_OUTBOX);
             CHECK(shi_select(&t, SHI_COLL_BARRIER, b, n, ALL_ALGOS)
                 == SHI_ALGO_FLAGS);
@@ -172,7 +178,8 @@ TEST(select_fallback_when_unavailable)
     CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 8, 4,
               SHI_ALGO_BIT(SHI_ALGO_OUTBOX) | SHI_ALGO_BIT(SHI_ALGO_STAGED))
         == SHI_ALGO_NONE);
-    CHECK(shi_select(&t, SHI_COLL_BROADCAST, 8, 4, all_but(SHI_ALGO_OUTBOX))
+    CHECK(shi_select(&t, SHI_COLL_BROADCAST, 8, 4,
+              all_but(SHI_ALGO_OUTBOX) & all_but(SHI_ALGO_DIRECT))
         == SHI_ALGO_NONE);
 }
 
@@ -234,7 +241,7 @@ TEST(select_header_example)
     CHECK_OK(shi_select_parse(&t,
         "allreduce:oneshot@0-64K,twoshot@64K-1M,direct@1M-;allgather:staged@"
         "0-"));
-    CHECK(t.nrules == 4 + 39);
+    CHECK(t.nrules == 4 + 40);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K - 1) == SHI_ALGO_ONESHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K) == SHI_ALGO_TWOSHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, M - 1) == SHI_ALGO_TWOSHOT);
@@ -341,7 +348,7 @@ TEST(select_parse_rejects_malformed)
         { "allreduce:none", "'none'" }, // not an algorithm
         { "allreduce:outbox", "'outbox'" }, // cannot run allreduce
         { "reduce:twoshot", "'twoshot'" }, // cannot run reduce
-        { "broadcast:direct", "'direct'" }, // cannot run broadcast
+        { "broadcast:staged", "'staged'" }, // cannot run broadcast
         { "allgather:oneshot", "'oneshot'" }, // cannot run allgather
         { "allreduce oneshot", "'allreduce oneshot'" }, // no ':'
         { ":oneshot", "':oneshot'" }, // no collective
@@ -494,7 +501,7 @@ TEST(select_format_defaults)
                             "alltoall:staged@1-8K,direct,staged;"
                             "gather:staged@1-8K,direct,staged;"
                             "scatter:staged@1-8K,direct,staged;"
-                            "broadcast:outbox;barrier:flags;"
+                            "broadcast:direct@16K-8M,outbox;barrier:flags;"
                             "allreduce:hier@64K-,rhd@0-64K,ring;"
                             "reduce:flat@0-64K,ring;"
                             "allgather:flat@1-64K,ring;"

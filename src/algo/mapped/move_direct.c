@@ -1,6 +1,7 @@
 // Single-copy data movement (all_gather(_v), all_to_all(_v), gather,
-// scatter): every rank copies what it needs straight from its peers'
-// send buffers into its receive buffer.
+// scatter, broadcast): every rank copies what it needs straight from its
+// peers' send buffers (a broadcast: the root's buffer) into its receive
+// buffer.
 //
 // Steps: (1) expose the buffers (and, for all_to_all_v, the send counts);
 // sync point (descriptors checked); (2) for every peer q, copy the range
@@ -9,7 +10,8 @@
 // send buffer while a peer still reads it.
 // Preconditions: as for the direct all-reduce.
 // Cost: 2 alpha + beta (bytes received); one copy per byte, against two
-// through staging memory.
+// through staging memory (a broadcast's outbox: the root copies in, every
+// reader copies out, pipelined in slots).
 #include <string.h>
 
 #include "algo/common/algos.h"
@@ -22,6 +24,8 @@
 static int
 copy_from_peers(shoal_comm *comm, shoal_request *req)
 {
+    int side = shi_move_source_side(req);
+
     for (int i = 0; i < comm->size; i++) {
         // Start with the next rank, so that ranks do not all read rank 0
         // at the same time.
@@ -34,7 +38,7 @@ copy_from_peers(shoal_comm *comm, shoal_request *req)
             || (q == comm->rank && req->sendbuf + src == req->buf + dst)) {
             continue; // nothing, or in place
         }
-        if (shi_peer_read(comm, q, SHI_SEND, src, req->buf + dst, len)
+        if (shi_peer_read(comm, q, side, src, req->buf + dst, len)
             != SHOAL_OK) {
             return 1;
         }

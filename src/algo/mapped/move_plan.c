@@ -6,6 +6,7 @@
 #include "algo/common/algos.h"
 #include "algo/mapped/driver.h"
 #include "algo/mapped/mapped.h"
+#include "algo/mapped/xfer.h"
 #include "core/engine.h"
 
 void
@@ -96,8 +97,19 @@ shi_move_range(shoal_comm *comm, shoal_request *req, int q, size_t *src,
                 *len = block;
             }
             return 0;
+        case SHI_OP_BCAST:
+            if (q == req->peer && comm->rank != req->peer) {
+                *len = block;
+            }
+            return 0;
     }
     return 0;
+}
+
+int
+shi_move_source_side(const shoal_request *req)
+{
+    return req->kind == SHI_OP_BCAST ? SHI_RECV : SHI_SEND;
 }
 
 size_t

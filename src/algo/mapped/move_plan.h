@@ -1,7 +1,8 @@
 // What each rank takes from each peer in the data-movement collectives
-// (all_gather(_v), all_to_all(_v), gather, scatter): a byte range of the
-// peer's send buffer and where it lands in this rank's receive buffer. The
-// direct and the staged algorithms both run from this description.
+// (all_gather(_v), all_to_all(_v), gather, scatter, broadcast): a byte
+// range of the peer's source buffer and where it lands in this rank's
+// receive buffer. The direct and the staged algorithms both run from this
+// description (broadcast: the direct one only; the outbox stages it).
 #ifndef SHI_MOVE_PLAN_H
 #define SHI_MOVE_PLAN_H
 
@@ -24,6 +25,11 @@ void shi_move_snapshot(shoal_comm *comm, shoal_request *req);
 // count mismatch (all_to_all_v). Valid after shi_move_snapshot.
 int shi_move_range(shoal_comm *comm, shoal_request *req, int q,
     size_t *src_off, size_t *len, size_t *dst_off);
+
+// Which of a peer's exposed buffers the ranges above lie in: its send
+// buffer, or for a broadcast (in place) the root's only buffer, the one
+// the call names buf (SHI_RECV).
+int shi_move_source_side(const shoal_request *req);
 
 // Bytes of rank q's send buffer that anyone reads (the staged algorithm
 // streams that much of it). Valid after shi_move_snapshot.
