@@ -505,7 +505,12 @@ sleep_until_woken(
 // busy work (ranks pinned, one busy process; beside two, 7-13 us medians
 // and 4 ms p90s shared against 0.4-1.0 us apart): a rank that sleeps
 // while it waits is run at once when woken, ahead of a task that never
-// sleeps. Returns 1 if moved.
+// sleeps. The exception is work where one rank runs at a time, such as a
+// long stream of blocking ping-pongs: there one CPU serves both ranks, and
+// apart the rank beside the busy work gets half of its CPU (16-64 KiB half
+// round trips, one busy process: 3.7-8.7 us together, 23-78 apart, in the
+// runs that measured this choice). Collectives, where ranks work at once,
+// gain far more. Returns 1 if moved.
 static int
 move_off_peers_cpu(shoal_comm *comm, const cpu_set_t *peers, int64_t now)
 {
