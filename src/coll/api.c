@@ -241,8 +241,8 @@ table_choice(shoal_comm *comm, shi_coll coll, size_t bytes, unsigned offered,
 
     // One algorithm can run it here (the barrier over shared memory; a
     // broadcast without single copy): every rule of the table would pick
-    // it. Only rank 0's INFO
-    // line, which names the rule, needs the table read.
+    // it. Only rank 0's INFO line, which names the rule, needs the table
+    // read.
     if (usable != 0 && (usable & (usable - 1)) == 0
         && (comm->rank != 0 || !shi_log_enabled(SHI_LOG_INFO))) {
         *source = SHI_RULE_BUILTIN;
