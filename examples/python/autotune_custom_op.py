@@ -26,7 +26,8 @@ What differs from the spec's example, and why:
 The two choices: one all_reduce of the whole tensor ("fast"), and the same
 data all-reduced in 64 small pieces ("slow"). The program prints each
 choice's measured time, eager times of both, and the compiled function's
-time, and checks the compiled result against eager.
+time (the three timed in turns), and checks the compiled result against
+eager.
 """
 
 import argparse
@@ -72,17 +73,21 @@ register_custom_op_autotuning(
              CustomOpConfig(allreduce_slow, pieces=64)])
 
 
-def timed(fn, x, reps=30):
-    """Median seconds of fn(x), each call started together on every rank."""
-    times = []
+def timed(fns, x, reps=30):
+    """Per function the median seconds of fn(x), each call started together
+    on every rank, at its slowest rank. The functions take turns, one call
+    each per round, so a machine whose load drifts weighs on all alike."""
+    times = [[] for _ in fns]
     for _ in range(reps):
-        dist.barrier()
-        t0 = time.perf_counter()
-        fn(x)
-        times.append(time.perf_counter() - t0)
-    t = torch.tensor([statistics.median(times)], dtype=torch.float64)
+        for fn, mine in zip(fns, times):
+            dist.barrier()
+            t0 = time.perf_counter()
+            fn(x)
+            mine.append(time.perf_counter() - t0)
+    t = torch.tensor([statistics.median(m) for m in times],
+                     dtype=torch.float64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return t.item()
+    return t.tolist()
 
 
 def main():
@@ -104,9 +109,10 @@ def main():
     want = model(x)
     torch.testing.assert_close(got, want)
 
-    fast = timed(lambda v: allreduce_fast(v * 2, group) + 1, x)
-    slow = timed(lambda v: allreduce_slow(v * 2, group) + 1, x)
-    comp = timed(compiled, x)
+    fast, slow, comp = timed([
+        lambda v: allreduce_fast(v * 2, group) + 1,
+        lambda v: allreduce_slow(v * 2, group) + 1,
+        compiled], x)
     if rank == 0:
         measured = shoal.tune.inductor_timings()[-1]
         for name, ms in sorted(measured.items(), key=lambda kv: kv[1]):
