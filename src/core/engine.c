@@ -575,17 +575,47 @@ yield_helps(shoal_comm *comm, int peer_here)
     return runnable < 0 || runnable <= comm->engine.cpus;
 }
 
+// An application thread stops driving. The last one hands over to the
+// progress thread where there is work for it: requests still active, or
+// a listener (a window's target, a queue channel) that must go on
+// applying what peers send while the application computes. Under the
+// lock.
+static void
+app_driver_leaves(shoal_comm *comm)
+{
+    if (--comm->engine.app_drivers == 0
+        && (comm->engine.active.head != NULL || comm->engine.listening > 0)) {
+        pthread_cond_signal(&comm->engine.cv);
+    }
+}
+
+// Ends a drive: an application thread stops driving in the same critical
+// section as its last pass. Releases the lock.
+static void
+drive_ends_locked(shoal_comm *comm, int app)
+{
+    if (app) {
+        app_driver_leaves(comm);
+    }
+    pthread_mutex_unlock(&comm->lock);
+}
+
 // Drives until `req` completes (req NULL: until nothing is active), the
 // caller's `deadline` passes, or, for the progress thread (`app` 0), until
 // an application thread takes over. An application thread also returns
 // when `until` passes, leaving req running (a caller that looks up between
 // waits, such as a Python thread checking for Ctrl-C).
+// Called under the lock, by an application thread already counted in
+// app_drivers; returns without the lock, that thread no longer counted.
+// `now` is the caller's recent reading of the clock: the first looks need
+// no reading of their own (a reading costs as much as a small call's
+// whole exchange of flags on some virtual machines).
 static void
 drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
-    int64_t until)
+    int64_t until, int64_t now)
 {
-    int64_t now = 0, idle_since = 0;
-    int     yields = 0;
+    int64_t idle_since = 0;
+    int     yields     = 0;
     char    desc[256];
     // The progress thread shares the cores with the application: it never
     // spins, and yields only briefly before sleeping, so that it costs an
@@ -597,16 +627,19 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
     int     may_yield  = -1; // decided when the spin ends (-1: not yet)
 
     for (unsigned iter = 1;; iter++) {
-        pthread_mutex_lock(&comm->lock);
+        if (iter > 1) {
+            pthread_mutex_lock(&comm->lock);
+        }
         int progressed = step_locked(comm);
         if (drive_over(comm, req, app)) {
-            pthread_mutex_unlock(&comm->lock);
+            drive_ends_locked(comm, app);
             return;
         }
         // Reading the clock costs as much as a look at the peers: while
         // spinning, once in 8 looks is precise enough for the spin window
-        // and the deadlines.
-        if (progressed || yields > 0 || (iter & 7) == 1) {
+        // and the deadlines (a window restarted by progress may start a
+        // few looks early).
+        if (yields > 0 || (iter & 7) == 0) {
             now = shi_now_ns();
         }
         if (idle_since == 0) {
@@ -617,7 +650,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
             housekeeping_locked(comm, now);
         }
         if (app && now > until) {
-            pthread_mutex_unlock(&comm->lock);
+            drive_ends_locked(comm, app);
             return;
         }
         if (req != NULL && now > deadline && deadline < req->deadline) {
@@ -645,7 +678,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
         } else if (sleep_until_woken(
                        comm, req, until < deadline ? until : deadline, app)
             == 0) {
-            idle_since = shi_now_ns();
+            idle_since = now = shi_now_ns();
         }
     }
 }
@@ -661,7 +694,7 @@ end_deferring(struct shi_engine *e)
 // deferred wakes if it came within PROMPT_NS of the issue, else ends them.
 // Under the lock.
 static void
-count_wait_locked(shoal_comm *comm, shoal_request *req)
+count_wait_locked(shoal_comm *comm, shoal_request *req, int64_t now)
 {
     struct shi_engine *e = &comm->engine;
 
@@ -669,7 +702,7 @@ count_wait_locked(shoal_comm *comm, shoal_request *req)
         return;
     }
     req->wait_counted = 1;
-    if (shi_now_ns() - req->start_ns > PROMPT_NS) {
+    if (now - req->start_ns > PROMPT_NS) {
         end_deferring(e);
     } else if (e->prompt_streak < PROMPT_STREAK
         && ++e->prompt_streak == PROMPT_STREAK) {
@@ -745,30 +778,14 @@ fail_text_status(shoal_comm *comm, shoal_request *req, int st)
     return shi_comm_error(comm, st);
 }
 
-// An application thread stops driving. The last one hands over to the
-// progress thread where there is work for it: requests still active, or
-// a listener (a window's target, a queue channel) that must go on
-// applying what peers send while the application computes. Under the
-// lock.
-static void
-app_driver_leaves(shoal_comm *comm)
-{
-    if (--comm->engine.app_drivers == 0
-        && (comm->engine.active.head != NULL || comm->engine.listening > 0)) {
-        pthread_cond_signal(&comm->engine.cv);
-    }
-}
-
-// Drives the engine from an application thread already counted in
-// app_drivers until req is done, then hands over to the progress thread.
+// Drives the engine from an application thread until req is done, then
+// hands over to the progress thread. Called under the lock (released on
+// return) by a thread counted in app_drivers.
 static int
-drive_as_app(
-    shoal_comm *comm, shoal_request *req, int64_t deadline, int64_t until)
+drive_as_app(shoal_comm *comm, shoal_request *req, int64_t deadline,
+    int64_t until, int64_t now)
 {
-    drive(comm, req, deadline, 1, until);
-    pthread_mutex_lock(&comm->lock);
-    app_driver_leaves(comm);
-    pthread_mutex_unlock(&comm->lock);
+    drive(comm, req, deadline, 1, until, now);
     return atomic_load_explicit(&req->status, memory_order_acquire);
 }
 
@@ -787,11 +804,11 @@ shi_engine_wait_until(shoal_request *req, int64_t deadline, int64_t until)
     st = atomic_load_explicit(&req->status, memory_order_acquire);
 
     if (st == SHOAL_INPROGRESS) {
+        int64_t now = shi_now_ns();
         pthread_mutex_lock(&comm->lock);
-        count_wait_locked(comm, req);
+        count_wait_locked(comm, req, now);
         comm->engine.app_drivers++;
-        pthread_mutex_unlock(&comm->lock);
-        st = drive_as_app(comm, req, deadline, until);
+        st = drive_as_app(comm, req, deadline, until, now);
     }
     return st < 0 ? fail_text_status(comm, req, st) : st;
 }
@@ -846,11 +863,14 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
         // The caller drives it from here (the same critical section
         // announces it, saving a lock round trip on the fast path).
         comm->engine.app_drivers++;
-        pthread_mutex_unlock(&comm->lock);
-        st = drive_as_app(comm, req, req->deadline, SHI_NO_DEADLINE);
+        st = drive_as_app(
+            comm, req, req->deadline, SHI_NO_DEADLINE, req->start_ns);
     } else {
         if (st == SHOAL_INPROGRESS && !req->caller_waits) {
             wake_for_async(comm, req);
+        }
+        if (req->heap && st >= 0) {
+            shi_req_own_locked(comm, req); // handed out: see request.h
         }
         pthread_mutex_unlock(&comm->lock);
     }
@@ -879,17 +899,16 @@ shi_engine_sync(shoal_comm *comm, int64_t deadline)
     if ((st = shi_fork_check(comm, "sync")) != SHOAL_OK) {
         return st;
     }
+    int64_t now = shi_now_ns();
     pthread_mutex_lock(&comm->lock);
     last = comm->engine.active.tail;
     comm->engine.app_drivers++;
-    pthread_mutex_unlock(&comm->lock);
     if (last != NULL) {
-        drive(comm, NULL, deadline, 1, SHI_NO_DEADLINE);
+        drive(comm, NULL, deadline, 1, SHI_NO_DEADLINE, now);
+    } else {
+        drive_ends_locked(comm, 1);
     }
-    pthread_mutex_lock(&comm->lock);
-    app_driver_leaves(comm);
     st = atomic_load(&comm->failed);
-    pthread_mutex_unlock(&comm->lock);
     if (st != 0) {
         pthread_mutex_lock(&comm->err_lock);
         shi_error(st, "%s", comm->fail_text);
@@ -955,7 +974,8 @@ progress_main(void *arg)
         // A caller that just posted non-blocking work often waits for it
         // next: let it get there before competing for the lock.
         sched_yield();
-        drive(comm, NULL, SHI_NO_DEADLINE, 0, SHI_NO_DEADLINE);
+        pthread_mutex_lock(&comm->lock);
+        drive(comm, NULL, SHI_NO_DEADLINE, 0, SHI_NO_DEADLINE, shi_now_ns());
         pthread_mutex_lock(&comm->lock);
     }
     pthread_mutex_unlock(&comm->lock);

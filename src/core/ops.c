@@ -113,13 +113,12 @@ shi_start_async(
     }
     *req      = *tmpl;
     req->heap = 1;
-    st        = shi_engine_submit(comm, req, 0);
+    st        = shi_engine_submit(comm, req, 0); // owns it unless it fails
     if (st < 0) {
         free(req->counts);
         free(req);
         return st;
     }
-    shi_req_own(comm, req);
     *out = req;
     return SHOAL_OK;
 }
@@ -131,18 +130,13 @@ static shoal_request *untracked;
 // Starts a request the communicator frees itself once it completed; its
 // failure is reported by shoal_comm_sync (request_owned.c).
 static int
-start_untracked(shoal_comm *comm, const shoal_request *tmpl)
+start_untracked(shoal_comm *comm, shoal_request *tmpl)
 {
     shoal_request *req;
 
     shi_req_reap_untracked(comm, 0); // the completed ones go as it starts
-    int st = shi_start_async(comm, tmpl, &req);
-    if (st == SHOAL_OK) {
-        pthread_mutex_lock(&comm->lock);
-        req->untracked = 1;
-        pthread_mutex_unlock(&comm->lock);
-    }
-    return st;
+    tmpl->untracked = 1;
+    return shi_start_async(comm, tmpl, &req);
 }
 
 // Checks and runs a send or receive: started when `out` is given (untracked

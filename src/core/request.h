@@ -69,10 +69,11 @@ _Static_assert(offsetof(struct shoal_request, tp_view) == 0,
     "the transport's view of a request must come first");
 
 // The non-blocking requests a communicator handed out and that are not
-// freed yet (request_owned.c): own at creation, disown at free; destroying
-// the communicator detaches them (req->comm becomes NULL), and a detached
-// request's status and message come from shi_req_detached_status.
-void shi_req_own(shoal_comm *comm, shoal_request *req);
+// freed yet (request_owned.c): own at creation (under comm->lock, as the
+// engine starts it), disown at free; destroying the communicator detaches
+// them (req->comm becomes NULL), and a detached request's status and
+// message come from shi_req_detached_status.
+void shi_req_own_locked(shoal_comm *comm, shoal_request *req);
 void shi_req_disown(shoal_comm *comm, shoal_request *req);
 void shi_req_detach_all(shoal_comm *comm);
 int  shi_req_detached_status(const shoal_request *req);

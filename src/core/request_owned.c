@@ -19,16 +19,14 @@
 #include "core/engine.h"
 
 void
-shi_req_own(shoal_comm *comm, shoal_request *req)
+shi_req_own_locked(shoal_comm *comm, shoal_request *req)
 {
-    pthread_mutex_lock(&comm->lock);
     req->oprev = NULL;
     req->onext = comm->owned;
     if (comm->owned != NULL) {
         comm->owned->oprev = req;
     }
     comm->owned = req;
-    pthread_mutex_unlock(&comm->lock);
 }
 
 void
