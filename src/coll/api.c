@@ -252,6 +252,81 @@ table_choice(shoal_comm *comm, shi_coll coll, size_t bytes, unsigned offered,
         comm->select, coll, bytes, comm->size, offered, source);
 }
 
+// The table's choice depends on the collective, the bytes and the
+// algorithms offered only: a call like the collective's one before (a
+// training loop's) takes the choice that one got, remembered in one word
+// (threads may issue at once): its bytes, the algorithms offered, the
+// algorithm and the rule's source. Read in ~20 instructions where the table
+// takes ~120, on every small call's way. A row that may refuse a call
+// (shi_algo_accepts) is not remembered; neither are calls of 4 GiB or more.
+#define MEMO_VALID (UINT64_C(1) << 63)
+
+_Static_assert(SHI_ALGO_COUNT <= 16 && SHI_RULE_SOURCES <= 16,
+    "a remembered choice packs the offered mask in 16 bits and the "
+    "algorithm and source in 8 and 4");
+
+static uint64_t
+memo_key(size_t bytes, unsigned offered)
+{
+    return MEMO_VALID | (uint64_t) bytes
+        | (uint64_t) (offered & 0xffffu) << 32;
+}
+
+static int
+memo_lookup(shoal_comm *comm, shi_coll coll, size_t bytes, unsigned offered,
+    shi_rule_source *source)
+{
+    if (coll >= SHI_COLL_COUNT || bytes > UINT32_MAX) {
+        return SHI_ALGO_NONE;
+    }
+    uint64_t m
+        = atomic_load_explicit(&comm->choice_memo[coll], memory_order_relaxed);
+    if ((m & (MEMO_VALID | 0xffffffffffffu)) != memo_key(bytes, offered)) {
+        return SHI_ALGO_NONE;
+    }
+    *source = (shi_rule_source) ((m >> 56) & 0xfu);
+    return (int) ((m >> 48) & 0xffu);
+}
+
+static void
+memo_store(shoal_comm *comm, shi_coll coll, size_t bytes, unsigned offered,
+    int algo, shi_rule_source source)
+{
+    if (coll < SHI_COLL_COUNT && bytes <= UINT32_MAX) {
+        atomic_store_explicit(&comm->choice_memo[coll],
+            memo_key(bytes, offered) | (uint64_t) algo << 48
+                | (uint64_t) source << 56,
+            memory_order_relaxed);
+    }
+}
+
+// The table's choice for a call, passing over the algorithms whose rows
+// refuse it; SHI_ALGO_NONE if none is left.
+static int
+table_choice_for(shoal_comm *comm, shi_coll coll, size_t bytes,
+    shoal_request *req, const shi_algo_desc **row, shi_rule_source *source)
+{
+    unsigned offered = comm->algos_available;
+    int      algo    = memo_lookup(comm, coll, bytes, offered, source);
+
+    if (algo != SHI_ALGO_NONE) {
+        *row = shi_algo_find(coll, (shi_algo) algo);
+        return algo;
+    }
+    algo = table_choice(comm, coll, bytes, offered, source);
+    *row = shi_algo_find(coll, (shi_algo) algo);
+    while (algo != SHI_ALGO_NONE && !shi_algo_accepts(*row, req)) {
+        offered &= ~SHI_ALGO_BIT(algo); // refused: the next rule decides
+        algo = table_choice(comm, coll, bytes, offered, source);
+        *row = shi_algo_find(coll, (shi_algo) algo);
+    }
+    if (algo != SHI_ALGO_NONE && offered == comm->algos_available
+        && (*row)->accepts == NULL) {
+        memo_store(comm, coll, bytes, offered, algo, *source);
+    }
+    return algo;
+}
+
 // The algorithm of a call and its registry row (req->algo, req->impl, which
 // the drivers run): the call's own (opts.algo), else the table's. An
 // algorithm whose row refuses the call (shi_algo_accepts) is passed over
@@ -261,10 +336,9 @@ static int
 choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
     size_t es, shoal_request *req)
 {
-    shi_rule_source      source  = SHI_RULE_CALL;
-    shi_coll             coll    = shi_coll_of_op(c->kind);
-    size_t               bytes   = selection_bytes(comm, c, es);
-    unsigned             offered = comm->algos_available;
+    shi_rule_source      source = SHI_RULE_CALL;
+    shi_coll             coll   = shi_coll_of_op(c->kind);
+    size_t               bytes  = selection_bytes(comm, c, es);
     const shi_algo_desc *row;
     int                  algo = SHI_ALGO_NONE, st;
 
@@ -281,13 +355,7 @@ choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
                     call_name(c), forced, shoal_dtype_name(c->dtype)));
         }
     } else {
-        algo = table_choice(comm, coll, bytes, offered, &source);
-        row  = shi_algo_find(coll, (shi_algo) algo);
-        while (algo != SHI_ALGO_NONE && !shi_algo_accepts(row, req)) {
-            offered &= ~SHI_ALGO_BIT(algo); // refused: the next rule decides
-            algo = table_choice(comm, coll, bytes, offered, &source);
-            row  = shi_algo_find(coll, (shi_algo) algo);
-        }
+        algo = table_choice_for(comm, coll, bytes, req, &row, &source);
         if (algo == SHI_ALGO_NONE) {
             return shi_comm_error(comm,
                 shi_error(SHOAL_ENOTSUP,

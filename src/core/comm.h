@@ -84,6 +84,8 @@ struct shoal_comm {
     // Per collective, the (algorithm, rule source) pairs already named in
     // an INFO line (coll/api.c), so each is said once per communicator.
     _Atomic uint64_t algo_noted[SHI_COLL_COUNT];
+    // Per collective, the table's last choice, packed (coll/api.c).
+    _Atomic uint64_t choice_memo[SHI_COLL_COUNT];
     // The collective driver of the transport's class (coll/setup.c): one
     // step over the head collectives, and what an abort leaves to clean.
     int (*coll_step)(shoal_comm *comm);
