@@ -19,7 +19,7 @@ struct shi_call_desc {
     int64_t          arrive_ns; // when the rank called it (not hashed)
 };
 
-// Hash of a descriptor, its number included (FNV-1a over the fields).
+// Hash of a descriptor, its number included (a mix of its fields).
 uint64_t shi_desc_hash(const struct shi_call_desc *d);
 
 #endif
