@@ -218,9 +218,11 @@ int shi_rdv_check(shoal_comm *comm);
 int shi_rdv_usable(shoal_comm *comm, const char *op);
 
 // fork() safety (forked.c): mark a new communicator as this process's;
-// check returns SHOAL_EINVAL (message naming `op`) in a forked child.
+// check returns SHOAL_EINVAL (message naming `op`) in a forked child;
+// forked says whether this is one, without a message.
 void shi_fork_mark(shoal_comm *comm);
 int  shi_fork_check(const shoal_comm *comm, const char *op);
+int  shi_forked(const shoal_comm *comm);
 
 struct shi_store_ref *shi_store_ref_get(struct shi_store_ref *ref);
 void                  shi_store_ref_put(struct shi_store_ref *ref);

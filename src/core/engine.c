@@ -824,8 +824,8 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
 {
     int st;
 
-    if ((st = shi_fork_check(comm, shi_op_kind_name(req->kind))) != SHOAL_OK) {
-        return st;
+    if (shi_forked(comm)) { // the operation's name only for the message
+        return shi_fork_check(comm, shi_op_kind_name(req->kind));
     }
     req->comm     = comm;
     req->start_ns = shi_now_ns();

@@ -37,10 +37,16 @@ shi_fork_mark(shoal_comm *comm)
 }
 
 int
+shi_forked(const shoal_comm *comm)
+{
+    return comm->fork_generation
+        != atomic_load_explicit(&fork_generation, memory_order_relaxed);
+}
+
+int
 shi_fork_check(const shoal_comm *comm, const char *op)
 {
-    if (comm->fork_generation
-        == atomic_load_explicit(&fork_generation, memory_order_relaxed)) {
+    if (!shi_forked(comm)) {
         return SHOAL_OK;
     }
     // No comm lock here: a thread of the parent may have held it.

@@ -51,27 +51,28 @@ shi_reduce_check(int dtype, shoal_reduce_op op)
             "max, band, bor, bxor, avg, premul_sum)",
             kind);
     }
-    const char *dn = shoal_dtype_name(dtype);
-    const char *on = shoal_op_name(kind);
+    // The names are looked up for a message only: this check is on every
+    // reduction's entry.
     if ((kind == SHOAL_BAND || kind == SHOAL_BOR || kind == SHOAL_BXOR)
         && reduce_is_float(dtype)) {
         return shi_error(SHOAL_EINVAL,
             "reduce: bitwise op %s needs an integer or bool "
             "dtype, not %s (sum, prod, min, max, avg and "
             "premul_sum work on %s)",
-            on, dn, dn);
+            shoal_op_name(kind), shoal_dtype_name(dtype),
+            shoal_dtype_name(dtype));
     }
     if (kind == SHOAL_PREMUL_SUM && !reduce_is_float(dtype)) {
         return shi_error(SHOAL_EINVAL,
             "reduce: op %s needs a floating dtype (float16, "
             "bfloat16, float32, float64), not %s",
-            on, dn);
+            shoal_op_name(kind), shoal_dtype_name(dtype));
     }
     if (kind == SHOAL_AVG && dtype == SHOAL_BOOL) {
         return shi_error(SHOAL_EINVAL,
             "reduce: op %s is not defined on %s (use an integer "
             "or floating dtype; sum gives 'any', prod 'all')",
-            on, dn);
+            shoal_op_name(kind), shoal_dtype_name(dtype));
     }
     return SHOAL_OK;
 }
