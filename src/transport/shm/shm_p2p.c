@@ -7,16 +7,15 @@
 // waits at the head of the channel until its receive is posted. Messages
 // with the same tag therefore arrive in send order.
 //
-// A message larger than the channel travels in one copy where the
-// receiver can read the sender's memory (the buffer lies in the shared heap,
-// or every rank can read its peers through the kernel: comm->cma_ok): its one
-// slot carries the buffer's region (SHM_READ), the receiver, once its receive
-// is posted, reads the message straight into its buffer and consumes the slot,
-// and the consumed slot completes the send. Until then the sender's later
-// messages to that peer wait, as they would behind a long one. Only messages
-// the channel cannot hold whole take this way: their send waits for the
-// receive either way, while a smaller one still completes without it (a rank
-// may send before it receives).
+// A message of READ_MIN_BYTES or more, or larger than the channel, travels
+// in one copy where the receiver can read the sender's memory (the buffer
+// lies in the shared heap, or every rank can read its peers through the
+// kernel: comm->cma_ok): its one slot carries the buffer's region
+// (SHM_READ), the receiver, once its receive is posted, reads the message
+// straight into its buffer and consumes the slot, and the consumed slot
+// completes the send. Until then the sender's later messages to that peer
+// wait, as they would behind a long one. Such a send waits for its receive
+// (shoal.h promises no more); a smaller one completes without it.
 //
 // A message may lie in a strided layout at either end (req->layout): the
 // slots are filled and emptied piece by piece, and a single-copy read goes
@@ -42,6 +41,15 @@
 
 // Budget for buffered unexpected messages per communicator.
 #define P2P_UNEXPECTED_MAX (64LL << 20)
+
+// From this size a message goes in one copy (the receiver reads it) rather
+// than two (through the slots). Sending both ways at once on 2 ranks, 64
+// KiB took 9.2-12.2 us through the slots and 7.3-8.0 in one copy (Open MPI,
+// which reads from 4 KiB: 7.3), 256 KiB 31-44 against 23-25; one way at a
+// time (ping-pong) 64 KiB took 8.1-10.0 against 9.3-9.4 on a fast host and
+// 31.5-31.9 against 23.4-28.0 on a slow one. At 16 KiB the read's system
+// call costs more than the second copy (ping-pong 2.3 -> 3.7 us).
+#define READ_MIN_BYTES (64u << 10)
 
 // What a SHM_READ slot carries: the sender's exposed region, where the
 // message's base lies in it, and the message's layout from that base.
@@ -278,7 +286,7 @@ offer_read(shoal_comm *comm, shoal_request *r, struct shm_slot_header *h)
     size_t channel = (size_t) shi_shm_seg(comm)->p2p_slots
         * shi_shm_seg(comm)->p2p_slot_bytes;
 
-    if (tr->bytes <= channel
+    if ((tr->bytes < READ_MIN_BYTES && tr->bytes <= channel)
         || shi_shm_seg(comm)->p2p_slot_bytes < sizeof(d)) {
         return 0;
     }
