@@ -1,6 +1,7 @@
 // shoal-tune: one call of a collective at a size. Reductions sum float32;
 // data movement moves bytes. `bytes` counts as the rules do: the buffer of
-// all_reduce and reduce, every rank's blocks together for the others.
+// all_reduce, reduce and broadcast, every rank's blocks together for the
+// others.
 #include "tune.h"
 
 static int
@@ -10,14 +11,22 @@ reduces(int coll)
         || coll == TUNE_REDUCESCATTER;
 }
 
-// Elements per call argument: the whole buffer for all_reduce and reduce,
-// one rank's block for the others.
+// Whether the call's buffer is the whole size (else one rank's block).
+static int
+whole_buffer(int coll)
+{
+    return coll == TUNE_ALLREDUCE || coll == TUNE_REDUCE
+        || coll == TUNE_BROADCAST;
+}
+
+// Elements per call argument: the whole buffer for all_reduce, reduce and
+// broadcast, one rank's block for the others.
 static size_t
 call_count(int coll, size_t bytes, int nranks)
 {
     size_t es = reduces(coll) ? 4 : 1;
 
-    if (coll == TUNE_ALLREDUCE || coll == TUNE_REDUCE) {
+    if (whole_buffer(coll)) {
         return bytes / es;
     }
     return bytes / es / (size_t) nranks;
@@ -29,7 +38,7 @@ tune_call_bytes(int coll, size_t bytes, int nranks)
     size_t count = call_count(coll, bytes, nranks);
     size_t es    = reduces(coll) ? 4 : 1;
 
-    if (coll == TUNE_ALLREDUCE || coll == TUNE_REDUCE) {
+    if (whole_buffer(coll)) {
         return count * es;
     }
     return count * es * (size_t) nranks;
@@ -66,6 +75,8 @@ tune_call(tune_ctx *t, int coll, size_t bytes, const char *algo)
             return shoal_gather(t->work, t->sbuf, t->rbuf, n, SHOAL_UINT8, 0);
         case TUNE_SCATTER:
             return shoal_scatter(t->work, t->sbuf, t->rbuf, n, SHOAL_UINT8, 0);
+        case TUNE_BROADCAST: // in place, shoal's only form
+            return shoal_broadcast(t->work, t->rbuf, n, SHOAL_UINT8, 0);
     }
     shoal_next_call_opts(NULL);
     return SHOAL_EINVAL;

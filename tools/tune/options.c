@@ -15,6 +15,7 @@ static const char *const coll_names[TUNE_NCOLLS] = {
     [TUNE_ALLTOALL]      = "all_to_all",
     [TUNE_GATHER]        = "gather",
     [TUNE_SCATTER]       = "scatter",
+    [TUNE_BROADCAST]     = "broadcast",
 };
 
 const char *
@@ -274,7 +275,8 @@ tune_usage(const char *prog, const char *err)
         "file.\n"
         "  -c, --collectives LIST  all_reduce,reduce,all_gather,"
         "reduce_scatter,\n"
-        "                          all_to_all,gather,scatter (default: all)\n"
+        "                          all_to_all,gather,scatter,broadcast "
+        "(default: all)\n"
         "  --min BYTES, --max BYTES  sizes as the rules count them, K/M/G "
         "suffixes\n"
         "                          (default 8 .. 64M)\n"

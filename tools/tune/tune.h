@@ -47,6 +47,7 @@ enum {
     TUNE_ALLTOALL,
     TUNE_GATHER,
     TUNE_SCATTER,
+    TUNE_BROADCAST,
     TUNE_NCOLLS
 };
 
