@@ -36,19 +36,15 @@
 // must not be taken for small.
 #define SEL_MOVE_SMALL_MAX (8 * SEL_KIB)
 // Broadcast: the outbox (the root copies in, readers copy out, pipelined
-// in 256 KiB slots) below and above, readers copying straight from the
-// root's buffer between. This VM has two modes, and they disagree: 2 ranks,
-// in place, fresh data each call, 16 KiB / 64 KiB / 256 KiB / 1 MiB / 4 MiB,
-// where lines move slowly between CPUs outbox 10.9 / 23 / 131 / 444 /
-// 976-1551 us against direct 6.4 / 21.8 / 48.8 / 190 / 528-963, where they
-// move fast outbox 2.5 / 7.4 / 27 / 70 / 267 against direct 4.6 / 9.4 /
-// 30-38 / 106 / 460-522. The direct path's worst is the better worst at
-// each of these sizes (a user meets the worst); at 4 KiB the outbox is
-// ahead in both (3.7 against 4.7 us at worst), and at 64 MiB its two
-// pipelined copies win (5.9 ms against 15.5).
-#define SEL_BCAST_DIRECT_MIN (16 * SEL_KIB)
-#define SEL_BCAST_DIRECT_MAX (8 * SEL_KIB * SEL_KIB)
-#define SEL_OPEN             SIZE_MAX
+// in 256 KiB slots); readers copying straight from the root's buffer
+// ("direct") is left to tuning. This VM has two modes, and they disagree:
+// where lines move slowly between CPUs (a flag round trip 0.3 us) direct
+// took 6.4 / 21.8 / 48.8 / 190 us at 16 KiB / 64 KiB / 256 KiB / 1 MiB
+// against the outbox's 10.9 / 23 / 131 / 444; where they move fast (0.07
+// us), which was most of the time, shoal-tune measured the outbox ahead
+// at every size from 16 KiB, 1.0-3.1x, and 2-3.4x from 512 KiB (1 MiB:
+// 35 us against 128), in three runs.
+#define SEL_OPEN SIZE_MAX
 // Across hosts: latency-bound algorithms below, the ring above.
 #define SEL_NET_SMALL_MAX (64 * SEL_KIB)
 
@@ -103,9 +99,8 @@ static const shi_select_rule select_defaults[] = {
     SEL_RULE(SHI_COLL_SCATTER, SHI_ALGO_DIRECT, 0, SEL_OPEN),
     SEL_RULE(SHI_COLL_SCATTER, SHI_ALGO_STAGED, 0, SEL_OPEN),
 
-    // Broadcast: single copy in the middle sizes where it works.
-    SEL_RULE(SHI_COLL_BROADCAST, SHI_ALGO_DIRECT, SEL_BCAST_DIRECT_MIN,
-        SEL_BCAST_DIRECT_MAX),
+    // Broadcast: the outbox at every size (single copy where tuning
+    // finds it faster).
     SEL_RULE(SHI_COLL_BROADCAST, SHI_ALGO_OUTBOX, 0, SEL_OPEN),
 
     // One algorithm.

@@ -123,11 +123,9 @@ TEST(select_defaults_by_size)
             for (int c = SHI_COLL_ALLGATHER; c <= SHI_COLL_SCATTER; c++) {
                 CHECK(shi_select(&t, (shi_coll) c, b, n, ALL_ALGOS) == move);
             }
-            // Broadcast: single copy from 16 KiB up to 8 MiB.
-            shi_algo bcast
-                = b >= 16 * K && b < 8 * M ? SHI_ALGO_DIRECT : SHI_ALGO_OUTBOX;
-            CHECK(
-                shi_select(&t, SHI_COLL_BROADCAST, b, n, ALL_ALGOS) == bcast);
+            // Broadcast: the outbox at every size.
+            CHECK(shi_select(&t, SHI_COLL_BROADCAST, b, n, ALL_ALGOS)
+                == SHI_ALGO_OUTBOX);
             CHECK(shi_select(
                       &t, SHI_COLL_BROADCAST, b, n, all_but(SHI_ALGO_DIRECT))
                 == SHI_ALGO_OUTBOX);
@@ -241,7 +239,7 @@ TEST(select_header_example)
     CHECK_OK(shi_select_parse(&t,
         "allreduce:oneshot@0-64K,twoshot@64K-1M,direct@1M-;allgather:staged@"
         "0-"));
-    CHECK(t.nrules == 4 + 40);
+    CHECK(t.nrules == 4 + 39);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K - 1) == SHI_ALGO_ONESHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K) == SHI_ALGO_TWOSHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, M - 1) == SHI_ALGO_TWOSHOT);
@@ -501,7 +499,7 @@ TEST(select_format_defaults)
                             "alltoall:staged@1-8K,direct,staged;"
                             "gather:staged@1-8K,direct,staged;"
                             "scatter:staged@1-8K,direct,staged;"
-                            "broadcast:direct@16K-8M,outbox;barrier:flags;"
+                            "broadcast:outbox;barrier:flags;"
                             "allreduce:hier@64K-,rhd@0-64K,ring;"
                             "reduce:flat@0-64K,ring;"
                             "allgather:flat@1-64K,ring;"
