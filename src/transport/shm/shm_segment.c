@@ -216,32 +216,3 @@ shm_abort_of(const shm_segment *seg)
 {
     return (struct shm_abort *) (seg->base + sizeof(struct shm_header));
 }
-
-struct shm_rank *
-shm_rank_of(const shm_segment *seg, int rank)
-{
-    return (struct shm_rank *) (seg->base + seg->rank_off) + rank;
-}
-
-static unsigned char *
-p2p_chan(const shm_segment *seg, int src, int dst)
-{
-    size_t idx = (size_t) src * (size_t) seg->nranks + (size_t) dst;
-
-    return seg->base + seg->p2p_off + idx * seg->p2p_chan_bytes;
-}
-
-struct shm_ring_tail *
-shm_p2p_tail(const shm_segment *seg, int src, int dst)
-{
-    return (struct shm_ring_tail *) p2p_chan(seg, src, dst);
-}
-
-struct shm_slot_header *
-shm_p2p_slot(const shm_segment *seg, int src, int dst, uint64_t i)
-{
-    uint64_t k = i % seg->p2p_slots;
-
-    return (struct shm_slot_header *) (p2p_chan(seg, src, dst) + SHM_LINE
-        + k * seg->p2p_slot_stride);
-}

@@ -117,13 +117,40 @@ int shm_segment_attach(shm_segment *seg, int fd, int nranks);
 void shm_segment_unmap(shm_segment *seg);
 
 struct shm_abort *shm_abort_of(const shm_segment *seg);
-struct shm_rank  *shm_rank_of(const shm_segment *seg, int rank);
+
+// The lookups below run at every look at a peer: inline, and no division
+// for the usual power-of-two slot count.
+static inline struct shm_rank *
+shm_rank_of(const shm_segment *seg, int rank)
+{
+    return (struct shm_rank *) (seg->base + seg->rank_off) + rank;
+}
 
 // Channel from `src` to `dst`: its tail line and slot i (i counts from 0
 // forever; the slot is i % p2p_slots).
-struct shm_ring_tail   *shm_p2p_tail(const shm_segment *seg, int src, int dst);
-struct shm_slot_header *shm_p2p_slot(
-    const shm_segment *seg, int src, int dst, uint64_t i);
+static inline unsigned char *
+shm_p2p_chan(const shm_segment *seg, int src, int dst)
+{
+    size_t idx = (size_t) src * (size_t) seg->nranks + (size_t) dst;
+
+    return seg->base + seg->p2p_off + idx * seg->p2p_chan_bytes;
+}
+
+static inline struct shm_ring_tail *
+shm_p2p_tail(const shm_segment *seg, int src, int dst)
+{
+    return (struct shm_ring_tail *) shm_p2p_chan(seg, src, dst);
+}
+
+static inline struct shm_slot_header *
+shm_p2p_slot(const shm_segment *seg, int src, int dst, uint64_t i)
+{
+    uint32_t n = seg->p2p_slots;
+    uint64_t k = (n & (n - 1)) == 0 ? i & (n - 1) : i % n;
+
+    return (struct shm_slot_header *) (shm_p2p_chan(seg, src, dst) + SHM_LINE
+        + k * seg->p2p_slot_stride);
+}
 
 // The collective area in this process's mapping.
 unsigned char *shm_area_of(const shm_segment *seg);
