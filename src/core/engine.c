@@ -605,11 +605,11 @@ drive_ends_locked(shoal_comm *comm, int app)
 // an application thread takes over. An application thread also returns
 // when `until` passes, leaving req running (a caller that looks up between
 // waits, such as a Python thread checking for Ctrl-C).
-// Called under the lock, by an application thread already counted in
-// app_drivers; returns without the lock, that thread no longer counted.
-// `now` is the caller's recent reading of the clock: the first looks need
-// no reading of their own (a reading costs as much as a small call's
-// whole exchange of flags on some virtual machines).
+// Called under the lock and returns without it; an application thread
+// comes counted in app_drivers and leaves uncounted. `now` is the
+// caller's recent reading of the clock: the first looks need no reading
+// of their own (a reading costs as much as a small call's whole exchange
+// of flags on some virtual machines).
 static void
 drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
     int64_t until, int64_t now)
