@@ -5,16 +5,9 @@
 // reading (and writing) peers' buffers in place or through the kernel;
 // (3) sync point 2, so that no rank returns, and reuses its buffers, while
 // a peer still reads or writes them.
-// An algorithm may name a staged one to run the call instead when some
-// rank's buffer lies outside the shared heap: single copy then goes
-// through the kernel, which pins every page on every call. Every rank
-// sees every exposure at sync point 1, so all decide alike; the staged
-// algorithm starts after sync point 2 (every rank has decided), as if the
-// call had just begun.
 #ifndef SHI_DIRECT_H
 #define SHI_DIRECT_H
 
-#include "algo/registry.h"
 #include "core/comm.h"
 
 typedef struct shi_direct_ops {
@@ -22,9 +15,6 @@ typedef struct shi_direct_ops {
     void (*publish)(shoal_comm *comm, shoal_request *req);
     // Phase 2; returns SHOAL_OK, or an error after aborting the comm.
     int (*work)(shoal_comm *comm, shoal_request *req);
-    // The algorithm of the same collective that runs the call instead when
-    // a buffer lies outside the shared heap; SHI_ALGO_NONE: none.
-    shi_algo staged;
 } shi_direct_ops;
 
 // One step of a direct algorithm (a shi_step_fn with its ops).
