@@ -899,12 +899,11 @@ shi_engine_sync(shoal_comm *comm, int64_t deadline)
     if ((st = shi_fork_check(comm, "sync")) != SHOAL_OK) {
         return st;
     }
-    int64_t now = shi_now_ns();
     pthread_mutex_lock(&comm->lock);
     last = comm->engine.active.tail;
     comm->engine.app_drivers++;
-    if (last != NULL) {
-        drive(comm, NULL, deadline, 1, SHI_NO_DEADLINE, now);
+    if (last != NULL) { // the clock only when there is something to drive
+        drive(comm, NULL, deadline, 1, SHI_NO_DEADLINE, shi_now_ns());
     } else {
         drive_ends_locked(comm, 1);
     }
