@@ -265,6 +265,17 @@ _Static_assert(SHI_ALGO_COUNT <= 16 && SHI_RULE_SOURCES <= 16,
     "a remembered choice packs the offered mask in 16 bits and the "
     "algorithm and source in 8 and 4");
 
+#define MEMO_KEY_BITS     (MEMO_VALID | 0xffffffffffffu) // valid, offered, bytes
+#define MEMO_ALGO_SHIFT   48
+#define MEMO_SOURCE_SHIFT 56
+
+// Whether a call's choice may be remembered for this collective.
+static int
+memo_fits(shi_coll coll, size_t bytes)
+{
+    return coll < SHI_COLL_COUNT && bytes <= UINT32_MAX;
+}
+
 static uint64_t
 memo_key(size_t bytes, unsigned offered)
 {
@@ -276,26 +287,26 @@ static int
 memo_lookup(shoal_comm *comm, shi_coll coll, size_t bytes, unsigned offered,
     shi_rule_source *source)
 {
-    if (coll >= SHI_COLL_COUNT || bytes > UINT32_MAX) {
+    if (!memo_fits(coll, bytes)) {
         return SHI_ALGO_NONE;
     }
     uint64_t m
         = atomic_load_explicit(&comm->choice_memo[coll], memory_order_relaxed);
-    if ((m & (MEMO_VALID | 0xffffffffffffu)) != memo_key(bytes, offered)) {
+    if ((m & MEMO_KEY_BITS) != memo_key(bytes, offered)) {
         return SHI_ALGO_NONE;
     }
-    *source = (shi_rule_source) ((m >> 56) & 0xfu);
-    return (int) ((m >> 48) & 0xffu);
+    *source = (shi_rule_source) ((m >> MEMO_SOURCE_SHIFT) & 0xfu);
+    return (int) ((m >> MEMO_ALGO_SHIFT) & 0xffu);
 }
 
 static void
 memo_store(shoal_comm *comm, shi_coll coll, size_t bytes, unsigned offered,
     int algo, shi_rule_source source)
 {
-    if (coll < SHI_COLL_COUNT && bytes <= UINT32_MAX) {
+    if (memo_fits(coll, bytes)) {
         atomic_store_explicit(&comm->choice_memo[coll],
-            memo_key(bytes, offered) | (uint64_t) algo << 48
-                | (uint64_t) source << 56,
+            memo_key(bytes, offered) | (uint64_t) algo << MEMO_ALGO_SHIFT
+                | (uint64_t) source << MEMO_SOURCE_SHIFT,
             memory_order_relaxed);
     }
 }
