@@ -740,7 +740,11 @@ SHOAL_API int shoal_mem_reg_kind(const shoal_mem_reg *reg);
 // Memory: over shared memory a buffer from shoal_alloc is mapped by every
 // peer, so a put is one memcpy by the origin, and shoal_window_peer_ptr
 // gives the peer's buffer itself; any other buffer is reached by a single
-// copy through the kernel (process_vm_writev), and has no peer pointer.
+// copy through the kernel (process_vm_writev), and has no peer pointer,
+// except that a put of at most 4 KiB to a target that waits on the window
+// at that moment (in wait_signal, or in a put of its own) is copied by the
+// target from a slot in its shared heap, which costs less than the
+// system call. Either way the put returns once the data is there.
 // Over TCP a put and a signal are messages that the target's progress
 // engine applies on arrival (its progress thread, while a window is
 // registered), with no call on the target's side; a peer on this host of

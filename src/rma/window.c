@@ -78,12 +78,19 @@ release(shoal_window *win, int keep_lines)
     if (!keep_lines) {
         shoal_free(comm, win->lines);
     }
+    shi_win_inbox_close(win, keep_lines);
     shoal_window_free(win->inner); // its communicator deregisters alike
     win->inner = NULL;
     free(win->peers);
     free(win->waited);
     free(win->views);
     free(win->remote_lines);
+    free(win->inbox_heads);
+    free(win->inbox_slots);
+    free(win->posting);
+    win->inbox_heads  = NULL;
+    win->inbox_slots  = NULL;
+    win->posting      = NULL;
     win->lines        = NULL;
     win->peers        = NULL;
     win->waited       = NULL;
@@ -190,8 +197,12 @@ prepare(shoal_window *win, void *buf, size_t count, shoal_dtype dtype,
     win->waited       = calloc(n, sizeof(*win->waited));
     win->views        = calloc(n, sizeof(*win->views));
     win->remote_lines = calloc(n, sizeof(*win->remote_lines));
-    if (win->waited == NULL || win->views == NULL
-        || win->remote_lines == NULL) {
+    win->inbox_heads  = calloc(n, sizeof(*win->inbox_heads));
+    win->inbox_slots  = calloc(n, sizeof(*win->inbox_slots));
+    win->posting      = calloc(n, sizeof(*win->posting));
+    if (win->waited == NULL || win->views == NULL || win->remote_lines == NULL
+        || win->inbox_heads == NULL || win->inbox_slots == NULL
+        || win->posting == NULL) {
         return shi_error(SHOAL_ENOMEM, "out of memory");
     }
     if ((st = shoal_alloc(comm, lines, (void **) &win->lines)) != SHOAL_OK) {
@@ -206,6 +217,7 @@ prepare(shoal_window *win, void *buf, size_t count, shoal_dtype dtype,
     d->elem    = win->elem;
     comm->tp->mem_expose(comm, buf, win->bytes, &d->buf);
     comm->tp->mem_expose(comm, win->lines, lines, &d->counters);
+    shi_win_inbox_open(win, d);
     pthread_mutex_lock(&comm->lock);
     win->id = (uint32_t) d->id;
     pthread_mutex_unlock(&comm->lock);
@@ -269,6 +281,7 @@ reach_peer(shoal_window *win, int r)
     shoal_comm                *comm = win->comm;
     const struct shi_win_desc *d    = &win->peers[r];
     size_t                     line = sizeof(struct shi_win_line);
+    int                        st;
 
     if (d->buf.owner != r || d->counters.owner != r
         || d->buf.bytes != win->bytes
@@ -294,6 +307,9 @@ reach_peer(shoal_window *win, int r)
         return shi_error(SHOAL_EPROTO,
             "window_register: rank %d's signal counters are not mapped here",
             r);
+    }
+    if ((st = shi_win_inbox_reach(win, r)) != SHOAL_OK) {
+        return st;
     }
     if (win->views[r] == NULL && win->bytes > 0 && !comm->cma_ok) {
         return shi_error(SHOAL_ENOTSUP,

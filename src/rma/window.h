@@ -15,9 +15,15 @@
 // the buffer on the host's shared-memory communicator (comm->local), and
 // reaches its same-host peers there: mapped, as on one host.
 //
+// A small put into a peer's buffer that is not mapped here (not from
+// shoal_alloc) costs a system call when the origin copies it through the
+// kernel; where the target is waiting on the window at that moment, it
+// copies the data from an inbox in its heap instead (window_inbox.c).
+//
 // Files: window.c (create, register, deregister, free), window_ops.c
-// (put, signal, wait_signal, peer pointers), window_remote.c (what a
-// message transport asks when a peer's put or signal arrives).
+// (put, signal, wait_signal, peer pointers), window_inbox.c (small puts
+// the target applies while it waits), window_remote.c (what a message
+// transport asks when a peer's put or signal arrives).
 #ifndef SHI_WINDOW_H
 #define SHI_WINDOW_H
 
@@ -38,6 +44,39 @@ struct shi_win_line {
 
 enum { SHI_WIN_SIGNALS = 0, SHI_WIN_FENCE = 1 }; // counter numbers
 
+// The largest put that goes through a target's inbox: up to this size the
+// two copies cost less than one system call (process_vm_writev).
+#define SHI_WIN_INBOX_BYTES 4096
+
+// The head of a rank's inbox, in its heap: how many of its threads wait
+// on the window now (they apply posted puts), and a bell every origin
+// rings after posting, so a waiting thread looks at the slots only when
+// one was posted.
+struct shi_win_inbox_head {
+    _Atomic uint64_t attending;
+    _Atomic uint64_t bell;
+    char             pad[48];
+};
+
+// The states of a slot (see window_inbox.c).
+enum shi_win_slot_state {
+    SHI_SLOT_IDLE = 0, // the origin's to fill
+    SHI_SLOT_POSTED, // filled: the target's to take
+    SHI_SLOT_TAKEN, // a target thread applies it
+    SHI_SLOT_DONE, // applied
+    SHI_SLOT_REFUSED, // the offset or length did not fit the window
+};
+
+// One origin's slot in a target's inbox; the head is followed by one per
+// rank of the communicator.
+struct shi_win_slot {
+    _Atomic uint32_t state; // enum shi_win_slot_state
+    uint32_t         len; // bytes of data (the origin's word: checked)
+    uint64_t         off; // into the target's buffer (checked)
+    char             pad[48];
+    unsigned char    data[SHI_WIN_INBOX_BYTES];
+};
+
 // What a rank publishes at registration (it crosses to the peers as
 // bytes: each field is checked before use).
 struct shi_win_desc {
@@ -45,6 +84,7 @@ struct shi_win_desc {
     uint64_t             bytes;
     uint64_t             elem; // element size
     struct shi_tp_region buf, counters;
+    struct shi_tp_region inbox; // bytes 0: puts come by single copies
     int32_t              status; // 0, or this rank's argument error ...
     char                 text[148]; // ... and its message
 };
@@ -65,6 +105,14 @@ struct shoal_window {
     // its counter line for this rank.
     unsigned char       **views;
     struct shi_win_line **remote_lines;
+    // Small puts (window_inbox.c): my inbox, or NULL where peers map my
+    // buffer; per peer, its inbox head and my slot there where it has one
+    // (else NULL), and whether a thread of this rank is using that slot.
+    struct shi_win_inbox_head  *inbox;
+    struct shi_win_inbox_head **inbox_heads;
+    struct shi_win_slot       **inbox_slots;
+    _Atomic int                *posting;
+    _Atomic uint64_t            bell_seen;
     // Over a message transport with several ranks on this host: the same
     // buffer registered on the host's shared-memory communicator
     // (comm->local), through which every same-host peer is reached (puts
@@ -93,5 +141,37 @@ int shi_window_raise(struct shoal_window *win, int dst, int which,
 // blocking (out NULL) or not.
 int shi_window_wait_counter(struct shoal_window *win, int peer, int which,
     uint64_t target, int64_t timeout_ms, shoal_request **out);
+
+// ------------------------------------------------------------ inbox
+
+// Bytes of the inbox of a communicator of `n` ranks.
+size_t shi_win_inbox_size(int n);
+
+// Makes this rank's inbox at registration where peers will not map its
+// buffer, describing it in d->inbox (bytes 0: none, also when the heap
+// has no room: puts then come by single copies).
+void shi_win_inbox_open(shoal_window *win, struct shi_win_desc *d);
+
+// Maps rank r's inbox head and this rank's slot there (after the trade);
+// SHOAL_EPROTO where r described one that does not fit.
+int shi_win_inbox_reach(shoal_window *win, int r);
+
+// Releases what shi_win_inbox_open and reach made; `keep`: peers may still
+// write the inbox, which stays in the heap until the communicator goes.
+void shi_win_inbox_close(shoal_window *win, int keep);
+
+// Puts `bytes` from src at byte `off` of rank dst's buffer through dst's
+// inbox, if dst is waiting on the window and the put fits: SHOAL_OK once
+// dst has copied it, 1 when the caller must copy it itself, or an error
+// (dst refused it).
+int shi_win_inbox_put(
+    shoal_window *win, const void *src, size_t bytes, int dst, size_t off);
+
+// Applies the puts posted to this rank's inbox (any thread, any time).
+void shi_win_inbox_serve(shoal_window *win);
+
+// A thread of this rank starts (+1) or stops (-1) waiting on the window:
+// while any does, origins post their small puts to the inbox.
+void shi_win_inbox_attend(shoal_window *win, int delta);
 
 #endif

@@ -122,6 +122,7 @@ wait_step(shoal_comm *comm, shoal_request *req)
         shi_engine_complete(comm, req, SHOAL_EINVAL);
         return 1; // deregistered under the wait: the caller's mistake
     }
+    shi_win_inbox_serve(win);
     req->blocked_on = req->peer;
     counter         = s->which == SHI_WIN_FENCE ? &win->lines[req->peer].fence
                                                 : &win->lines[req->peer].signals;
@@ -239,9 +240,10 @@ shoal_window_isignal(shoal_window *win, int dst, shoal_request **req)
 // the counter for as long as the engine would spin (the communicator's
 // wait policy): a signal that comes soon is seen without the engine's
 // lock and passes. 1 if it came; else the engine waits (sleeping, and
-// seeing deadlines and dead peers).
+// seeing deadlines and dead peers). Meanwhile it applies the small puts
+// posted to its inbox, and says so to origins (spin_for).
 static int
-spin_for(shoal_window *win, _Atomic uint64_t *counter, uint64_t target)
+spin_until(shoal_window *win, _Atomic uint64_t *counter, uint64_t target)
 {
     shoal_comm *comm  = win->comm;
     int64_t     until = 0;
@@ -250,6 +252,7 @@ spin_for(shoal_window *win, _Atomic uint64_t *counter, uint64_t target)
         if (atomic_load_explicit(counter, memory_order_acquire) >= target) {
             return 1;
         }
+        shi_win_inbox_serve(win);
         if ((i & 63) == 0) {
             int64_t now = shi_now_ns();
             if (until == 0) {
@@ -261,6 +264,15 @@ spin_for(shoal_window *win, _Atomic uint64_t *counter, uint64_t target)
         }
         shi_cpu_relax();
     }
+}
+
+static int
+spin_for(shoal_window *win, _Atomic uint64_t *counter, uint64_t target)
+{
+    shi_win_inbox_attend(win, 1);
+    int came = spin_until(win, counter, target);
+    shi_win_inbox_attend(win, -1);
+    return came;
 }
 
 static int
@@ -345,7 +357,8 @@ check_put(const shoal_window *win, const void *src, size_t count,
 }
 
 // A put done by the caller where the target's memory is reachable: in
-// place, else a single copy through the kernel.
+// place, else through the target's inbox where it waits, else a single
+// copy through the kernel.
 static int
 put_here(shoal_window *win, const void *src, size_t bytes, int dst, size_t off)
 {
@@ -358,6 +371,9 @@ put_here(shoal_window *win, const void *src, size_t bytes, int dst, size_t off)
     if (win->views[dst] != NULL) {
         memmove(win->views[dst] + off, src, bytes);
         return SHOAL_OK;
+    }
+    if ((st = shi_win_inbox_put(win, src, bytes, dst, off)) <= 0) {
+        return st;
     }
     st = comm->tp->mem_write(comm, &win->peers[dst].buf, off, src, bytes);
     return st == SHOAL_OK

@@ -1,0 +1,234 @@
+// Small puts the target applies while it waits (see window.h).
+//
+// A put into a peer's buffer that peers do not map is a single copy
+// through the kernel (process_vm_writev): a system call that costs about
+// 2 us even for 8 bytes. A target that waits on the window (in
+// wait_signal, or in a put of its own) is polling anyway, so a small put
+// goes to it instead:
+//   1. The origin writes offset, length and data into its slot in the
+//      target's inbox, publishes the slot (POSTED) and rings the inbox's
+//      bell.
+//   2. A waiting thread of the target sees the bell, takes the slot
+//      (POSTED -> TAKEN, so only one thread applies it), checks offset and
+//      length against its window, copies the data into its buffer and
+//      marks the slot DONE (or REFUSED).
+//   3. The origin waits for DONE, serving its own inbox meanwhile (two
+//      ranks that put to each other at once serve each other), and
+//      returns: the data is in the target's buffer, as shoal.h promises.
+//      If the target has not taken the slot in time, the origin takes it
+//      back (POSTED -> IDLE) and copies through the kernel. In time: about
+//      the kernel copy's cost where the target said it waits (it polls, so
+//      only a lost CPU keeps it), a fraction of that where it did not (it
+//      may be about to wait, as in an exchange; if it computes, the put
+//      pays that fraction more).
+// Cost: two copies of at most SHI_WIN_INBOX_BYTES and two flag transfers
+// against one system call.
+#include <stdio.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "platform/cpu_relax.h"
+#include "rma/window.h"
+
+// How long an origin waits for the target to take its put before copying
+// it itself: where the target waits on the window (about what the kernel's
+// copy costs), and where it does not (step 3).
+#define INBOX_WAIT_NS 3000
+#define INBOX_MEET_NS 500
+
+size_t
+shi_win_inbox_size(int n)
+{
+    return sizeof(struct shi_win_inbox_head)
+        + (size_t) n * sizeof(struct shi_win_slot);
+}
+
+static struct shi_win_slot *
+slot_in(struct shi_win_inbox_head *head, int origin)
+{
+    return (struct shi_win_slot *) (head + 1) + origin;
+}
+
+void
+shi_win_inbox_open(shoal_window *win, struct shi_win_desc *d)
+{
+    shoal_comm *comm  = win->comm;
+    size_t      bytes = shi_win_inbox_size(comm->size);
+    void       *mem   = NULL;
+
+    // Peers map a buffer from the heap and write it in place; over
+    // messages the target applies every put anyway.
+    if (win->messages || win->bytes == 0 || comm->size < 2
+        || comm->tp->mem_view(comm, &d->buf, 0, win->bytes) != NULL) {
+        return;
+    }
+    if (shoal_alloc(comm, bytes, &mem) != SHOAL_OK) {
+        shi_error_clear();
+        return; // no room: single copies, as without an inbox
+    }
+    memset(mem, 0, bytes);
+    win->inbox = mem;
+    comm->tp->mem_expose(comm, mem, bytes, &d->inbox);
+}
+
+int
+shi_win_inbox_reach(shoal_window *win, int r)
+{
+    shoal_comm                 *comm  = win->comm;
+    const struct shi_tp_region *box   = &win->peers[r].inbox;
+    size_t                      bytes = shi_win_inbox_size(comm->size);
+
+    if (box->bytes == 0 || r == comm->rank) {
+        return SHOAL_OK;
+    }
+    if (box->owner != r || box->bytes != bytes) {
+        return shi_error(SHOAL_EPROTO,
+            "window_register: rank %d described its inbox inconsistently", r);
+    }
+    struct shi_win_inbox_head *head
+        = comm->tp->mem_view(comm, box, 0, sizeof(*head));
+    if (head == NULL) {
+        return SHOAL_OK; // not mapped here: single copies
+    }
+    win->inbox_heads[r] = head;
+    win->inbox_slots[r] = slot_in(head, comm->rank);
+    return SHOAL_OK;
+}
+
+void
+shi_win_inbox_close(shoal_window *win, int keep)
+{
+    if (!keep && win->inbox != NULL) {
+        shoal_free(win->comm, win->inbox);
+    }
+    win->inbox = NULL;
+}
+
+void
+shi_win_inbox_attend(shoal_window *win, int delta)
+{
+    if (win->inbox != NULL) {
+        // Sequentially consistent: pairs with the origin's post (step 1).
+        atomic_fetch_add(&win->inbox->attending, (uint64_t) (int64_t) delta);
+    }
+}
+
+// Applies origin `p`'s slot if it is posted and no other thread took it.
+static void
+serve_slot(shoal_window *win, struct shi_win_slot *s)
+{
+    uint32_t posted = SHI_SLOT_POSTED;
+
+    if (atomic_load_explicit(&s->state, memory_order_relaxed)
+            != SHI_SLOT_POSTED
+        || !atomic_compare_exchange_strong_explicit(&s->state, &posted,
+            SHI_SLOT_TAKEN, memory_order_acquire, memory_order_relaxed)) {
+        return;
+    }
+    // The origin's words, read once and checked: a peer is not trusted.
+    uint64_t off = s->off;
+    uint32_t len = s->len;
+    if (len > SHI_WIN_INBOX_BYTES || off > win->bytes
+        || len > win->bytes - off) {
+        atomic_store_explicit(
+            &s->state, SHI_SLOT_REFUSED, memory_order_release);
+        return;
+    }
+    memcpy(win->base + off, s->data, len);
+    atomic_store_explicit(&s->state, SHI_SLOT_DONE, memory_order_release);
+}
+
+void
+shi_win_inbox_serve(shoal_window *win)
+{
+    struct shi_win_inbox_head *head = win->inbox;
+
+    if (head == NULL) {
+        return;
+    }
+    uint64_t bell = atomic_load_explicit(&head->bell, memory_order_acquire);
+    if (bell == atomic_load_explicit(&win->bell_seen, memory_order_relaxed)) {
+        return;
+    }
+    atomic_store_explicit(&win->bell_seen, bell, memory_order_relaxed);
+    for (int p = 0; p < win->comm->size; p++) {
+        serve_slot(win, slot_in(head, p));
+    }
+}
+
+// Waits for the target to apply the posted slot, serving this rank's own
+// inbox meanwhile; takes the slot back if the target does not come in
+// time. The slot's final state: DONE, REFUSED or IDLE (taken back).
+static uint32_t
+await_target(shoal_window *win, struct shi_win_slot *s, int64_t wait_ns)
+{
+    int64_t until = 0;
+
+    for (unsigned i = 0;; i++) {
+        uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (st == SHI_SLOT_DONE || st == SHI_SLOT_REFUSED) {
+            return st;
+        }
+        shi_win_inbox_serve(win);
+        if ((i & 63) == 0) {
+            int64_t now     = shi_now_ns();
+            until           = until == 0 ? now + wait_ns : until;
+            uint32_t posted = SHI_SLOT_POSTED;
+            if (now >= until
+                && atomic_compare_exchange_strong(
+                    &s->state, &posted, SHI_SLOT_IDLE)) {
+                return SHI_SLOT_IDLE;
+            }
+        }
+        shi_cpu_relax();
+    }
+}
+
+// Posts the put in slot s of dst's inbox and waits for it: SHOAL_OK, 1
+// (taken back: the caller copies), or an error.
+static int
+post(shoal_window *win, struct shi_win_slot *s, const void *src, size_t bytes,
+    int dst, size_t off)
+{
+    int64_t wait_ns = atomic_load(&win->inbox_heads[dst]->attending) > 0
+        ? INBOX_WAIT_NS
+        : INBOX_MEET_NS;
+
+    s->off = off;
+    s->len = (uint32_t) bytes;
+    memcpy(s->data, src, bytes);
+    atomic_store_explicit(&s->state, SHI_SLOT_POSTED, memory_order_release);
+    atomic_fetch_add(&win->inbox_heads[dst]->bell, 1);
+    uint32_t st = await_target(win, s, wait_ns);
+    atomic_store_explicit(&s->state, SHI_SLOT_IDLE, memory_order_relaxed);
+    if (st == SHI_SLOT_REFUSED) {
+        return shi_comm_error(win->comm,
+            shi_error(SHOAL_EPROTO,
+                "window_put: rank %d refused %zu bytes at byte %zu of its "
+                "window of %zu bytes (its registration differs from what "
+                "this rank traded)",
+                dst, bytes, off, win->bytes));
+    }
+    return st == SHI_SLOT_DONE ? SHOAL_OK : 1;
+}
+
+int
+shi_win_inbox_put(
+    shoal_window *win, const void *src, size_t bytes, int dst, size_t off)
+{
+    struct shi_win_slot *s
+        = win->inbox_slots != NULL ? win->inbox_slots[dst] : NULL;
+    int idle = 0, st = 1;
+
+    if (s == NULL || bytes == 0 || bytes > SHI_WIN_INBOX_BYTES) {
+        return 1;
+    }
+    if (!atomic_compare_exchange_strong(&win->posting[dst], &idle, 1)) {
+        return 1; // another thread of this rank uses the slot
+    }
+    shi_win_inbox_attend(win, 1);
+    st = post(win, s, src, bytes, dst, off);
+    shi_win_inbox_attend(win, -1);
+    atomic_store_explicit(&win->posting[dst], 0, memory_order_release);
+    return st;
+}
