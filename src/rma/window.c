@@ -87,10 +87,10 @@ release(shoal_window *win, int keep_lines)
     free(win->remote_lines);
     free(win->inbox_heads);
     free(win->inbox_slots);
-    free(win->posting);
+    free(win->outbox);
     win->inbox_heads  = NULL;
     win->inbox_slots  = NULL;
-    win->posting      = NULL;
+    win->outbox       = NULL;
     win->lines        = NULL;
     win->peers        = NULL;
     win->waited       = NULL;
@@ -199,10 +199,10 @@ prepare(shoal_window *win, void *buf, size_t count, shoal_dtype dtype,
     win->remote_lines = calloc(n, sizeof(*win->remote_lines));
     win->inbox_heads  = calloc(n, sizeof(*win->inbox_heads));
     win->inbox_slots  = calloc(n, sizeof(*win->inbox_slots));
-    win->posting      = calloc(n, sizeof(*win->posting));
+    win->outbox       = calloc(n, sizeof(*win->outbox));
     if (win->waited == NULL || win->views == NULL || win->remote_lines == NULL
         || win->inbox_heads == NULL || win->inbox_slots == NULL
-        || win->posting == NULL) {
+        || win->outbox == NULL) {
         return shi_error(SHOAL_ENOMEM, "out of memory");
     }
     if ((st = shoal_alloc(comm, lines, (void **) &win->lines)) != SHOAL_OK) {

@@ -67,6 +67,14 @@ enum shi_win_slot_state {
     SHI_SLOT_REFUSED, // the offset or length did not fit the window
 };
 
+// An origin's use of its slot at one target, in its own memory: whether a
+// thread of it posts there now, how many puts in a row the target let wait
+// in vain, and how many more puts skip the slot for that.
+struct shi_win_outbox {
+    _Atomic int busy;
+    int         misses, skip; // under busy
+};
+
 // One origin's slot in a target's inbox; the head is followed by one per
 // rank of the communicator.
 struct shi_win_slot {
@@ -107,11 +115,11 @@ struct shoal_window {
     struct shi_win_line **remote_lines;
     // Small puts (window_inbox.c): my inbox, or NULL where peers map my
     // buffer; per peer, its inbox head and my slot there where it has one
-    // (else NULL), and whether a thread of this rank is using that slot.
+    // (else NULL), and this rank's use of that slot.
     struct shi_win_inbox_head  *inbox;
     struct shi_win_inbox_head **inbox_heads;
     struct shi_win_slot       **inbox_slots;
-    _Atomic int                *posting;
+    struct shi_win_outbox      *outbox;
     _Atomic uint64_t            bell_seen;
     // Over a message transport with several ranks on this host: the same
     // buffer registered on the host's shared-memory communicator

@@ -20,7 +20,8 @@
 //      the kernel copy's cost where the target said it waits (it polls, so
 //      only a lost CPU keeps it), a fraction of that where it did not (it
 //      may be about to wait, as in an exchange; if it computes, the put
-//      pays that fraction more).
+//      pays that fraction more, and the next puts to it that find it not
+//      waiting copy at once: see INBOX_SKIP_MAX).
 // Cost: two copies of at most SHI_WIN_INBOX_BYTES and two flag transfers
 // against one system call.
 #include <stdio.h>
@@ -34,7 +35,13 @@
 // it itself: where the target waits on the window (about what the kernel's
 // copy costs), and where it does not (step 3).
 #define INBOX_WAIT_NS 3000
-#define INBOX_MEET_NS 500
+#define INBOX_MEET_NS 2000
+
+// After puts waited in vain for a target that had not said it waits, the
+// next such puts to it copy at once: 1, 2, 4, ... up to INBOX_SKIP_MAX
+// after 1, 2, 3, ... misses in a row. A target that computes would make
+// each of them wait; one late for an exchange now and then costs one.
+#define INBOX_SKIP_MAX 64
 
 size_t
 shi_win_inbox_size(int n)
@@ -158,7 +165,8 @@ shi_win_inbox_serve(shoal_window *win)
 
 // Waits for the target to apply the posted slot, serving this rank's own
 // inbox meanwhile; takes the slot back if the target does not come in
-// time. The slot's final state: DONE, REFUSED or IDLE (taken back).
+// time (wait_ns from the 8th look). The slot's final state: DONE, REFUSED or
+// IDLE (taken back).
 static uint32_t
 await_target(shoal_window *win, struct shi_win_slot *s, int64_t wait_ns)
 {
@@ -170,7 +178,9 @@ await_target(shoal_window *win, struct shi_win_slot *s, int64_t wait_ns)
             return st;
         }
         shi_win_inbox_serve(win);
-        if ((i & 63) == 0) {
+        // Every 8 looks (64 pauses take about 3 us here), from the 8th on:
+        // a target that is there answers before the first clock reading.
+        if ((i & 7) == 7) {
             int64_t now     = shi_now_ns();
             until           = until == 0 ? now + wait_ns : until;
             uint32_t posted = SHI_SLOT_POSTED;
@@ -188,12 +198,8 @@ await_target(shoal_window *win, struct shi_win_slot *s, int64_t wait_ns)
 // (taken back: the caller copies), or an error.
 static int
 post(shoal_window *win, struct shi_win_slot *s, const void *src, size_t bytes,
-    int dst, size_t off)
+    int dst, size_t off, int64_t wait_ns)
 {
-    int64_t wait_ns = atomic_load(&win->inbox_heads[dst]->attending) > 0
-        ? INBOX_WAIT_NS
-        : INBOX_MEET_NS;
-
     s->off = off;
     s->len = (uint32_t) bytes;
     memcpy(s->data, src, bytes);
@@ -212,6 +218,18 @@ post(shoal_window *win, struct shi_win_slot *s, const void *src, size_t bytes,
     return st == SHI_SLOT_DONE ? SHOAL_OK : 1;
 }
 
+// Puts that copy at once after `misses` in a row (see INBOX_SKIP_MAX).
+static int
+skip_after(int misses)
+{
+    int skip = misses > 0;
+
+    for (int i = 1; i < misses && skip < INBOX_SKIP_MAX; i++) {
+        skip *= 2;
+    }
+    return skip;
+}
+
 int
 shi_win_inbox_put(
     shoal_window *win, const void *src, size_t bytes, int dst, size_t off)
@@ -223,12 +241,22 @@ shi_win_inbox_put(
     if (s == NULL || bytes == 0 || bytes > SHI_WIN_INBOX_BYTES) {
         return 1;
     }
-    if (!atomic_compare_exchange_strong(&win->posting[dst], &idle, 1)) {
+    struct shi_win_outbox *out = &win->outbox[dst];
+    if (!atomic_compare_exchange_strong(&out->busy, &idle, 1)) {
         return 1; // another thread of this rank uses the slot
     }
-    shi_win_inbox_attend(win, 1);
-    st = post(win, s, src, bytes, dst, off);
-    shi_win_inbox_attend(win, -1);
-    atomic_store_explicit(&win->posting[dst], 0, memory_order_release);
+    int waits = atomic_load(&win->inbox_heads[dst]->attending) > 0;
+    if (!waits && out->skip > 0) {
+        out->skip--;
+    } else {
+        shi_win_inbox_attend(win, 1);
+        st = post(win, s, src, bytes, dst, off,
+            waits ? INBOX_WAIT_NS : INBOX_MEET_NS);
+        shi_win_inbox_attend(win, -1);
+        int missed  = st == 1 && !waits;
+        out->misses = missed ? out->misses + (out->misses < 64) : 0;
+        out->skip   = skip_after(out->misses);
+    }
+    atomic_store_explicit(&out->busy, 0, memory_order_release);
     return st;
 }

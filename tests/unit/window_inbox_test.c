@@ -52,9 +52,9 @@ pair_open(struct pair *p)
     p->o.comm        = p->oc;
     p->o.inbox_heads = calloc(2, sizeof(*p->o.inbox_heads));
     p->o.inbox_slots = calloc(2, sizeof(*p->o.inbox_slots));
-    p->o.posting     = calloc(2, sizeof(*p->o.posting));
+    p->o.outbox      = calloc(2, sizeof(*p->o.outbox));
     CHECK(p->t.inbox != NULL && p->o.inbox_heads != NULL
-        && p->o.inbox_slots != NULL && p->o.posting != NULL);
+        && p->o.inbox_slots != NULL && p->o.outbox != NULL);
     p->o.inbox_heads[1] = p->t.inbox;
     p->o.inbox_slots[1] = slot_of(p->t.inbox, 0);
 }
@@ -65,7 +65,7 @@ pair_close(struct pair *p)
     free(p->t.inbox);
     free(p->o.inbox_heads);
     free(p->o.inbox_slots);
-    free(p->o.posting);
+    free(p->o.outbox);
     free(p->oc);
     free(p->tc);
 }
@@ -144,7 +144,7 @@ TEST(window_inbox_put_lands_where_the_target_waits)
     CHECK_MSG(landed == 100, "only %d of %d puts went through the inbox",
         landed, tries);
     CHECK(atomic_load(&p.o.inbox_slots[1]->state) == SHI_SLOT_IDLE);
-    CHECK(atomic_load(&p.o.posting[1]) == 0);
+    CHECK(atomic_load(&p.o.outbox[1].busy) == 0);
     pair_close(&p);
 }
 
@@ -172,7 +172,7 @@ TEST(window_inbox_put_taken_back_when_nobody_serves)
     CHECK(shi_win_inbox_put(&p.o, src, sizeof(src), 1, 128) == 1);
     CHECK_MSG(seconds() - t0 < 0.5, "the put waited %.3f s", seconds() - t0);
     CHECK(atomic_load(&p.o.inbox_slots[1]->state) == SHI_SLOT_IDLE);
-    CHECK(atomic_load(&p.o.posting[1]) == 0);
+    CHECK(atomic_load(&p.o.outbox[1].busy) == 0);
     for (size_t i = 0; i < sizeof(p.buf); i++) {
         CHECK(p.buf[i] == 0);
     }
