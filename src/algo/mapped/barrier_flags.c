@@ -38,6 +38,9 @@ shi_barrier_flags_step(shoal_comm *comm, shoal_request *req)
                 == mine;
     }
     req->blocked_on = -1;
+    // Every peer entered this barrier, so has finished every collective
+    // before it: none still reads a line of the inline uses so far.
+    shi_mapped_of(comm)->inline_seen = shi_mapped_of(comm)->inline_use;
     if (agree || !shi_coll_verify(comm, s)) {
         shi_engine_complete(comm, req, SHOAL_OK);
     }

@@ -63,6 +63,22 @@ min_reader_tail(shoal_comm *comm, int *slowest)
     return low;
 }
 
+// Whether every reader has released slot `slot` of our outbox's previous
+// round. Tails only grow, so the lowest one seen last time stands until
+// the root gets that far: most small broadcasts read no reader's line.
+static int
+slot_free(shoal_comm *comm, uint64_t slot, int *slowest)
+{
+    struct shi_mapped_state *m    = shi_mapped_of(comm);
+    uint64_t                 ring = shi_area_of(comm)->box_slots;
+
+    if (m->box_tail_seen + ring > slot) {
+        return 1;
+    }
+    m->box_tail_seen = min_reader_tail(comm, slowest);
+    return m->box_tail_seen + ring > slot;
+}
+
 static int
 root_step(shoal_comm *comm, shoal_request *req)
 {
@@ -71,8 +87,7 @@ root_step(shoal_comm *comm, shoal_request *req)
 
     while (outbox_of(req)->slot < outbox_of(req)->slot_end) {
         int slowest = -1;
-        if (min_reader_tail(comm, &slowest) + shi_area_of(comm)->box_slots
-            <= outbox_of(req)->slot) {
+        if (!slot_free(comm, outbox_of(req)->slot, &slowest)) {
             // A reader that called another broadcast (another root) never
             // reads ours: its descriptor says so at once.
             req->blocked_on = slowest;
@@ -175,7 +190,7 @@ shi_bcast_outbox_step(shoal_comm *comm, shoal_request *req)
     if (outbox_of(req)->slot == outbox_of(req)->slot_end
         && !atomic_load(&comm->failed)) {
         req->blocked_on = -1;
-        if (!shi_coll_verify(comm, (uint32_t) req->seq)) {
+        if (shi_coll_agree(comm, (uint32_t) req->seq)) {
             shi_engine_complete(comm, req, SHOAL_OK);
         }
         n++;

@@ -24,6 +24,7 @@ struct shi_mapped_state {
     uint64_t               slab_use; // staging uses so far (xfer.c)
     uint64_t               inline_use; // tiny collectives so far (inline.c)
     uint64_t inline_seen; // the last inline use every peer entered
+    uint64_t box_tail_seen; // the lowest reader tail of my outbox, last read
     struct shi_mapped_peer {
         uint64_t box_slot; // next slot of this peer's outbox
         uint32_t coll_checked; // collectives verified against this peer
