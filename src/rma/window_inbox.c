@@ -24,7 +24,6 @@
 //      waiting copy at once: see INBOX_SKIP_MAX).
 // Cost: two copies of at most SHI_WIN_INBOX_BYTES and two flag transfers
 // against one system call.
-#include <stdio.h>
 #include <string.h>
 
 #include "base/clock.h"
