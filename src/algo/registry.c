@@ -19,24 +19,30 @@
 #define RUN(c, a, name, needs, cost, step)                                    \
     {                                                                         \
         SHI_COLL_##c, SHI_ALGO_##a, name, MAPPED, needs, cost, step, NULL,    \
-            NULL                                                              \
+            NULL, SHI_ALGO_NONE                                               \
+    }
+// ... that hands the call to algorithm `h` for private memory (hand_over).
+#define RUN_OR(c, a, name, needs, cost, step, h)                              \
+    {                                                                         \
+        SHI_COLL_##c, SHI_ALGO_##a, name, MAPPED, needs, cost, step, NULL,    \
+            NULL, SHI_ALGO_##h                                                \
     }
 // A message schedule: built per call, run by algo/net/net_exec.c.
 #define SCHED(c, a, name, cost, build)                                        \
     {                                                                         \
         SHI_COLL_##c, SHI_ALGO_##a, name, MESSAGES, 0, cost, NULL, build,     \
-            NULL                                                              \
+            NULL, SHI_ALGO_NONE                                               \
     }
 
 static const shi_algo_desc algo_rows[] = {
     // Shared memory (mapped): every peer's segment is mapped here.
     RUN(ALLREDUCE, ONESHOT, "oneshot", 0, shi_oneshot_cost, shi_oneshot_run),
     RUN(ALLREDUCE, TWOSHOT, "twoshot", 0, shi_twoshot_cost, shi_twoshot_step),
-    RUN(ALLREDUCE, DIRECT, "direct", CMA, shi_allreduce_direct_cost,
-        shi_allreduce_direct_step),
+    RUN_OR(ALLREDUCE, DIRECT, "direct", CMA, shi_allreduce_direct_cost,
+        shi_allreduce_direct_step, TWOSHOT),
     RUN(REDUCE, ONESHOT, "oneshot", 0, shi_oneshot_cost, shi_oneshot_run),
-    RUN(REDUCE, DIRECT, "direct", CMA, shi_reduce_direct_cost,
-        shi_reduce_direct_step),
+    RUN_OR(REDUCE, DIRECT, "direct", CMA, shi_reduce_direct_cost,
+        shi_reduce_direct_step, ONESHOT),
     RUN(ALLGATHER, STAGED, "staged", 0, shi_staged_cost, shi_staged_run),
     RUN(ALLGATHER, DIRECT, "direct", CMA, shi_move_direct_cost,
         shi_move_direct_step),
@@ -86,9 +92,9 @@ static const shi_algo_desc algo_rows[] = {
     // each host, messages between them (algo/common/hier.c).
     { SHI_COLL_ALLREDUCE, SHI_ALGO_HIER, "hier", MESSAGES, HOSTS,
         net_hier_cost, shi_allreduce_hier_step, NULL,
-        shi_allreduce_hier_accepts },
+        shi_allreduce_hier_accepts, SHI_ALGO_NONE },
     { SHI_COLL_BROADCAST, SHI_ALGO_HIER, "hier", MESSAGES, HOSTS,
-        net_hier_cost, shi_bcast_hier_step, NULL, NULL },
+        net_hier_cost, shi_bcast_hier_step, NULL, NULL, SHI_ALGO_NONE },
 };
 
 #define NROWS ((int) (sizeof(algo_rows) / sizeof(algo_rows[0])))

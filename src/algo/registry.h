@@ -119,6 +119,11 @@ typedef struct shi_algo_desc {
     shi_step_fn       step; // runs the request itself, or
     shi_build_fn      build; // a message schedule the executor runs
     shi_accepts_fn    accepts; // NULL: every call
+    // Where a buffer of the call lies outside the shared heap, the
+    // algorithm that runs it instead, if the built-in table chose this one
+    // (a named algorithm runs as named; algo/mapped/direct.h says how);
+    // SHI_ALGO_NONE: none.
+    shi_algo hand_over;
 } shi_algo_desc;
 
 // Whether row `d` can run `req` (a NULL row: no, never).

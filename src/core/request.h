@@ -41,13 +41,17 @@ struct shoal_request {
     int             late_asked; // its deadline passed; absent ranks sought
     shoal_reduce_op op;
     int             algo; // shi_algo chosen at submission
-    const void     *impl; // its registry row, chosen at submission
-    size_t         *counts; // v-collectives: owned copies
-    size_t         *rcounts; // all_to_all_v: receive counts
-    uint64_t        counts_hash;
-    uint64_t        sync_base; // comm's sync counter when started
-    uint64_t        fr_id; // its flight-record entry + 1 (flight.c), 0: none
-    uint32_t        fr_slot; // that entry's slot in the ring
+    // The built-in table chose algo (nobody named it) and its row names an
+    // algorithm to hand the call to (registry.h, hand_over); part of the
+    // call's descriptor, so ranks that would run different ones fail.
+    int         may_hand_over;
+    const void *impl; // its registry row, chosen at submission
+    size_t     *counts; // v-collectives: owned copies
+    size_t     *rcounts; // all_to_all_v: receive counts
+    uint64_t    counts_hash;
+    uint64_t    sync_base; // comm's sync counter when started
+    uint64_t    fr_id; // its flight-record entry + 1 (flight.c), 0: none
+    uint32_t    fr_slot; // that entry's slot in the ring
     // The running algorithm's own state: each algorithm keeps a struct of
     // its own here (shi_algo_state), zeroed when the request is filled.
     _Alignas(16) unsigned char algo_state[SHI_ALGO_STATE_BYTES];

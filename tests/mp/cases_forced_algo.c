@@ -6,7 +6,9 @@
 // choice is one of the listed; an algorithm that cannot run the call fails
 // it with SHOAL_ENOTSUP before anything is sent (the communicator stays
 // usable); ranks forcing different algorithms fail with SHOAL_EMISMATCH
-// (on a communicator split for it, which the mismatch aborts).
+// (on a communicator split for it, which the mismatch aborts), and so do
+// ranks of which one names the table's choice where that choice may hand
+// the call over to another algorithm.
 #include <string.h>
 
 #include "mptest.h"
@@ -112,6 +114,36 @@ each_algorithm(shoal_comm *comm, const char *coll,
     return 0;
 }
 
+// A call the built-in table gave to "direct" may hand over to a staged
+// algorithm for private memory, one that names "direct" may not: a rank
+// that names it beside one that does not would run another algorithm, so
+// both fail with a mismatch, as for different names.
+static int
+named_against_table(shoal_comm *comm)
+{
+    const char *chosen = NULL;
+    size_t      n      = (1 << 20) / sizeof(float);
+    shoal_comm *sub;
+    float      *big;
+
+    MP_OK(shoal_comm_algorithm_for(comm, "all_reduce", 1 << 20, &chosen));
+    if (strcmp(chosen, "direct") != 0) {
+        return 0;
+    }
+    MP_CHECK((big = calloc(n, sizeof(float))) != NULL);
+    MP_OK(shoal_comm_split(comm, 0, shoal_comm_rank(comm), &sub));
+    if (shoal_comm_rank(comm) == 0) {
+        MP_OK(forced("direct"));
+    }
+    MP_EXPECT(shoal_all_reduce(
+                  sub, big, big, n, SHOAL_FLOAT32, SHOAL_REDUCE_OP(SHOAL_SUM)),
+        SHOAL_EMISMATCH);
+    MP_CHECK(strstr(shoal_last_error(), "may hand over") != NULL);
+    shoal_comm_destroy(sub);
+    free(big);
+    return 0;
+}
+
 int
 mp_case_forced_algo(shoal_comm *comm, int argc, char **argv)
 {
@@ -176,5 +208,5 @@ mp_case_forced_algo(shoal_comm *comm, int argc, char **argv)
                   sub, &x, &x, 1, SHOAL_FLOAT32, SHOAL_REDUCE_OP(SHOAL_SUM)),
         SHOAL_EMISMATCH);
     shoal_comm_destroy(sub);
-    return 0;
+    return named_against_table(comm);
 }

@@ -14,7 +14,8 @@ shi_desc_hash(const struct shi_call_desc *d)
     uint64_t w1 = (uint64_t) (d->kind & 0xffffu)
         | (uint64_t) (d->dtype & 0xffffu) << 16
         | (uint64_t) (d->redop & 0xffffu) << 32
-        | (uint64_t) (d->algo & 0xffffu) << 48;
+        | (uint64_t) ((d->algo & 0xffu) | (d->may_hand_over & 0xffu) << 8)
+            << 48;
     uint64_t h = w0 * 0x9e3779b97f4a7c15ull ^ w1 * 0xc2b2ae3d27d4eb4full
         ^ d->count * 0x165667b19e3779f9ull
         ^ d->counts_hash * 0xd6e8feb86659fd93ull;

@@ -15,6 +15,7 @@ struct shi_call_desc {
     uint64_t         count;
     uint32_t         redop;
     uint32_t         algo;
+    uint32_t         may_hand_over; // the request's (request.h)
     uint64_t         counts_hash; // v-collectives: hash of the counts
     int64_t          arrive_ns; // when the rank called it (not hashed)
 };

@@ -1,12 +1,17 @@
 // The driver of the single-copy algorithms (see direct.h).
 #include "algo/mapped/direct.h"
 
+#include <string.h>
+
+#include "algo/mapped/driver.h"
 #include "algo/mapped/xfer.h"
+#include "algo/registry.h"
 #include "core/engine.h"
+#include "core/op_props.h"
 
 // The driver's state in the request.
 struct direct_state {
-    int phase; // DIRECT_EXPOSE, DIRECT_WORK, DIRECT_CLOSE
+    int phase; // DIRECT_EXPOSE, DIRECT_WORK, DIRECT_CLOSE, DIRECT_HAND_OVER
 };
 
 static inline struct direct_state *
@@ -15,13 +20,52 @@ direct_of(shoal_request *req)
     return shi_algo_state(req, struct direct_state);
 }
 
-enum { DIRECT_EXPOSE = 0, DIRECT_WORK, DIRECT_CLOSE };
+enum { DIRECT_EXPOSE = 0, DIRECT_WORK, DIRECT_CLOSE, DIRECT_HAND_OVER };
+
+// Whether every rank's buffers lie in the shared heap (single copy in
+// place). Read after sync point 1, when every exposure is visible: the
+// same answer on every rank.
+static int
+all_in_heap(shoal_comm *comm)
+{
+    for (int p = 0; p < comm->size; p++) {
+        const struct shi_expose *e = &shi_ctl_of(comm, p)->expose;
+        if (e->send_heap == 0 || e->recv_heap == 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+// Hands the call to the staged algorithm once every rank has decided to
+// (sync point 2: before it, a rank that went ahead could expose the
+// buffers of its next call while a peer still reads this call's). The
+// staged algorithm's sync points count from there, its state starts
+// afresh, and its registry row runs every later step.
+static int
+hand_over(shoal_comm *comm, shoal_request *req)
+{
+    const shi_algo_desc *row = shi_algo_find(shi_coll_of_op(req->kind),
+        ((const shi_algo_desc *) req->impl)->hand_over);
+
+    if (!shi_sync_all(comm, req, 2)) {
+        return 0;
+    }
+    shi_sync_finish(comm, req, 2);
+    req->sync_base += 2;
+    req->impl = row;
+    memset(req->algo_state, 0, sizeof(req->algo_state));
+    return 1 + row->step(comm, req);
+}
 
 int
 shi_direct_run(shoal_comm *comm, shoal_request *req, const shi_direct_ops *ops)
 {
     int moved = 0; // 1 once this call did work (waiting is not progress)
 
+    if (direct_of(req)->phase == DIRECT_HAND_OVER) {
+        return hand_over(comm, req);
+    }
     if (direct_of(req)->phase == DIRECT_EXPOSE) {
         shi_expose(comm, req->sendbuf, req->buf);
         if (ops->publish != NULL) {
@@ -32,6 +76,10 @@ shi_direct_run(shoal_comm *comm, shoal_request *req, const shi_direct_ops *ops)
     if (direct_of(req)->phase == DIRECT_WORK) {
         if (!shi_sync_all(comm, req, 1)) {
             return 0;
+        }
+        if (req->may_hand_over && !all_in_heap(comm)) {
+            direct_of(req)->phase = DIRECT_HAND_OVER;
+            return 1 + hand_over(comm, req);
         }
         if (ops->work(comm, req) != SHOAL_OK) {
             return 1; // the comm is aborted; the engine fails req

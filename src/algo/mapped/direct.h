@@ -5,6 +5,14 @@
 // reading (and writing) peers' buffers in place or through the kernel;
 // (3) sync point 2, so that no rank returns, and reuses its buffers, while
 // a peer still reads or writes them.
+// An algorithm's registry row may name a staged one to run the call
+// instead when some rank's buffer lies outside the shared heap (single
+// copy then goes through the kernel, which pins every page on every call)
+// and the built-in table chose the direct one: a named algorithm runs as
+// named. Whether a call may hand over is part of its descriptor, so every
+// rank agrees (or fails with a mismatch); every rank sees every exposure
+// at sync point 1, so all decide alike; the staged algorithm starts after
+// sync point 2 (every rank has decided), as if the call had just begun.
 #ifndef SHI_DIRECT_H
 #define SHI_DIRECT_H
 

@@ -11,7 +11,7 @@
 static void
 describe_call(char *buf, size_t len, const struct shi_call_desc *d)
 {
-    char root[32] = "", op[48] = "", algo[32] = "";
+    char root[32] = "", op[48] = "", algo[48] = "";
 
     if (d->kind == SHI_OP_BARRIER) {
         snprintf(buf, len, "barrier");
@@ -24,7 +24,8 @@ describe_call(char *buf, size_t len, const struct shi_call_desc *d)
         snprintf(op, sizeof(op), ", %s", shoal_op_name((int) d->redop));
     }
     if (d->algo != SHI_ALGO_NONE) {
-        snprintf(algo, sizeof(algo), ", %s", shi_algo_name((int) d->algo));
+        snprintf(algo, sizeof(algo), ", %s%s", shi_algo_name((int) d->algo),
+            d->may_hand_over ? " (may hand over)" : "");
     }
     snprintf(buf, len, "%s(%s%llu x %s%s%s%s)",
         shi_op_kind_name((int) d->kind), root, (unsigned long long) d->count,
@@ -51,6 +52,8 @@ publish_descriptor(shoal_comm *comm, shoal_request *req)
     __atomic_store_n(&d->count, (uint64_t) req->count, __ATOMIC_RELAXED);
     __atomic_store_n(&d->redop, (uint32_t) req->op.kind, __ATOMIC_RELAXED);
     __atomic_store_n(&d->algo, (uint32_t) req->algo, __ATOMIC_RELAXED);
+    __atomic_store_n(
+        &d->may_hand_over, (uint32_t) req->may_hand_over, __ATOMIC_RELAXED);
     __atomic_store_n(&d->counts_hash, req->counts_hash, __ATOMIC_RELAXED);
     __atomic_store_n(&d->arrive_ns, req->start_ns, __ATOMIC_RELAXED);
     atomic_store_explicit(&d->seq, (uint32_t) req->seq, memory_order_release);
@@ -103,13 +106,14 @@ read_descriptor(
     if (atomic_load_explicit(&d->seq, memory_order_acquire) != t) {
         return 0;
     }
-    out->kind        = __atomic_load_n(&d->kind, __ATOMIC_RELAXED);
-    out->root        = __atomic_load_n(&d->root, __ATOMIC_RELAXED);
-    out->dtype       = __atomic_load_n(&d->dtype, __ATOMIC_RELAXED);
-    out->count       = __atomic_load_n(&d->count, __ATOMIC_RELAXED);
-    out->redop       = __atomic_load_n(&d->redop, __ATOMIC_RELAXED);
-    out->algo        = __atomic_load_n(&d->algo, __ATOMIC_RELAXED);
-    out->counts_hash = __atomic_load_n(&d->counts_hash, __ATOMIC_RELAXED);
+    out->kind          = __atomic_load_n(&d->kind, __ATOMIC_RELAXED);
+    out->root          = __atomic_load_n(&d->root, __ATOMIC_RELAXED);
+    out->dtype         = __atomic_load_n(&d->dtype, __ATOMIC_RELAXED);
+    out->count         = __atomic_load_n(&d->count, __ATOMIC_RELAXED);
+    out->redop         = __atomic_load_n(&d->redop, __ATOMIC_RELAXED);
+    out->algo          = __atomic_load_n(&d->algo, __ATOMIC_RELAXED);
+    out->may_hand_over = __atomic_load_n(&d->may_hand_over, __ATOMIC_RELAXED);
+    out->counts_hash   = __atomic_load_n(&d->counts_hash, __ATOMIC_RELAXED);
     atomic_thread_fence(memory_order_acquire);
     return atomic_load_explicit(&d->seq, memory_order_relaxed) == t;
 }
@@ -119,6 +123,7 @@ same_call(const struct shi_call_desc *a, const struct shi_call_desc *b)
 {
     return a->kind == b->kind && a->root == b->root && a->dtype == b->dtype
         && a->count == b->count && a->redop == b->redop && a->algo == b->algo
+        && a->may_hand_over == b->may_hand_over
         && a->counts_hash == b->counts_hash;
 }
 
