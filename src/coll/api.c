@@ -376,10 +376,10 @@ choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
         }
     }
     note_choice(comm, c, algo, source, bytes);
-    req->algo = algo;
-    req->impl = row;
-    req->may_hand_over
-        = source == SHI_RULE_BUILTIN && row->hand_over != SHI_ALGO_NONE;
+    req->algo          = algo;
+    req->impl          = row;
+    req->may_hand_over = source == SHI_RULE_BUILTIN
+        && row->hand_over != SHI_ALGO_NONE && bytes <= SHI_HAND_OVER_MAX;
     return SHOAL_OK;
 }
 

@@ -42,8 +42,9 @@ struct shoal_request {
     shoal_reduce_op op;
     int             algo; // shi_algo chosen at submission
     // The built-in table chose algo (nobody named it) and its row names an
-    // algorithm to hand the call to (registry.h, hand_over); part of the
-    // call's descriptor, so ranks that would run different ones fail.
+    // algorithm to hand the call to (registry.h, hand_over, up to
+    // SHI_HAND_OVER_MAX bytes); part of the call's descriptor, so ranks
+    // that would run different ones fail.
     int         may_hand_over;
     const void *impl; // its registry row, chosen at submission
     size_t     *counts; // v-collectives: owned copies
