@@ -182,4 +182,10 @@ void shi_win_inbox_serve(shoal_window *win);
 // while any does, origins post their small puts to the inbox.
 void shi_win_inbox_attend(shoal_window *win, int delta);
 
+// Spins until done(arg) holds (1) or wait_ns have passed since the 8th
+// look (0), applying the puts posted to this rank's inbox meanwhile: a
+// rank that spins on its window never keeps an origin waiting.
+int shi_win_spin_serving(
+    shoal_window *win, int (*done)(void *arg), void *arg, int64_t wait_ns);
+
 #endif

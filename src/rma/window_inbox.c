@@ -35,6 +35,8 @@
 // copy costs), and where it does not (step 3).
 #define INBOX_WAIT_NS 3000
 #define INBOX_MEET_NS 2000
+// How often an origin whose slot a target holds looks for a failure.
+#define INBOX_TAKEN_NS 1000000
 
 // After puts waited in vain for a target that had not said it waits, the
 // next such puts to it copy at once: 1, 2, 4, ... up to INBOX_SKIP_MAX
@@ -162,35 +164,61 @@ shi_win_inbox_serve(shoal_window *win)
     }
 }
 
-// Waits for the target to apply the posted slot, serving this rank's own
-// inbox meanwhile; takes the slot back if the target does not come in
-// time (wait_ns from the 8th look). The slot's final state: DONE, REFUSED or
-// IDLE (taken back).
-static uint32_t
-await_target(shoal_window *win, struct shi_win_slot *s, int64_t wait_ns)
+int
+shi_win_spin_serving(
+    shoal_window *win, int (*done)(void *arg), void *arg, int64_t wait_ns)
 {
     int64_t until = 0;
 
     for (unsigned i = 0;; i++) {
-        uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
-        if (st == SHI_SLOT_DONE || st == SHI_SLOT_REFUSED) {
-            return st;
+        if (done(arg)) {
+            return 1;
         }
         shi_win_inbox_serve(win);
         // Every 8 looks (64 pauses take about 3 us here), from the 8th on:
-        // a target that is there answers before the first clock reading.
+        // what comes at once is seen before the first clock reading.
         if ((i & 7) == 7) {
-            int64_t now     = shi_now_ns();
-            until           = until == 0 ? now + wait_ns : until;
-            uint32_t posted = SHI_SLOT_POSTED;
-            if (now >= until
-                && atomic_compare_exchange_strong(
-                    &s->state, &posted, SHI_SLOT_IDLE)) {
-                return SHI_SLOT_IDLE;
+            int64_t now = shi_now_ns();
+            until       = until == 0 ? now + wait_ns : until;
+            if (now >= until) {
+                return 0;
             }
         }
         shi_cpu_relax();
     }
+}
+
+static int
+slot_settled(void *slot)
+{
+    struct shi_win_slot *s = slot;
+    uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+    return st == SHI_SLOT_DONE || st == SHI_SLOT_REFUSED;
+}
+
+// Waits for the target to apply the posted slot, serving this rank's own
+// inbox meanwhile; takes the slot back if the target does not come in
+// time. The slot's final state: DONE, REFUSED or IDLE (taken back), or
+// TAKEN if the communicator failed while the target held it (a target
+// that died mid-copy: the slot cannot be taken back from it).
+static uint32_t
+await_target(shoal_window *win, struct shi_win_slot *s, int64_t wait_ns)
+{
+    if (!shi_win_spin_serving(win, slot_settled, s, wait_ns)) {
+        uint32_t posted = SHI_SLOT_POSTED;
+        if (atomic_compare_exchange_strong(
+                &s->state, &posted, SHI_SLOT_IDLE)) {
+            return SHI_SLOT_IDLE;
+        }
+        // The target took it: it finishes within a copy, unless it was
+        // preempted (or died, which the communicator's watcher reports).
+        while (!shi_win_spin_serving(win, slot_settled, s, INBOX_TAKEN_NS)) {
+            if (atomic_load(&win->comm->failed)) {
+                return SHI_SLOT_TAKEN;
+            }
+        }
+    }
+    return atomic_load_explicit(&s->state, memory_order_acquire);
 }
 
 // Posts the put in slot s of dst's inbox and waits for it: SHOAL_OK, 1
@@ -205,6 +233,9 @@ post(shoal_window *win, struct shi_win_slot *s, const void *src, size_t bytes,
     atomic_store_explicit(&s->state, SHI_SLOT_POSTED, memory_order_release);
     atomic_fetch_add(&win->inbox_heads[dst]->bell, 1);
     uint32_t st = await_target(win, s, wait_ns);
+    if (st == SHI_SLOT_TAKEN) {
+        return shi_comm_failed_error(win->comm, "window_put: ");
+    }
     atomic_store_explicit(&s->state, SHI_SLOT_IDLE, memory_order_relaxed);
     if (st == SHI_SLOT_REFUSED) {
         return shi_comm_error(win->comm,

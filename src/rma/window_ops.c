@@ -242,28 +242,30 @@ shoal_window_isignal(shoal_window *win, int dst, shoal_request **req)
 // lock and passes. 1 if it came; else the engine waits (sleeping, and
 // seeing deadlines and dead peers). Meanwhile it applies the small puts
 // posted to its inbox, and says so to origins (spin_for).
+struct counter_goal {
+    shoal_comm       *comm;
+    _Atomic uint64_t *counter;
+    uint64_t          target;
+};
+
+// The counter reached its target, or the communicator failed (the engine
+// then reports it).
+static int
+counter_reached(void *arg)
+{
+    struct counter_goal *g = arg;
+    return atomic_load_explicit(g->counter, memory_order_acquire) >= g->target
+        || atomic_load_explicit(&g->comm->failed, memory_order_relaxed);
+}
+
 static int
 spin_until(shoal_window *win, _Atomic uint64_t *counter, uint64_t target)
 {
-    shoal_comm *comm  = win->comm;
-    int64_t     until = 0;
+    struct counter_goal g = { win->comm, counter, target };
 
-    for (unsigned i = 0;; i++) {
-        if (atomic_load_explicit(counter, memory_order_acquire) >= target) {
-            return 1;
-        }
-        shi_win_inbox_serve(win);
-        if ((i & 63) == 0) {
-            int64_t now = shi_now_ns();
-            if (until == 0) {
-                until = now + shi_engine_spin_ns(comm);
-            }
-            if (now >= until || atomic_load(&comm->failed)) {
-                return 0;
-            }
-        }
-        shi_cpu_relax();
-    }
+    return shi_win_spin_serving(
+               win, counter_reached, &g, shi_engine_spin_ns(win->comm))
+        && atomic_load_explicit(counter, memory_order_acquire) >= target;
 }
 
 static int
