@@ -13,19 +13,26 @@
 #include "core/request.h"
 
 struct shi_engine {
+    // The progress thread's sleep (engine.c, kick_progress): a lock of its
+    // own, so that a woken progress thread never queues for the
+    // communicator's lock while an application thread drives.
+    pthread_mutex_t idle_lock;
+    pthread_cond_t  cv; // with idle_lock
+    int             kicked; // under idle_lock: KICK_*
     // Under the communicator's lock.
-    pthread_cond_t cv;
-    shi_req_queue  active; // every incomplete request, issue order
-    shi_req_queue  colls; // incomplete collectives, issue order
-    shi_req_queue  stepped; // incomplete requests with their own step
+    shi_req_queue active; // every incomplete request, issue order
+    shi_req_queue colls; // incomplete collectives, issue order
+    shi_req_queue stepped; // incomplete requests with their own step
     // Layers that need the transport read while no request is active (a
     // window over a message transport: peers' puts arrive unannounced):
     // the progress thread keeps polling while this is above 0.
-    int      listening;
-    int      app_drivers; // application threads driving now
-    int      shutdown;
-    int      abort_flushed; // the transport told the peers of a failure
-    uint32_t coll_seq; // collectives issued
+    int listening;
+    // Application threads driving now (written under the lock; the
+    // progress thread reads it without, to keep off the lock).
+    _Atomic int app_drivers;
+    int         shutdown;
+    int         abort_flushed; // the transport told the peers of a failure
+    uint32_t    coll_seq; // collectives issued
     // The progress thread.
     pthread_t progress_thread;
     int       progress_started;
@@ -39,13 +46,14 @@ struct shi_engine {
     // (wait_spin_ns); one asks at most every MOVE_EVERY_NS.
     _Atomic int64_t moved_ns;
     // Deferred wakes (engine.c, PROMPT_NS): non-blocking requests waited
-    // for at once, in a row; whether their issue skips waking the
-    // progress thread; whether it sits in its timed idle wait (it looks on
-    // its own then); the last such issue.
-    int     prompt_streak;
-    int     defer_wake;
-    int     progress_idle;
-    int64_t last_async_ns;
+    // for at once, in a row (under the lock); whether their issue skips
+    // waking the progress thread (written under the lock); whether that
+    // thread sleeps timed (it looks on its own then; written by it); the
+    // last such issue (under the lock).
+    int         prompt_streak;
+    _Atomic int defer_wake;
+    _Atomic int progress_timed;
+    int64_t     last_async_ns;
 };
 
 #endif

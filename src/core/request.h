@@ -34,6 +34,7 @@ struct shoal_request {
     int             untracked; // nobody holds it: shoal_comm_sync frees it
     int             caller_waits; // its caller drives it: no wake at issue
     int             wait_counted; // a wait saw it (deferred wakes, engine.c)
+    int             went_async; // in progress when issued (engine.c)
     int64_t         start_ns;
     int64_t         timeout_ms; // this call's (shoal_call_opts), 0: the comm's
     int64_t         deadline;
