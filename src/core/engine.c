@@ -945,11 +945,16 @@ shi_engine_wait_until(shoal_request *req, int64_t deadline, int64_t until)
         atomic_fetch_add_explicit(
             &comm->engine.app_drivers, 1, memory_order_relaxed);
         st = drive_as_app(comm, req, deadline, until, now);
-    } else if (req->went_async) {
+    } else if (req->went_async
+        && !atomic_load_explicit(
+            &comm->engine.defer_wake, memory_order_relaxed)) {
         // Done before its wait (the peer's data came while this rank
-        // issued its next request), but waited for promptly all the same:
-        // uncounted, every exchange would wake the progress thread, which
-        // then takes the peer's CPU from it.
+        // issued its next request), but perhaps waited for promptly all
+        // the same: uncounted, deferred wakes could not start here, and
+        // every exchange would wake the progress thread, which then takes
+        // the peer's CPU from it. Once they are on, such a wait is not
+        // counted (it costs a lock): a late one would end them, but what
+        // finished on its own never needed the progress thread.
         int64_t now = shi_now_ns();
         pthread_mutex_lock(&comm->lock);
         count_wait_locked(comm, req, now);
