@@ -508,20 +508,23 @@ progress_sleep(shoal_comm *comm, int64_t ns)
 // which ran on the peer's CPU only to find the lock taken again. Two
 // ranks exchanging 16 bytes issued non-blocking kept it queued for 2-4 ms
 // at a time, their calls taking 14-21 us instead of 0.6. Other holders
-// (an issuing thread) hold it briefly; after PROGRESS_LOCK_TRIES yields
-// it waits for the lock.
-#define PROGRESS_LOCK_TRIES 64
+// (an issuing thread) hold it briefly: it looks again for about as long as
+// PROGRESS_LOCK_LOOKS pauses (a few us), then waits for the lock. Not
+// sched_yield between looks: where the application computes on every
+// core a yield hands the CPU to that work for up to a slice, and the
+// communication it overlaps with stalls.
+#define PROGRESS_LOCK_LOOKS 64
 static int
 progress_try_lock(shoal_comm *comm)
 {
-    for (int i = 0; i < PROGRESS_LOCK_TRIES; i++) {
+    for (int i = 0; i < PROGRESS_LOCK_LOOKS; i++) {
         if (pthread_mutex_trylock(&comm->lock) == 0) {
             return 1;
         }
         if (app_driving(comm)) {
             return 0;
         }
-        sched_yield();
+        shi_cpu_relax();
     }
     pthread_mutex_lock(&comm->lock);
     return 1;
