@@ -12,10 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/clock.h"
 #include "core/engine.h"
 #include "core/ops.h"
-#include "platform/cpu_relax.h"
 #include "rma/window.h"
 
 // What a one-sided request keeps (shi_algo_state).
@@ -236,12 +234,7 @@ shoal_window_isignal(shoal_window *win, int dst, shoal_request **req)
     return signal_op(win, dst, req);
 }
 
-// Where peers write the counters themselves, a blocking wait first watches
-// the counter for as long as the engine would spin (the communicator's
-// wait policy): a signal that comes soon is seen without the engine's
-// lock and passes. 1 if it came; else the engine waits (sleeping, and
-// seeing deadlines and dead peers). Meanwhile it applies the small puts
-// posted to its inbox, and says so to origins (spin_for).
+// What spin_until waits for.
 struct counter_goal {
     shoal_comm       *comm;
     _Atomic uint64_t *counter;
@@ -258,6 +251,12 @@ counter_reached(void *arg)
         || atomic_load_explicit(&g->comm->failed, memory_order_relaxed);
 }
 
+// Where peers write the counters themselves, a blocking wait first watches
+// the counter for as long as the engine would spin (the communicator's
+// wait policy): a signal that comes soon is seen without the engine's
+// lock and passes. 1 if it came; else the engine waits (sleeping, and
+// seeing deadlines and dead peers). Meanwhile it applies the small puts
+// posted to its inbox, and says so to origins (spin_for).
 static int
 spin_until(shoal_window *win, _Atomic uint64_t *counter, uint64_t target)
 {
