@@ -66,7 +66,7 @@ struct shoal_comm {
     int        *local_rank_of; // per rank: its rank within its host
     // The communicator's lock: its engine, transport and requests.
     pthread_mutex_t   lock;
-    struct shi_engine engine; // engine.c's alone (core/engine_state.h)
+    struct shi_engine engine; // the engine's alone (core/engine_state.h)
     shoal_request    *owned; // non-blocking requests not freed yet (onext)
     // The first failure among untracked requests (a send or receive issued
     // without a request handle), until shoal_comm_sync reports it.

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/log.h"
+#include "core/engine_park.h"
 #include "core/flight.h"
 #include "platform/cpu_place.h"
 #include "platform/cpu_relax.h"
@@ -428,134 +429,6 @@ is_done(shoal_comm *comm, shoal_request *req)
     return comm->engine.active.head == NULL;
 }
 
-// Why the progress thread wakes: work, or the stop (which stays set).
-enum { KICK_NONE, KICK_WORK, KICK_STOP };
-
-// Whether an application thread drives now (read without the lock).
-static int
-app_driving(shoal_comm *comm)
-{
-    return atomic_load_explicit(
-               &comm->engine.app_drivers, memory_order_relaxed)
-        > 0;
-}
-
-// Deferred wakes are on and the progress thread sleeps timed: it looks at
-// what is left to it within DEFER_CHECK_NS without a kick.
-static int
-progress_looks_soon(shoal_comm *comm)
-{
-    return atomic_load_explicit(&comm->engine.defer_wake, memory_order_relaxed)
-        && atomic_load_explicit(
-            &comm->engine.progress_timed, memory_order_relaxed);
-}
-
-// Wakes the progress thread. Called under the communicator's lock (lock
-// order: the communicator's, then idle_lock).
-static void
-kick_progress(shoal_comm *comm, int why)
-{
-    struct shi_engine *e = &comm->engine;
-
-    pthread_mutex_lock(&e->idle_lock);
-    if (e->kicked != KICK_STOP) {
-        e->kicked = why;
-    }
-    pthread_cond_signal(&e->cv);
-    pthread_mutex_unlock(&e->idle_lock);
-}
-
-// The progress thread sleeps until kicked (timed: or until `ns` pass), and
-// on while an application thread drives. 1 if it is to stop.
-static int
-progress_sleep(shoal_comm *comm, int64_t ns)
-{
-    struct shi_engine *e  = &comm->engine;
-    struct timespec    ts = shi_timespec_in_ns(CLOCK_MONOTONIC, ns);
-    int                stop;
-
-    pthread_mutex_lock(&e->idle_lock);
-    for (;;) {
-        int err   = 0;
-        int timed = atomic_load_explicit(&e->defer_wake, memory_order_relaxed);
-        atomic_store_explicit(&e->progress_timed, timed, memory_order_relaxed);
-        while (e->kicked == KICK_NONE && err != ETIMEDOUT) {
-            err = timed ? pthread_cond_timedwait(&e->cv, &e->idle_lock, &ts)
-                        : pthread_cond_wait(&e->cv, &e->idle_lock);
-        }
-        if (e->kicked == KICK_STOP || !app_driving(comm)) {
-            break;
-        }
-        // The driver kicks again when it leaves work behind.
-        e->kicked = KICK_NONE;
-        if (err == ETIMEDOUT) {
-            ts = shi_timespec_in_ns(CLOCK_MONOTONIC, ns);
-        }
-    }
-    stop = e->kicked == KICK_STOP;
-    if (!stop) {
-        e->kicked = KICK_NONE;
-    }
-    atomic_store_explicit(&e->progress_timed, 0, memory_order_relaxed);
-    pthread_mutex_unlock(&e->idle_lock);
-    return stop;
-}
-
-// The progress thread takes the communicator's lock unless an application
-// thread drives (0: it sleeps again). It never queues for the lock behind
-// a driver: a driving thread takes and drops the lock in a loop, and each
-// drop woke the queued progress thread (a futex call for the driver),
-// which ran on the peer's CPU only to find the lock taken again. Two
-// ranks exchanging 16 bytes issued non-blocking kept it queued for 2-4 ms
-// at a time, their calls taking 14-21 us instead of 0.6. Other holders
-// (an issuing thread) hold it briefly: it looks again for about as long as
-// PROGRESS_LOCK_LOOKS pauses (a few us), then waits for the lock. Not
-// sched_yield between looks: where the application computes on every
-// core a yield hands the CPU to that work for up to a slice, and the
-// communication it overlaps with stalls.
-#define PROGRESS_LOCK_LOOKS 64
-static int
-progress_try_lock(shoal_comm *comm)
-{
-    for (int i = 0; i < PROGRESS_LOCK_LOOKS; i++) {
-        if (pthread_mutex_trylock(&comm->lock) == 0) {
-            return 1;
-        }
-        if (app_driving(comm)) {
-            return 0;
-        }
-        shi_cpu_relax();
-    }
-    pthread_mutex_lock(&comm->lock);
-    return 1;
-}
-
-// The progress thread sleeps (progress_sleep), then takes the
-// communicator's lock.
-static void
-progress_sleep_then_lock(shoal_comm *comm, int64_t ns)
-{
-    for (;;) {
-        if (progress_sleep(comm, ns)) {
-            pthread_mutex_lock(&comm->lock); // to stop
-            return;
-        }
-        if (progress_try_lock(comm)) {
-            return;
-        }
-    }
-}
-
-// The progress thread takes the communicator's lock, sleeping first while
-// an application thread drives.
-static void
-progress_lock(shoal_comm *comm)
-{
-    if (app_driving(comm) || !progress_try_lock(comm)) {
-        progress_sleep_then_lock(comm, DEFER_CHECK_NS);
-    }
-}
-
 // Whether a driver is finished: `req` done (req NULL: nothing active), or,
 // for the progress thread (`app` 0), an application thread took over or
 // the engine stops. Under the lock.
@@ -563,7 +436,7 @@ static int
 drive_over(shoal_comm *comm, shoal_request *req, int app)
 {
     if (!app) {
-        return app_driving(comm) || comm->engine.shutdown
+        return shi_park_app_driving(comm) || comm->engine.shutdown
             || (is_done(comm, req) && comm->engine.listening == 0);
     }
     return is_done(comm, req);
@@ -600,7 +473,7 @@ sleep_until_woken(
     }
     if (app) {
         pthread_mutex_lock(&comm->lock);
-    } else if (!progress_try_lock(comm)) {
+    } else if (!shi_park_try_lock(comm)) {
         if (armed) { // an application thread drives: drive returns
             tp->sleep_disarm(comm);
         }
@@ -723,8 +596,8 @@ app_driver_leaves(shoal_comm *comm)
             == 1
         && (comm->engine.listening > 0
             || (comm->engine.active.head != NULL
-                && !progress_looks_soon(comm)))) {
-        kick_progress(comm, KICK_WORK);
+                && !shi_park_looks_soon(comm)))) {
+        shi_park_kick(comm, SHI_KICK_WORK);
     }
 }
 
@@ -769,7 +642,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
         if (iter > 1) {
             if (app) {
                 pthread_mutex_lock(&comm->lock);
-            } else if (!progress_try_lock(comm)) {
+            } else if (!shi_park_try_lock(comm)) {
                 return; // an application thread drives (drive_over)
             }
         }
@@ -850,7 +723,8 @@ count_wait_locked(shoal_comm *comm, shoal_request *req, int64_t now)
     } else if (e->prompt_streak < PROMPT_STREAK
         && ++e->prompt_streak == PROMPT_STREAK) {
         e->defer_wake = 1;
-        kick_progress(comm, KICK_WORK); // its idle wait becomes a timed one
+        shi_park_kick(
+            comm, SHI_KICK_WORK); // its idle wait becomes a timed one
     }
 }
 
@@ -861,12 +735,12 @@ wake_for_async(shoal_comm *comm, shoal_request *req)
 {
     req->went_async            = 1;
     comm->engine.last_async_ns = req->start_ns;
-    if (progress_looks_soon(comm)) {
+    if (shi_park_looks_soon(comm)) {
         return;
     }
     // The progress thread may sleep on the doorbell or on the cv.
     shi_ring(comm, comm->rank, 0);
-    kick_progress(comm, KICK_WORK);
+    shi_park_kick(comm, SHI_KICK_WORK);
 }
 
 // The progress thread's wait while nothing is left to it: until woken, or
@@ -880,7 +754,7 @@ idle_wait_locked(shoal_comm *comm, int64_t ns)
         end_deferring(e);
     }
     pthread_mutex_unlock(&comm->lock);
-    progress_sleep_then_lock(comm, ns);
+    shi_park_sleep_then_lock(comm, ns);
 }
 
 // With deferred wakes, how long the oldest request may still be left to
@@ -1115,7 +989,7 @@ progress_main(void *arg)
             continue;
         }
         if ((comm->engine.active.head == NULL && comm->engine.listening == 0)
-            || app_driving(comm)) {
+            || shi_park_app_driving(comm)) {
             idle_wait_locked(comm, DEFER_CHECK_NS);
             continue;
         }
@@ -1128,9 +1002,9 @@ progress_main(void *arg)
         // A caller that just posted non-blocking work often waits for it
         // next: let it get there before competing for the lock.
         sched_yield();
-        progress_lock(comm);
+        shi_park_lock(comm, DEFER_CHECK_NS);
         drive(comm, NULL, SHI_NO_DEADLINE, 0, SHI_NO_DEADLINE, shi_now_ns());
-        progress_lock(comm);
+        shi_park_lock(comm, DEFER_CHECK_NS);
     }
     pthread_mutex_unlock(&comm->lock);
     return NULL;
@@ -1158,7 +1032,7 @@ shi_engine_stop(shoal_comm *comm)
     }
     pthread_mutex_lock(&comm->lock);
     comm->engine.shutdown = 1;
-    kick_progress(comm, KICK_STOP);
+    shi_park_kick(comm, SHI_KICK_STOP);
     pthread_mutex_unlock(&comm->lock);
     shi_ring(comm, comm->rank, 1);
     pthread_join(comm->engine.progress_thread, NULL);
@@ -1170,7 +1044,7 @@ shi_engine_listen(shoal_comm *comm, int on)
 {
     pthread_mutex_lock(&comm->lock);
     comm->engine.listening += on ? 1 : -1;
-    kick_progress(comm, KICK_WORK);
+    shi_park_kick(comm, SHI_KICK_WORK);
     pthread_mutex_unlock(&comm->lock);
 }
 
@@ -1216,20 +1090,12 @@ choose_wait_policy(shoal_comm *comm)
 void
 shi_engine_init(shoal_comm *comm)
 {
-    pthread_condattr_t attr;
-
-    // Timed waits (deferred wakes) count on the monotonic clock.
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&comm->engine.cv, &attr);
-    pthread_condattr_destroy(&attr);
-    pthread_mutex_init(&comm->engine.idle_lock, NULL);
+    shi_park_init(comm);
     choose_wait_policy(comm);
 }
 
 void
 shi_engine_destroy(shoal_comm *comm)
 {
-    pthread_cond_destroy(&comm->engine.cv);
-    pthread_mutex_destroy(&comm->engine.idle_lock);
+    shi_park_destroy(comm);
 }

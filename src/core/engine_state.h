@@ -1,8 +1,8 @@
 // The progress engine's state of one communicator: its queues of
 // requests, its progress thread and its wait policy. It lives inside
-// struct shoal_comm (comm->engine) but belongs to engine.c: only engine.c
-// reads or writes these fields; the other layers ask engine.h's
-// functions.
+// struct shoal_comm (comm->engine) but belongs to engine.c and its helper
+// engine_park.c: only they read or write these fields; the other layers
+// ask engine.h's functions.
 #ifndef SHI_ENGINE_STATE_H
 #define SHI_ENGINE_STATE_H
 
@@ -13,12 +13,12 @@
 #include "core/request.h"
 
 struct shi_engine {
-    // The progress thread's sleep (engine.c, kick_progress): a lock of its
-    // own, so that a woken progress thread never queues for the
-    // communicator's lock while an application thread drives.
+    // Where the progress thread parks (engine_park.c): a lock of its own,
+    // so that a woken progress thread never queues for the communicator's
+    // lock while an application thread drives.
     pthread_mutex_t idle_lock;
     pthread_cond_t  cv; // with idle_lock
-    int             kicked; // under idle_lock: KICK_*
+    int             kicked; // under idle_lock: enum shi_kick
     // Under the communicator's lock.
     shi_req_queue active; // every incomplete request, issue order
     shi_req_queue colls; // incomplete collectives, issue order
