@@ -455,6 +455,28 @@ sleep_ns(shoal_comm *comm, int64_t deadline)
     return wait_ns > cap ? cap : wait_ns;
 }
 
+// An application thread starts driving: the progress thread, seeing it
+// counted, keeps off the lock (shi_park_try_lock). Under the lock.
+static void
+app_driver_enters(shoal_comm *comm)
+{
+    atomic_fetch_add_explicit(
+        &comm->engine.app_drivers, 1, memory_order_relaxed);
+}
+
+// Takes the lock to drive: an application thread waits for it; the
+// progress thread takes it only while no application thread drives, and
+// returns 0 without it otherwise.
+static int
+driver_lock(shoal_comm *comm, int app)
+{
+    if (app) {
+        pthread_mutex_lock(&comm->lock);
+        return 1;
+    }
+    return shi_park_try_lock(comm);
+}
+
 // Sleeps unless something can move: the transport's sleep in three calls
 // around the last look (see transport.h for when each comes). Returns 1
 // if it made progress instead of sleeping.
@@ -471,9 +493,7 @@ sleep_until_woken(
         token = tp->sleep_arm(comm);
         armed = 1;
     }
-    if (app) {
-        pthread_mutex_lock(&comm->lock);
-    } else if (!shi_park_try_lock(comm)) {
+    if (!driver_lock(comm, app)) {
         if (armed) { // an application thread drives: drive returns
             tp->sleep_disarm(comm);
         }
@@ -640,9 +660,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
 
     for (unsigned iter = 1;; iter++) {
         if (iter > 1) {
-            if (app) {
-                pthread_mutex_lock(&comm->lock);
-            } else if (!shi_park_try_lock(comm)) {
+            if (!driver_lock(comm, app)) {
                 return; // an application thread drives (drive_over)
             }
         }
@@ -819,8 +837,7 @@ shi_engine_wait_until(shoal_request *req, int64_t deadline, int64_t until)
         int64_t now = shi_now_ns();
         pthread_mutex_lock(&comm->lock);
         count_wait_locked(comm, req, now);
-        atomic_fetch_add_explicit(
-            &comm->engine.app_drivers, 1, memory_order_relaxed);
+        app_driver_enters(comm);
         st = drive_as_app(comm, req, deadline, until, now);
     } else if (req->went_async
         && !atomic_load_explicit(
@@ -889,8 +906,7 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
     if (st == SHOAL_INPROGRESS && blocking) {
         // The caller drives it from here (the same critical section
         // announces it, saving a lock round trip on the fast path).
-        atomic_fetch_add_explicit(
-            &comm->engine.app_drivers, 1, memory_order_relaxed);
+        app_driver_enters(comm);
         st = drive_as_app(
             comm, req, req->deadline, SHI_NO_DEADLINE, req->start_ns);
     } else {
@@ -929,8 +945,7 @@ shi_engine_sync(shoal_comm *comm, int64_t deadline)
     }
     pthread_mutex_lock(&comm->lock);
     last = comm->engine.active.tail;
-    atomic_fetch_add_explicit(
-        &comm->engine.app_drivers, 1, memory_order_relaxed);
+    app_driver_enters(comm);
     if (last != NULL) { // the clock only when there is something to drive
         drive(comm, NULL, deadline, 1, SHI_NO_DEADLINE, shi_now_ns());
     } else {
