@@ -253,7 +253,7 @@ if command -v mpirun >/dev/null 2>&1 && bench_ready mpi_bench mpicc; then
     fi
     # A short probe with a 1 MiB message: Open MPI's vader BTL copies large
     # messages with CMA (process_vm_readv), which some containers forbid.
-    if $MPIRUN "$OUT/mpi_bench" -o sendrecv -b 1M -e 1M -n 2 -w 1 \
+    if timeout 120 $MPIRUN "$OUT/mpi_bench" -o sendrecv -b 1M -e 1M -n 2 -w 1 \
         >"$OUT/mpi_probe.txt" 2>&1 \
         && ! grep -qi 'cma\|process_vm\|single.copy' "$OUT/mpi_probe.txt"; then
         MPI_NOTE="Open MPI: vader BTL, default single-copy mechanism (CMA)"
@@ -282,17 +282,27 @@ else
     MPICH_NOTE="$MPICH_NOTE mpicc.mpich and mpirun.mpich): MPICH columns N/A"
 fi
 
+# failure_word RC: how a peer's run ended, for its note (timeout's 124:
+# it ran past TIMEOUT seconds and was stopped).
+failure_word() {
+    if [ "$1" -eq 124 ]; then
+        echo "TIMED OUT (over ${TIMEOUT} s)"
+    else
+        echo "FAILED"
+    fi
+}
+
 # run_mpich ARGS...: as run_mpi, with MPICH, into $OUT/mpich.txt.
 run_mpich() {
     [ -n "$MPICHRUN" ] || return 0
     rc=0
     # shellcheck disable=SC2086
-    $MPICHRUN "$OUT/mpich_bench" $COLD_MPI "$@" >"$OUT/mpich_last.txt" \
-        2>&1 || rc=$?
+    timeout "$TIMEOUT" $MPICHRUN "$OUT/mpich_bench" $COLD_MPI "$@" \
+        >"$OUT/mpich_last.txt" 2>&1 || rc=$?
     if [ $rc -ne 0 ]; then
         echo "compare.sh: MPICH mpi_bench $* failed (exit $rc):" >&2
         tail -n 8 "$OUT/mpich_last.txt" >&2 || true
-        MPICH_NOTE="$MPICH_NOTE; mpi_bench $* FAILED"
+        MPICH_NOTE="$MPICH_NOTE; mpi_bench $* $(failure_word $rc)"
     fi
     grep -v '^#' "$OUT/mpich_last.txt" >>"$OUT/mpich.txt" || true
 }
@@ -459,12 +469,13 @@ run_mpi() {
     [ -n "$MPIRUN" ] || return 0
     rc=0
     # shellcheck disable=SC2086
-    $MPIRUN "$OUT/mpi_bench" $COLD_MPI "$@" >"$OUT/mpi_last.txt" 2>&1 || rc=$?
+    timeout "$TIMEOUT" $MPIRUN "$OUT/mpi_bench" $COLD_MPI "$@" \
+        >"$OUT/mpi_last.txt" 2>&1 || rc=$?
     grep -v '^#' "$OUT/mpi_last.txt" >>"$OUT/mpi.txt" || true
     if [ $rc -ne 0 ]; then
         echo "compare.sh: mpi_bench $* failed (exit $rc):" >&2
         tail -n 8 "$OUT/mpi_last.txt" >&2
-        MPI_NOTE="$MPI_NOTE; mpi_bench $* FAILED"
+        MPI_NOTE="$MPI_NOTE; mpi_bench $* $(failure_word $rc)"
     fi
 }
 
