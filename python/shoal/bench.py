@@ -765,13 +765,17 @@ def _late_rank_table(r):
     rank that left the barrier last (the other has waited already), its
     4-byte all_reduce against the same call back to back, and the CPU
     time the iteration costs each rank beyond the barrier alone (what
-    waiting burns: spinning counts, sleeping does not). Returns
+    waiting burns: spinning counts, sleeping does not). The "(local)" row
+    is a 4-byte add_ with no communication: what any first call pays on
+    the late rank after gloo's barrier, whatever library it calls. Returns
     {variant: (late median s, late p90 s, back to back s, cpu s)}."""
     fns = _four_byte_calls(r)
+    x = r.torch.ones(1)
+    fns["(local)"] = lambda: x.add_(0)
     iters = max(r.args.iters, 1000)
     base_cpu = _after_barrier(r, lambda: None, iters)[1]
     got = {}
-    for v in ("gloo", "dist:shoal", "shoal"):
+    for v in ("gloo", "dist:shoal", "shoal", "(local)"):
         if v not in fns:
             continue
         late, cpu = _after_barrier(r, fns[v], iters)
@@ -978,6 +982,10 @@ def _worker(args):
                  "n/a" if d is None else
                  f"{d[0] / d[2]:.2f}x ({d[0] * 1e6:.1f} vs "
                  f"{d[2] * 1e6:.1f} us)")
+        f = late["(local)"]
+        print(f"#          (a local 4 B add_ on the late rank after the same "
+              f"barrier: {f[0] / f[2]:.2f}x its back-to-back time, "
+              f"{f[0] * 1e6:.1f} vs {f[2] * 1e6:.1f} us)")
         w = window.get("shoal.zeros")
         _verdict("4 B window put + signal + wait_signal round trip <= 10 us",
                  None if w is None else w * 1e6, "<=", 10,
