@@ -280,7 +280,7 @@ static int
 offer_read(shoal_comm *comm, shoal_request *r, struct shm_slot_header *h)
 {
     struct shi_tp_req   *tr = shi_tp_req(r);
-    struct shm_read_desc d  = { 0 };
+    struct shm_read_desc d;
     int64_t              lo, hi;
 
     size_t channel = (size_t) shi_shm_seg(comm)->p2p_slots
@@ -288,8 +288,9 @@ offer_read(shoal_comm *comm, shoal_request *r, struct shm_slot_header *h)
 
     if ((tr->bytes < READ_MIN_BYTES && tr->bytes <= channel)
         || shi_shm_seg(comm)->p2p_slot_bytes < sizeof(d)) {
-        return 0;
+        return 0; // before d is cleared: small sends pass here every time
     }
+    memset(&d, 0, sizeof(d));
     if (tr->layout != NULL) {
         d.layout = *tr->layout;
     } else {
