@@ -97,30 +97,45 @@ shi_run_blocking(shoal_comm *comm, shoal_request *req)
     return shi_engine_submit(comm, req, 1);
 }
 
+static int
+out_of_memory(shoal_comm *comm)
+{
+    return shi_comm_error(comm, shi_error(SHOAL_ENOMEM, "out of memory"));
+}
+
+// Starts a filled request of shi_req_alloc's: *out is it, or NULL when it
+// failed to start (then it is released, with its counts).
+static int
+start_heap(shoal_comm *comm, shoal_request *req, shoal_request **out)
+{
+    int st;
+
+    req->heap = 1;
+    st        = shi_engine_submit(comm, req, 0); // owns it unless it fails
+    if (st < 0) {
+        free(req->counts);
+        shi_req_release(req);
+        *out = NULL;
+        return st;
+    }
+    *out = req;
+    return SHOAL_OK;
+}
+
 // Moves a filled stack request to the heap and starts it.
 int
 shi_start_async(
     shoal_comm *comm, const shoal_request *tmpl, shoal_request **out)
 {
-    shoal_request *req;
-    int            st;
+    shoal_request *req = shi_req_alloc();
 
     *out = NULL;
-    req  = malloc(sizeof(*req));
     if (req == NULL) {
         free(tmpl->counts); // owned by the request-to-be
-        return shi_comm_error(comm, shi_error(SHOAL_ENOMEM, "out of memory"));
+        return out_of_memory(comm);
     }
-    *req      = *tmpl;
-    req->heap = 1;
-    st        = shi_engine_submit(comm, req, 0); // owns it unless it fails
-    if (st < 0) {
-        free(req->counts);
-        free(req);
-        return st;
-    }
-    *out = req;
-    return SHOAL_OK;
+    *req = *tmpl;
+    return start_heap(comm, req, out);
 }
 
 // Where an untracked send or receive "returns" its request: the address
@@ -147,7 +162,7 @@ p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
     shoal_dtype dtype, int peer, int tag, shoal_request **out, int *source)
 {
     shoal_call_opts opts = shi_call_opts_take();
-    shoal_request   req;
+    shoal_request   on_stack, *req = &on_stack;
     int             st;
 
     if (out != NULL) {
@@ -160,19 +175,24 @@ p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
     if (st != SHOAL_OK) {
         return st;
     }
-    shi_req_fill(&req, kind, buf, count, (int) dtype, peer);
-    req.tag          = tag;
-    req.timeout_ms   = opts.timeout_ms;
-    req.caller_waits = opts.caller_waits;
+    // A handed-out request is filled where it will live, not copied
+    // there: a send's whole issue is a few hundred instructions.
+    if (out != NULL && out != &untracked && (req = shi_req_alloc()) == NULL) {
+        return out_of_memory(comm);
+    }
+    shi_req_fill(req, kind, buf, count, (int) dtype, peer);
+    req->tag          = tag;
+    req->timeout_ms   = opts.timeout_ms;
+    req->caller_waits = opts.caller_waits;
     if (out == &untracked) {
-        return start_untracked(comm, &req);
+        return start_untracked(comm, req);
     }
     if (out != NULL) {
-        return shi_start_async(comm, &req, out);
+        return start_heap(comm, req, out);
     }
-    st = shi_run_blocking(comm, &req);
+    st = shi_run_blocking(comm, req);
     if (st == SHOAL_OK && source != NULL) {
-        *source = req.source;
+        *source = req->source;
     }
     return st;
 }
@@ -330,7 +350,7 @@ shoal_request_free(shoal_request *req)
     }
     free(req->counts); // v-collectives' copies (rcounts shares the block)
     free(req->detached_text);
-    free(req);
+    shi_req_release(req);
 }
 
 int

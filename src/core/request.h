@@ -84,6 +84,12 @@ void shi_req_disown(shoal_comm *comm, shoal_request *req);
 void shi_req_detach_all(shoal_comm *comm);
 int  shi_req_detached_status(const shoal_request *req);
 
+// Memory for a request, and back (request_cache.c: a thread keeps a few
+// freed blocks for its next calls). shi_req_alloc returns NULL when out
+// of memory; shi_req_release frees nothing the request points to.
+shoal_request *shi_req_alloc(void);
+void           shi_req_release(shoal_request *req);
+
 // Short description for messages: "broadcast #12 (root 0, 1024 x float32)".
 void shi_req_describe(const shoal_request *req, char *buf, size_t len);
 

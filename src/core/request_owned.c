@@ -157,7 +157,7 @@ shi_req_reap_untracked(shoal_comm *comm, int report)
         shoal_request *r = done;
         done             = r->onext;
         free(r->counts);
-        free(r);
+        shi_req_release(r);
     }
     return st;
 }
