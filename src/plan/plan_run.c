@@ -414,9 +414,11 @@ shoal_plan_start(shoal_plan *p, int ninputs, const void *const *inputs,
     }
     take_args(p, inputs, input_strides, outputs, output_strides);
     p->running = 1;
-    st         = post_recvs(p);
+    // Sends first: a receive may read its message at once, and a peer
+    // waiting for this rank's send should not wait for that read.
+    st = post_sends(p);
     if (st == SHOAL_OK) {
-        st = post_sends(p);
+        st = post_recvs(p);
     }
     if (st == SHOAL_OK) {
         st = do_local(p);
