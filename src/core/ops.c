@@ -175,8 +175,8 @@ p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
     if (st != SHOAL_OK) {
         return st;
     }
-    // A handed-out request is filled where it will live, not copied
-    // there: a send's whole issue is a few hundred instructions.
+    // A handed-out request is filled where it will live rather than on
+    // the stack and copied there (384 bytes, on every small send).
     if (out != NULL && out != &untracked && (req = shi_req_alloc()) == NULL) {
         return out_of_memory(comm);
     }
