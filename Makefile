@@ -159,7 +159,7 @@ fuzz:
 # Multi-process cases built with ThreadSanitizer (the engine, watcher and
 # progress threads share each communicator).
 TSAN_BUILD ?= build-tsan
-TSAN_CASES  = p2p_async progress bcast barrier split timeout plan_random plan_errors \
+TSAN_CASES  = p2p_async p2p_threads progress bcast barrier split timeout plan_random plan_errors \
               wait_for_abort p2p_any split_left split_keys window_map window_errors \
               queue queue_all revoke
 # The same over the TCP transport (its epoll engine and abort frames).
@@ -204,6 +204,7 @@ test-valgrind: build
 	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/examples/shoal-example-hello
 	$(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest bcast
 	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest p2p_async
+	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest p2p_threads
 	$(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest split
 	$(BUILD)/tools/shoalrun -n 2 $(VALGRIND) $(BUILD)/tests/shoal_mptest timeout
 	$(BUILD)/tools/shoalrun -n 3 $(VALGRIND) $(BUILD)/tests/shoal_mptest plan_random 15
