@@ -15,16 +15,33 @@ shoal_call_opts shi_call_opts_take(void);
 // pointer (it takes the thread's call options too, as a refused call).
 int shi_missing_req(const char *op);
 
+// Zeroes a request with 16-byte stores. A memset of its 384 bytes
+// compiles to `rep stos` on x86-64, whose start-up costs tens of cycles on
+// every call (a 64-byte exchange: 0.30 -> 0.29 us without it); the size
+// is a multiple of 16 (the struct holds a 16-byte-aligned member), and
+// may_alias keeps the stores before the field stores that follow.
+static inline void
+shi_req_zero(shoal_request *req)
+{
+    typedef unsigned char zero16 __attribute__((vector_size(16), may_alias));
+    zero16               *z = (zero16 *) (void *) req;
+
+    _Static_assert(sizeof(*req) % sizeof(zero16) == 0, "whole stores");
+#pragma GCC unroll 32
+    for (size_t i = 0; i < sizeof(*req) / sizeof(zero16); i++) {
+        z[i] = (zero16) { 0 };
+    }
+}
+
 // Zeroes `req` and fills the fields every operation has. The start time
 // and the deadline (req->timeout_ms, else the comm's timeout, from then)
 // are set at submission.
-// Inline: on every call's path, where the compiler folds the zeroing
-// into the stores that follow.
+// Inline: on every call's path.
 static inline void
 shi_req_fill(shoal_request *req, int kind, const void *buf, size_t count,
     int dtype, int peer)
 {
-    memset(req, 0, sizeof(*req));
+    shi_req_zero(req);
     req->kind   = kind;
     req->buf    = (unsigned char *) buf;
     req->count  = count;
