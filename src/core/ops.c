@@ -134,7 +134,7 @@ shi_start_async(
         free(tmpl->counts); // owned by the request-to-be
         return out_of_memory(comm);
     }
-    *req = *tmpl;
+    shi_req_copy(req, tmpl);
     return start_heap(comm, req, out);
 }
 
