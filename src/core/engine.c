@@ -741,8 +741,8 @@ count_wait_locked(shoal_comm *comm, shoal_request *req, int64_t now)
     } else if (e->prompt_streak < PROMPT_STREAK
         && ++e->prompt_streak == PROMPT_STREAK) {
         e->defer_wake = 1;
-        shi_park_kick(
-            comm, SHI_KICK_WORK); // its idle wait becomes a timed one
+        // The progress thread's idle wait becomes a timed one.
+        shi_park_kick(comm, SHI_KICK_WORK);
     }
 }
 
