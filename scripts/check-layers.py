@@ -4,7 +4,8 @@
 The layers, bottom to top (docs/architecture.md draws them):
 
   base       src/base/: errors as values, time, logging, environment,
-             element types, the host's identity; includes nothing else
+             element types, the host's identity, the copy into shared
+             memory; includes nothing else
   platform   src/platform/: the operating system (sockets, futex, memory)
              and the job-secret handshake on its sockets
   store      src/store/: the key-value store and its wire format
