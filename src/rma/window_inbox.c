@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/copy_shared.h"
 #include "platform/cpu_relax.h"
 #include "rma/window.h"
 
@@ -229,7 +230,7 @@ post(shoal_window *win, struct shi_win_slot *s, const void *src, size_t bytes,
 {
     s->off = off;
     s->len = (uint32_t) bytes;
-    memcpy(s->data, src, bytes);
+    shi_copy_shared(s->data, src, bytes);
     atomic_store_explicit(&s->state, SHI_SLOT_POSTED, memory_order_release);
     atomic_fetch_add(&win->inbox_heads[dst]->bell, 1);
     uint32_t st = await_target(win, s, wait_ns);

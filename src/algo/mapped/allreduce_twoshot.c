@@ -22,6 +22,7 @@
 #include "algo/mapped/mapped.h"
 #include "algo/mapped/xfer.h"
 #include "algo/registry.h"
+#include "base/copy_shared.h"
 #include "core/engine.h"
 
 // This algorithm's state in its request.
@@ -49,10 +50,10 @@ stage_others_segments(
 
     shi_segment(elems, es, comm->size, comm->rank, &lo, &hi);
     if (lo > 0) {
-        memcpy(slab, src, lo * es);
+        shi_copy_shared(slab, src, lo * es);
     }
     if (elems > hi) {
-        memcpy(slab + hi * es, src + hi * es, (elems - hi) * es);
+        shi_copy_shared(slab + hi * es, src + hi * es, (elems - hi) * es);
     }
 }
 

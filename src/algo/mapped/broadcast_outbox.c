@@ -20,6 +20,7 @@
 #include "algo/mapped/driver.h"
 #include "algo/mapped/mapped.h"
 #include "algo/registry.h"
+#include "base/copy_shared.h"
 #include "core/engine.h"
 
 // This algorithm's state in its request.
@@ -100,7 +101,7 @@ root_step(shoal_comm *comm, shoal_request *req)
             ? req->bytes - req->done
             : slot_bytes;
         if (chunk > 0) { // buf may be NULL for a zero-byte broadcast
-            memcpy(shi_box_data(h), req->buf + req->done, chunk);
+            shi_copy_shared(shi_box_data(h), req->buf + req->done, chunk);
         }
         h->msg_bytes   = req->bytes;
         h->chunk_bytes = (uint32_t) chunk;

@@ -10,14 +10,13 @@
 // Preconditions: none; best when the message fits one slab.
 // Cost per chunk of S bytes: alpha (one sync) + beta S (copy in) +
 // gamma n S on each reducing rank; memory traffic about (n + 2) S per rank.
-#include <string.h>
-
 #include "algo/common/algos.h"
 #include "algo/kernels/reduce.h"
 #include "algo/mapped/driver.h"
 #include "algo/mapped/mapped.h"
 #include "algo/mapped/xfer.h"
 #include "algo/registry.h"
+#include "base/copy_shared.h"
 #include "core/engine.h"
 
 // This algorithm's state in its request.
@@ -65,7 +64,8 @@ shi_oneshot_step(shoal_comm *comm, shoal_request *req)
                 return n;
             }
             if (elems > 0) {
-                memcpy(shi_slab_of(comm, comm->rank, oneshot_of(req)->use),
+                shi_copy_shared(
+                    shi_slab_of(comm, comm->rank, oneshot_of(req)->use),
                     req->sendbuf + first * es, elems * es);
             }
             oneshot_of(req)->phase = 1;

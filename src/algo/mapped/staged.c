@@ -26,6 +26,7 @@
 #include "algo/mapped/move_plan.h"
 #include "algo/mapped/xfer.h"
 #include "algo/registry.h"
+#include "base/copy_shared.h"
 #include "core/engine.h"
 
 // This algorithm's state in its request.
@@ -63,7 +64,7 @@ stage_chunk(shoal_comm *comm, shoal_request *req, size_t c)
 
     if (first < mine) {
         size_t len = mine - first < slab ? mine - first : slab;
-        memcpy(shi_slab_of(comm, comm->rank, staged_of(req)->use),
+        shi_copy_shared(shi_slab_of(comm, comm->rank, staged_of(req)->use),
             req->sendbuf + first, len);
     }
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "base/copy_shared.h"
 #include "transport/shm/shm.h"
 
 // The offset + 1 of [p, p + bytes) in this rank's heap, or 0.
@@ -128,7 +129,11 @@ mem_copy(shoal_comm *comm, const struct shi_tp_region *r, size_t off,
             bytes, off, (int) r->owner, (unsigned long long) r->bytes);
     }
     if ((view = heap_view(comm, r, off)) != NULL) {
-        memcpy(write ? view : local, write ? local : view, bytes);
+        if (write) {
+            shi_copy_shared(view, local, bytes);
+        } else {
+            memcpy(local, view, bytes);
+        }
         return SHOAL_OK;
     }
     if (r->owner == tc->rank) {

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/copy_shared.h"
 #include "base/log.h"
 #include "transport/shm/shm.h"
 #include "transport/upcalls.h"
@@ -48,7 +49,12 @@
 // which reads from 4 KiB: 7.3), 256 KiB 31-44 against 23-25; one way at a
 // time (ping-pong) 64 KiB took 8.1-10.0 against 9.3-9.4 on a fast host and
 // 31.5-31.9 against 23.4-28.0 on a slow one. At 16 KiB the read's system
-// call costs more than the second copy (ping-pong 2.3 -> 3.7 us).
+// call costs more than the second copy (ping-pong 2.3 -> 3.7 us). Since
+// slots are filled with streaming stores (base/copy_shared.h) the slots
+// win where the two ranks' CPUs share no L3 (both ways, 64 KiB: 7.2-11.2
+// against 12.3-14.9 in one copy; 256 KiB 26-43 against 41-111) and lose
+// where they share one (64 KiB 9.6-10.9 against 7.4; 256 KiB 35-42
+// against 23): kept, as Open MPI reads from there too.
 #define READ_MIN_BYTES (64u << 10)
 
 // What a SHM_READ slot carries: the sender's exposed region, where the
@@ -59,8 +65,9 @@ struct shm_read_desc {
     shi_strided          layout;
 };
 
-// Copies n bytes of r's message stream from byte `at` to dense `to`, or
-// from dense `from` into it (the other pointer NULL).
+// Copies n bytes of r's message stream from byte `at` to dense `to` (a
+// slot, which the peer reads next), or from dense `from` into it (the
+// other pointer NULL).
 static void
 stream_copy(const shoal_request *r, uint64_t at, unsigned char *to,
     const unsigned char *from, size_t n)
@@ -70,13 +77,14 @@ stream_copy(const shoal_request *r, uint64_t at, unsigned char *to,
     if (n == 0) { // buf may be NULL for zero bytes
         return;
     }
-    if (tr->layout == NULL) {
-        memcpy(to != NULL ? to : tr->buf + at,
-            from != NULL ? from : tr->buf + at, n);
-    } else if (to != NULL) {
+    if (tr->layout != NULL && to != NULL) {
         shi_strided_copy(to, NULL, 0, tr->buf, tr->layout, at, n);
-    } else {
+    } else if (tr->layout != NULL) {
         shi_strided_copy(tr->buf, tr->layout, at, from, NULL, 0, n);
+    } else if (to != NULL) {
+        shi_copy_shared(to, tr->buf + at, n); // into a slot
+    } else if (from != NULL) {
+        memcpy(tr->buf + at, from, n);
     }
 }
 
