@@ -182,6 +182,8 @@ COLL_VARIANT(
     small_staging_all_reduce, "coll_all_reduce", 3, COLL_SMALL_STAGING)
 COLL_VARIANT(small_staging_reduce_scatter_v, "coll_reduce_scatter_v", 3,
     COLL_SMALL_STAGING)
+COLL_VARIANT(small_staging_oneshot_reduce, "coll_reduce", 3,
+    COLL_SMALL_STAGING, COLL_DIRECT)
 COLL_VARIANT(small_staging_all_to_all_v, "coll_all_to_all_v", 4,
     COLL_SMALL_STAGING, COLL_STAGED)
 COLL_VARIANT(small_staging_inflight, "coll_inflight", 4, COLL_SMALL_STAGING,

@@ -3,9 +3,10 @@
 //
 // Steps, per chunk of one staging slab: (1) wait until every peer has
 // finished reading the slab this chunk reuses (the one of two chunks ago);
-// copy the chunk of sendbuf into this rank's slab; (2) sync point; (3)
-// every rank (all-reduce) or the root (reduce) reduces the n slabs in rank
-// order into recvbuf; mark the slab read. Slabs alternate, so no closing
+// copy the chunk of sendbuf into this rank's slab (a reduce's root reads
+// its own from sendbuf instead); (2) sync point; (3) every rank
+// (all-reduce) or the root (reduce) reduces the n inputs in rank order
+// into recvbuf; mark the slab read. Slabs alternate, so no closing
 // barrier is needed.
 // Preconditions: none; best when the message fits one slab.
 // Cost per chunk of S bytes: alpha (one sync) + beta S (copy in) +
@@ -46,6 +47,14 @@ chunks_of(const shoal_comm *comm, const shoal_request *req)
     return req->count == 0 ? 1 : (req->count + per - 1) / per;
 }
 
+// A reduce's root reads its own input where it lies: nobody else reads
+// its slab.
+static int
+reduces_from_sendbuf(const shoal_comm *comm, const shoal_request *req)
+{
+    return req->kind == SHI_OP_REDUCE && req->peer == comm->rank;
+}
+
 int
 shi_oneshot_step(shoal_comm *comm, shoal_request *req)
 {
@@ -63,7 +72,7 @@ shi_oneshot_step(shoal_comm *comm, shoal_request *req)
             if (!shi_slab_free(comm, req, oneshot_of(req)->use)) {
                 return n;
             }
-            if (elems > 0) {
+            if (elems > 0 && !reduces_from_sendbuf(comm, req)) {
                 shi_copy_shared(
                     shi_slab_of(comm, comm->rank, oneshot_of(req)->use),
                     req->sendbuf + first * es, elems * es);
@@ -77,6 +86,9 @@ shi_oneshot_step(shoal_comm *comm, shoal_request *req)
         if (req->kind == SHI_OP_ALLREDUCE || req->peer == comm->rank) {
             for (int q = 0; q < comm->size; q++) {
                 comm->inputs[q] = shi_slab_of(comm, q, oneshot_of(req)->use);
+            }
+            if (reduces_from_sendbuf(comm, req)) {
+                comm->inputs[comm->rank] = req->sendbuf + first * es;
             }
             shi_reduce(req->dtype, req->op, req->buf + first * es,
                 comm->inputs, comm->size, elems);
