@@ -5,10 +5,11 @@
 // is free; copy the chunk into this rank's slab, all but segment r (only
 // rank r reads segment r, and it reads its own from sendbuf); (2) sync
 // point; (3) rank r reduces segment r of the chunk, its own part from
-// sendbuf and the others from their slabs, in rank order, into its own
-// slab (peers only read their own segments now); (4) sync point; (5) every
-// rank copies segment q of the chunk from rank q's slab into recvbuf, for
-// every q; marks the slab read.
+// sendbuf and the others from their slabs, in rank order, into its
+// recvbuf, and copies the result into segment r of its slab (peers only
+// read their own segments now); (4) sync point; (5) every rank copies
+// segment q of the chunk from rank q's slab into recvbuf, for every other
+// q; marks the slab read.
 // Preconditions: none. Better than one-shot when n is large, and on 2
 // ranks from a few tens of KiB (half the copying of one-shot).
 // Cost per chunk of S bytes: 2 alpha + beta S (n-1)/n (copy in) + gamma S
@@ -57,11 +58,15 @@ stage_others_segments(
     }
 }
 
+// Rank r's segment of the chunk, reduced straight into its recvbuf (its
+// own memory: no peer holds those lines), then copied into its slab for
+// the others to read.
 static void
 reduce_my_segment(
     shoal_comm *comm, shoal_request *req, size_t first, size_t elems)
 {
-    size_t es = shi_req_esize(req), lo, hi;
+    size_t         es = shi_req_esize(req), lo, hi;
+    unsigned char *out;
 
     shi_segment(elems, es, comm->size, comm->rank, &lo, &hi);
     for (int q = 0; q < comm->size; q++) {
@@ -69,11 +74,14 @@ reduce_my_segment(
             ? req->sendbuf + (first + lo) * es
             : shi_slab_of(comm, q, twoshot_of(req)->use) + lo * es;
     }
-    shi_reduce(req->dtype, req->op,
-        shi_slab_of(comm, comm->rank, twoshot_of(req)->use) + lo * es,
-        comm->inputs, comm->size, hi - lo);
+    out = req->buf + (first + lo) * es;
+    shi_reduce(req->dtype, req->op, out, comm->inputs, comm->size, hi - lo);
+    shi_copy_shared(
+        shi_slab_of(comm, comm->rank, twoshot_of(req)->use) + lo * es, out,
+        (hi - lo) * es);
 }
 
+// Every other rank's reduced segment, from its slab into recvbuf.
 static void
 gather_segments(
     shoal_comm *comm, shoal_request *req, size_t first, size_t elems)
@@ -82,7 +90,7 @@ gather_segments(
 
     for (int q = 0; q < comm->size; q++) {
         shi_segment(elems, es, comm->size, q, &lo, &hi);
-        if (hi > lo) {
+        if (q != comm->rank && hi > lo) {
             memcpy(req->buf + (first + lo) * es,
                 shi_slab_of(comm, q, twoshot_of(req)->use) + lo * es,
                 (hi - lo) * es);
