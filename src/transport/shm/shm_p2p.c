@@ -43,19 +43,23 @@
 // Budget for buffered unexpected messages per communicator.
 #define P2P_UNEXPECTED_MAX (64LL << 20)
 
-// From this size a message goes in one copy (the receiver reads it) rather
-// than two (through the slots). Sending both ways at once on 2 ranks, 64
-// KiB took 9.2-12.2 us through the slots and 7.3-8.0 in one copy (Open MPI,
-// which reads from 4 KiB: 7.3), 256 KiB 31-44 against 23-25; one way at a
-// time (ping-pong) 64 KiB took 8.1-10.0 against 9.3-9.4 on a fast host and
-// 31.5-31.9 against 23.4-28.0 on a slow one. At 16 KiB the read's system
-// call costs more than the second copy (ping-pong 2.3 -> 3.7 us). Since
-// slots are filled with streaming stores (base/copy_shared.h) the slots
-// win where the two ranks' CPUs share no L3 (both ways, 64 KiB: 7.2-11.2
-// against 12.3-14.9 in one copy; 256 KiB 26-43 against 41-111) and lose
-// where they share one (64 KiB 9.6-10.9 against 7.4; 256 KiB 35-42
-// against 23): kept, as Open MPI reads from there too.
-#define READ_MIN_BYTES (64u << 10)
+// From this size a message goes in one copy (the receiver reads it
+// through the kernel) rather than two (through the slots, which are
+// filled with streaming stores: base/copy_shared.h). At 16 KiB the
+// read's system call costs more than the second copy. Where the two
+// ranks' CPUs share an L3 (2 ranks, medians in us):
+//   64 KiB ping-pong  slots 6.0-7.8   one copy 9.5-10.6 (Open MPI 9.4)
+//   64 KiB both ways  slots 9.6-13.0  one copy 7.4-8.9  (Open MPI 7.4-8.4)
+//   128 KiB both ways slots 18.3-22.4 one copy 12.6-15.3
+// Where they do not (the same host's vCPUs on two L3 domains):
+//   64 KiB ping-pong  slots 5.9-6.4   one copy 23.8-26.1 (Open MPI 9.4-11)
+//   64 KiB both ways  slots 7.4-7.6   one copy 12.7-16.9 (Open MPI 13)
+//   128 KiB both ways slots 14.0-16.7 one copy 22.0-26.4
+// A user gets whichever placement the host gives: 64 KiB goes through the
+// slots, whose worst case (both ways on one L3) is far from one copy's
+// (ping-pong across two). From 128 KiB the two trade about evenly, and
+// one copy moves half the bytes through memory.
+#define READ_MIN_BYTES (128u << 10)
 
 // What a SHM_READ slot carries: the sender's exposed region, where the
 // message's base lies in it, and the message's layout from that base.
