@@ -69,6 +69,9 @@ reduce_my_segment(
     unsigned char *out;
 
     shi_segment(elems, es, comm->size, comm->rank, &lo, &hi);
+    if (hi == lo) {
+        return; // buf may be NULL for no elements
+    }
     for (int q = 0; q < comm->size; q++) {
         comm->inputs[q] = q == comm->rank
             ? req->sendbuf + (first + lo) * es
