@@ -7,6 +7,7 @@ traceback.
 """
 
 import itertools
+import math
 import sys
 
 import torch
@@ -505,14 +506,18 @@ def case_builtin_cost(path):
 def case_cost(path):
     """The cost model fitted per size range to shoal-tune's sweep (run by
     the test beforehand: all_gather and all_reduce, 64 KiB to 16 MiB):
-    measured constants, more ranges than one, bytes costing more beyond
-    the core's cache. Then calibrate() every collective: estimates
-    calibrated, from its measurements, growing with the size, against
-    fresh ones from 64 KiB to 4 MiB (the table on rank 0) within 10x. The 25% target is a
-    benchmark figure (tools/perf/sharding_cost_accuracy.py): on this
-    2-core machine shared with other work, one call measures 1x-3x apart
-    between runs, so a test can only catch a model that is wrong by an
-    order of magnitude. choose() names a strategy with its times."""
+    measured constants, in ranges that cover every size. How many ranges
+    the fit finds is this machine's (its caches, and the noise of 2 ms
+    per size: one range in about a third of the runs here), so the split
+    itself is checked on a synthetic sweep (test_sharding.py's
+    test_fit_gives_each_cache_level_its_beta). Then calibrate() every
+    collective: estimates calibrated, from its measurements, growing with
+    the size, against fresh ones from 64 KiB to 4 MiB (the table on rank
+    0) within 10x. The 25% target is a benchmark figure
+    (tools/perf/sharding_cost_accuracy.py): on this 2-core machine shared
+    with other work, one call measures 1x-3x apart between runs, so a
+    test can only catch a model that is wrong by an order of magnitude.
+    choose() names a strategy with its times."""
     from shoal.sharding import calibration as cal
     c = new_comm()
     mesh = sh.DeviceMesh(c, (c.get_size(),), ("x",))
@@ -521,9 +526,10 @@ def case_cost(path):
     for op in ("all_gather", "all_reduce"):
         algo = sh.cost.algorithm(comm, op, 1 << 20)
         ranges, source = sh.cost.model(comm, op, algo, path)
-        assert source == "measured" and len(ranges) >= 2, (op, ranges)
-        per_byte = [r.beta + r.gamma for r in ranges]
-        assert per_byte[0] < per_byte[-1], ranges
+        assert source == "measured" and ranges, (op, source, ranges)
+        assert ranges[0].lo == 0 and ranges[-1].hi == math.inf, ranges
+        assert all(a.hi == b.lo for a, b in zip(ranges, ranges[1:])), ranges
+        assert all(min(r.alpha, r.beta, r.gamma) >= 0 for r in ranges), ranges
     sh.calibrate(mesh, path=path, sizes=sizes, reps=5)
     worst = 1.0
     for op in sh.cost.OPS:
