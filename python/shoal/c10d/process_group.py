@@ -40,15 +40,21 @@ _OPS = {int(getattr(dist.ReduceOp.RedOpType, name)): getattr(ReduceOp, name)
                      "BXOR")}
 
 
+_REDUCE_OP = dist.ReduceOp
 _RED_OP_TYPE = dist.ReduceOp.RedOpType
+_SUM_TYPE = dist.ReduceOp.RedOpType.SUM
 _ALLREDUCE_OPTIONS = dist.AllreduceOptions
 
 
 def _reduce_op(op):
     """shoal's ReduceOp for torch's (a dist.ReduceOp or its RedOpType).
     Exact type checks and the enum's value: the cheapest reads of torch's
-    objects, on every small all_reduce's way."""
-    kind = op.op if type(op) is dist.ReduceOp else op
+    objects, on every small all_reduce's way. SUM, the usual one, first:
+    a dist.ReduceOp compares itself with the enum in C++ (0.15 us), where
+    reading the enum out and its value costs 0.5."""
+    if type(op) is _REDUCE_OP and op == _SUM_TYPE:
+        return ReduceOp.SUM
+    kind = op.op if type(op) is _REDUCE_OP else op
     shoal_op = _OPS.get(kind.value) if type(kind) is _RED_OP_TYPE else None
     if shoal_op is None:  # a float, or a 1-element tensor read once here
         return ReduceOp.PREMUL_SUM(op.factor)
