@@ -126,6 +126,12 @@ shi_fr_record(shoal_comm *comm, shoal_request *req)
     req->fr_id   = e->record_id + 1;
     req->fr_slot = (uint32_t) fr->next;
     fr->next     = fr->next + 1 == fr->cap ? 0 : fr->next + 1;
+    // A request may end as it starts (a send that fit into its peer's
+    // channel, a receive of a message set aside): record the end too.
+    int st = atomic_load_explicit(&req->status, memory_order_acquire);
+    if (st != SHOAL_INPROGRESS) {
+        shi_fr_complete(comm, req, st);
+    }
 }
 
 void

@@ -20,8 +20,8 @@
 int  shi_fr_init(shoal_comm *comm);
 void shi_fr_free(shoal_comm *comm);
 
-// Records req, just submitted (its number known), as started; and its
-// end. Under the lock.
+// Records req, just submitted (its number known), as started (and ended,
+// if it already has); and its end. Under the lock.
 void shi_fr_record(shoal_comm *comm, shoal_request *req);
 void shi_fr_complete(shoal_comm *comm, shoal_request *req, int status);
 

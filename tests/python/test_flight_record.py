@@ -119,3 +119,38 @@ def test_stats_name_the_rank_that_comes_late():
     often and 1-100 ms late, as rank 0 sees it."""
     for rank, (rc, out, err) in enumerate(spawn(3, LATE, timeout=60)):
         assert rc == 0 and "ok" in out, (rank, out, err)
+
+
+EARLY = """
+import glob, os, pickle, numpy as np, shoal
+comm = shoal.new_comm("shoal", "cpu", name="early")
+rank = comm.get_rank()
+a, b = np.zeros(4, dtype=np.float32), np.zeros(4, dtype=np.float32)
+if rank == 1:
+    comm.send(a, 0, tag=7)
+    comm.send(b, 0, tag=5)
+else:
+    # Waiting for tag 5 sets tag 7 aside; the receive of tag 7 then
+    # completes as it is posted.
+    comm.recv(b, 1, async_op=True, tag=5).wait()
+    comm.recv(a, 1, tag=7)
+    comm.dump_flight_record(os.environ["FR_DIR"])
+    path, = glob.glob(os.path.join(os.environ["FR_DIR"], "*"))
+    with open(path, "rb") as f:
+        entries = pickle.load(f)["entries"]
+    print([(e["profiling_name"], e["state"]) for e in entries])
+comm.barrier()
+comm.finalize()
+"""
+
+
+def test_a_receive_that_completes_as_posted_is_recorded_completed(tmp_path):
+    """A receive matched by a message set aside before it was posted
+    finishes inside its own start; its record must still say so."""
+    results = spawn(2, EARLY, timeout=60, extra_env={
+        "FR_DIR": str(tmp_path), "SHOAL_TRANSPORT": "shm"})
+    for rank, (rc, out, err) in enumerate(results):
+        assert rc == 0, (rank, out, err)
+    assert results[0][1].strip() == str([
+        ("gloo:recv 0<-1", "completed"), ("gloo:recv 0<-1", "completed")]), (
+        results[0])
