@@ -162,16 +162,27 @@ step_each(shoal_comm *comm)
     return n;
 }
 
-// One pass over everything that can move (see step_locked). Under the lock.
+// Whether the communicator failed, adopting an abort a peer published:
+// then every active request fails. Under the lock.
 static int
-pass_locked(shoal_comm *comm)
+failed_locked(shoal_comm *comm)
 {
     if (comm->tp->poll_abort != NULL && !atomic_load(&comm->failed)) {
         comm->tp->poll_abort(comm);
     }
-    if (atomic_load(&comm->failed)) {
-        flush_abort_locked(comm);
-        fail_all_locked(comm);
+    if (!atomic_load(&comm->failed)) {
+        return 0;
+    }
+    flush_abort_locked(comm);
+    fail_all_locked(comm);
+    return 1;
+}
+
+// One pass over everything that can move (see step_locked). Under the lock.
+static int
+pass_locked(shoal_comm *comm)
+{
+    if (failed_locked(comm)) {
         return 1;
     }
     if (comm->engine.active.head == NULL && comm->engine.listening == 0) {
@@ -866,7 +877,7 @@ shi_engine_wait(shoal_request *req, int64_t deadline)
 int
 shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
 {
-    int st;
+    int st, posted_moved = 0;
 
     if (shi_forked(comm)) { // the operation's name only for the message
         return shi_fork_check(comm, shi_op_kind_name(req->kind));
@@ -892,7 +903,7 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
     if (req->step != NULL) {
         shi_queue_push(&comm->engine.stepped, req);
     } else if (req->kind == SHI_OP_SEND || req->kind == SHI_OP_RECV) {
-        comm->tp->p2p_post(comm, req);
+        posted_moved = comm->tp->p2p_post(comm, req);
     } else {
         req->seq = ++comm->engine.coll_seq;
         shi_queue_push(&comm->engine.colls, req);
@@ -901,7 +912,11 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
         && !(req->kind == SHI_OP_RECV && req->peer == SHOAL_ANY_SOURCE)) {
         shi_fr_record(comm, req); // not any-source receives, nor windows
     }
-    step_locked(comm);
+    if (!posted_moved) {
+        step_locked(comm);
+    } else {
+        failed_locked(comm); // what the pass would have found first
+    }
     st = atomic_load_explicit(&req->status, memory_order_acquire);
     if (st == SHOAL_INPROGRESS && blocking) {
         // The caller drives it from here (the same critical section

@@ -113,8 +113,13 @@ struct shi_transport_ops {
     // --- point to point -------------------------------------------------
     // Starts a send or receive request (kind, peer or SHOAL_ANY_SOURCE,
     // tag, buf, bytes filled in). It completes through
-    // shi_transport_complete. Under the lock.
-    void (*p2p_post)(struct shoal_comm *comm, shoal_request *req);
+    // shi_transport_complete, perhaps before p2p_post returns. Returns 1
+    // where p2p_post already moved all it could of the request (it looked
+    // at the request's peer): the engine then skips its pass over
+    // everything at submission, which costs a small send or receive more
+    // than the message itself. 0: the engine runs that pass. Under the
+    // lock.
+    int (*p2p_post)(struct shoal_comm *comm, shoal_request *req);
     // Whether p2p_post takes requests whose bytes lie in a strided layout
     // (req->layout); where 0 the layers above pack them first.
     int p2p_strided;

@@ -81,7 +81,7 @@ int shi_shm_setup(
     shoal_comm *comm, const struct shi_tp_boot *boot, int64_t deadline);
 
 // Point to point over the segment's channels (shm_p2p.c).
-void shi_shm_p2p_post(shoal_comm *comm, shoal_request *req);
+int  shi_shm_p2p_post(shoal_comm *comm, shoal_request *req);
 int  shi_shm_p2p_step(shoal_comm *comm);
 void shi_shm_p2p_discard(shoal_comm *comm);
 // Takes a request that ends before the channel finished it (a failure)

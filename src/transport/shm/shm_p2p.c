@@ -548,7 +548,10 @@ match_arrived_any(shoal_comm *comm, shoal_request *req)
     return 1;
 }
 
-void
+// A send goes into its peer's channel at once where slots are free and no
+// earlier send waits, and a named receive looks at its peer's channel at
+// once: the engine's pass over every channel is then not needed.
+int
 shi_shm_p2p_post(shoal_comm *comm, shoal_request *req)
 {
     struct shi_tp_comm *tc  = shi_tp_comm(comm);
@@ -561,14 +564,20 @@ shi_shm_p2p_post(shoal_comm *comm, shoal_request *req)
     tc->p2p_active++;
     if (tr->kind == SHI_OP_SEND) {
         shi_queue_push(&shi_shm_of(comm)->peers[tr->peer].sends, req);
-        return;
+        send_step(comm, tr->peer);
+        return 1;
     }
-    if (any ? match_arrived_any(comm, req) : match_arrived(comm, req)) {
-        return;
+    if (any) {
+        if (!match_arrived_any(comm, req)) {
+            shi_queue_push(&shi_shm_of(comm)->any_recvs, req);
+        }
+        return 0; // a head it took is copied by the pass
     }
-    shi_queue_push(any ? &shi_shm_of(comm)->any_recvs
-                       : &shi_shm_of(comm)->peers[tr->peer].recvs,
-        req);
+    if (!match_arrived(comm, req)) {
+        shi_queue_push(&shi_shm_of(comm)->peers[tr->peer].recvs, req);
+    }
+    recv_step(comm, tr->peer);
+    return 1;
 }
 
 void

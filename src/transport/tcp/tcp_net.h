@@ -105,7 +105,7 @@ int shi_tcp_setup(
 // Point to point (tcp_p2p.c): posts a send or receive request; a message
 // of a request (point to point or one-sided) finished, and an any-source
 // receive's sender found (from tcp_xfer.c).
-void shi_tcp_p2p_post(struct shoal_comm *comm, shoal_request *req);
+int  shi_tcp_p2p_post(struct shoal_comm *comm, shoal_request *req);
 void shi_net_p2p_done(struct shoal_comm *comm, shi_msg *msg);
 void shi_net_p2p_matched(struct shoal_comm *comm, shi_msg *msg);
 

@@ -30,7 +30,7 @@ shi_net_p2p_matched(shoal_comm *comm, shi_msg *msg)
     shi_tp_req(req)->blocked_on = msg->peer;
 }
 
-void
+int
 shi_tcp_p2p_post(shoal_comm *comm, shoal_request *req)
 {
     struct shi_tp_comm *tc  = shi_tp_comm(comm);
@@ -44,7 +44,7 @@ shi_tcp_p2p_post(shoal_comm *comm, shoal_request *req)
     tc->p2p_active++;
     if (m == NULL) {
         shi_comm_abort(comm, SHOAL_ENOMEM, "out of memory for a message");
-        return;
+        return 0;
     }
     m->peer   = tr->peer;
     m->type   = SHI_TCP_P2P;
@@ -59,4 +59,5 @@ shi_tcp_p2p_post(shoal_comm *comm, shoal_request *req)
     } else if (shi_tcp_recv(net, m)) {
         shi_net_p2p_done(comm, m);
     }
+    return 0; // the pass reads and writes the sockets
 }

@@ -196,7 +196,7 @@ void      shi_ucx_mem_release_all(struct shi_ucx *ucx);
 // ucx_msg.c: data and point-to-point messages.
 void shi_ucx_msg_send(struct shoal_comm *comm, shi_msg *msg);
 int  shi_ucx_msg_recv(struct shoal_comm *comm, shi_msg *msg);
-void shi_ucx_p2p_post(struct shoal_comm *comm, shoal_request *req);
+int  shi_ucx_p2p_post(struct shoal_comm *comm, shoal_request *req);
 void shi_ucx_p2p_forget(struct shoal_comm *comm, shoal_request *req);
 // The end of a message op (from its callback).
 void shi_ucx_msg_done(struct shi_ucx_op *op, ucs_status_t status,

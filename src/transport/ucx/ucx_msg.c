@@ -56,7 +56,7 @@ shi_ucx_msg_recv(shoal_comm *comm, shi_msg *msg)
     return msg->done;
 }
 
-void
+int
 shi_ucx_p2p_post(shoal_comm *comm, shoal_request *req)
 {
     struct shi_tp_comm *tc  = shi_tp_comm(comm);
@@ -70,17 +70,18 @@ shi_ucx_p2p_post(shoal_comm *comm, shoal_request *req)
     tr->source     = tr->peer;
     tc->p2p_active++;
     if ((op = shi_ucx_op_new(ucx, SHI_UCX_P2P, any ? -1 : tr->peer)) == NULL) {
-        return;
+        return 0;
     }
     op->req = req;
     if (tr->kind == SHI_OP_SEND) {
         shi_ucx_send(op, tr->buf, tr->bytes,
             shi_ucx_tag(SHI_UCX_P2P, tc->rank, (uint32_t) tr->tag));
-        return;
+        return 0;
     }
     shi_ucx_recv(op, tr->buf, tr->bytes,
         shi_ucx_tag(SHI_UCX_P2P, any ? 0 : tr->peer, (uint32_t) tr->tag),
         any ? ~SHI_UCX_RANK_MASK : ~UINT64_C(0));
+    return 0; // the pass progresses the worker
 }
 
 // The request ended before its message did (a deadline): stop waiting.
