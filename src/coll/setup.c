@@ -20,6 +20,7 @@
 #include "core/comm.h"
 #include "core/engine.h"
 #include "core/upcalls.h"
+#include "platform/cpu_place.h"
 #include "store/store.h"
 
 #define PROBE_MAGIC 0x73686f616c434d41ull // "shoalCMA"
@@ -79,14 +80,37 @@ can_read_peer(shoal_comm *comm, int p, int64_t deadline)
     return 1;
 }
 
+// What the ranks of one host may run on together: the union of their CPU
+// masks, as their answers to agree_on_cma carry them.
+struct host_cpus {
+    cpu_set_t set;
+    int       ranks, known;
+};
+
+static void
+add_host_cpus(
+    const shoal_comm *comm, int p, const char *answer, struct host_cpus *h)
+{
+    if (comm->host_first != NULL
+        && comm->host_first[p] != comm->host_first[comm->rank]) {
+        return;
+    }
+    h->ranks++;
+    h->known &= answer[0] != '\0' && answer[1] == ' ' && answer[2] != '\0'
+        && shi_affinity_add(answer + 2, &h->set) == 0;
+}
+
 // Every rank tests every peer; the single-copy path is used only if all
-// pairs work.
+// pairs work. Each rank's answer ("1 " or "0 ", then its CPU mask) also
+// tells the engine what the host's ranks run on together: ranks pinned to
+// a core each must not take themselves for ranks that share one.
 static int
 agree_on_cma(shoal_comm *comm, int64_t deadline)
 {
-    char key[64], value[32];
+    char key[64], value[8 + SHI_AFFINITY_TEXT_MAX];
     int  mine = getenv("SHOAL_CMA") == NULL || atoi(getenv("SHOAL_CMA")) != 0;
-    int  st;
+    struct host_cpus host = { .known = 1 };
+    int              st;
 
     // Under Yama's ptrace_scope=1 only a tracer we name may read us.
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
@@ -105,10 +129,13 @@ agree_on_cma(shoal_comm *comm, int64_t deadline)
         }
     }
     snprintf(key, sizeof(key), "cma/%d", comm->rank);
-    if ((st = store_put(comm, key, mine ? "1" : "0", deadline)) != SHOAL_OK) {
+    snprintf(value, sizeof(value), "%d ", mine ? 1 : 0);
+    shi_affinity_text(value + 2, sizeof(value) - 2);
+    if ((st = store_put(comm, key, value, deadline)) != SHOAL_OK) {
         return st;
     }
     comm->cma_ok = 1;
+    CPU_ZERO(&host.set);
     for (int p = 0; p < comm->size; p++) {
         char *text;
         snprintf(key, sizeof(key), "cma/%d", p);
@@ -116,7 +143,11 @@ agree_on_cma(shoal_comm *comm, int64_t deadline)
             return st;
         }
         comm->cma_ok &= text[0] == '1';
+        add_host_cpus(comm, p, text, &host);
         free(text);
+    }
+    if (host.known) {
+        shi_engine_host_cpus(comm, host.ranks, CPU_COUNT(&host.set));
     }
     return SHOAL_OK;
 }

@@ -1078,7 +1078,8 @@ shi_engine_listen(shoal_comm *comm, int on)
     pthread_mutex_unlock(&comm->lock);
 }
 
-// Spinning only pays when every rank has a core of its own. Then a waiter
+// Spinning only pays when every rank has a core of its own (counted over
+// the host's ranks together: shi_engine_host_cpus). Then a waiter
 // spins for 50 us, then yields the core in a loop up to 1 ms: a peer a
 // little late (computing between collectives) is met without a sleep,
 // whose wake-up costs 10-20 us on a VM, and yet a core shared with other
@@ -1089,17 +1090,12 @@ shi_engine_listen(shoal_comm *comm, int on)
 // can run. What a waiter sees changes this per wait (wait_spin_ns): no
 // spin while a peer waits on the same CPU.
 static void
-choose_wait_policy(shoal_comm *comm)
+choose_wait_policy(shoal_comm *comm, int ranks_here, int cpus)
 {
-    cpu_set_t set;
     long long spin_us, yield_us;
-    int       cpus = 1;
 
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        cpus = CPU_COUNT(&set);
-    }
     comm->engine.cpus       = cpus;
-    int oversubscribed      = comm->size > cpus;
+    int oversubscribed      = ranks_here > cpus;
     comm->engine.spin_ns    = oversubscribed ? 2000 : 50000;
     comm->engine.yield_ns   = oversubscribed ? 0 : 1000000;
     comm->engine.yield_iter = oversubscribed ? 50 : 20;
@@ -1120,8 +1116,20 @@ choose_wait_policy(shoal_comm *comm)
 void
 shi_engine_init(shoal_comm *comm)
 {
+    cpu_set_t set;
+    int       cpus = 1;
+
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        cpus = CPU_COUNT(&set);
+    }
     shi_park_init(comm);
-    choose_wait_policy(comm);
+    choose_wait_policy(comm, comm->size, cpus);
+}
+
+void
+shi_engine_host_cpus(shoal_comm *comm, int ranks_here, int cpus)
+{
+    choose_wait_policy(comm, ranks_here, cpus);
 }
 
 void

@@ -20,6 +20,10 @@
 // wait policy from the CPUs this process may use, the ranks and
 // SHOAL_SPIN_US / SHOAL_YIELD_US.
 void shi_engine_init(shoal_comm *comm);
+// What the ranks of this host may run on together, once known (the union
+// of their CPU masks; a rank pinned to one core sees only that core):
+// chooses the wait policy again. Before the engine starts.
+void shi_engine_host_cpus(shoal_comm *comm, int ranks_here, int cpus);
 void shi_engine_destroy(shoal_comm *comm);
 
 // The collective at the head of comm's queue (the drivers run it), or NULL.

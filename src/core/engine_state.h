@@ -41,7 +41,7 @@ struct shi_engine {
     int     spin_ns;
     int     yield_iter;
     int64_t yield_ns;
-    int     cpus; // CPUs this process may run on
+    int     cpus; // CPUs the ranks of this host may run on together
     // When a waiter sharing its CPU with a peer last asked to be moved
     // (wait_spin_ns); one asks at most every MOVE_EVERY_NS.
     _Atomic int64_t moved_ns;

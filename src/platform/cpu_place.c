@@ -1,7 +1,9 @@
 #include "platform/cpu_place.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int
@@ -31,6 +33,54 @@ shi_runnable_tasks(void)
         }
     }
     return -1;
+}
+
+void
+shi_affinity_text(char *buf, size_t len)
+{
+    cpu_set_t set;
+    int       words = 0;
+    size_t    at    = 0;
+
+    buf[0] = '\0';
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+        return;
+    }
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (CPU_ISSET(cpu, &set)) {
+            words = cpu / 64 + 1;
+        }
+    }
+    for (int w = 0; w < words && at + 17 <= len; w++, at += 16) {
+        unsigned long long bits = 0;
+        for (int b = 0; b < 64; b++) {
+            bits |= CPU_ISSET(w * 64 + b, &set) ? 1ULL << b : 0;
+        }
+        snprintf(buf + at, len - at, "%016llx", bits);
+    }
+}
+
+int
+shi_affinity_add(const char *text, cpu_set_t *set)
+{
+    size_t n = strlen(text);
+
+    if (n % 16 != 0 || n / 16 > CPU_SETSIZE / 64
+        || strspn(text, "0123456789abcdef") != n) {
+        return -1;
+    }
+    for (size_t w = 0; w < n / 16; w++) {
+        char word[17];
+        memcpy(word, text + w * 16, 16);
+        word[16]                = '\0';
+        unsigned long long bits = strtoull(word, NULL, 16);
+        for (int b = 0; b < 64; b++) {
+            if (bits >> b & 1) {
+                CPU_SET((int) w * 64 + b, set);
+            }
+        }
+    }
+    return 0;
 }
 
 int

@@ -60,6 +60,7 @@ static const struct {
     { "stragglers", mp_case_stragglers },
     { "store_owner_kill", mp_case_store_owner_kill },
     { "numa_heap", mp_case_numa_heap },
+    { "pinned_policy", mp_case_pinned_policy },
     { "timeout", mp_case_timeout },
     { "mismatch", mp_case_mismatch },
     { "p2p_mismatch", mp_case_p2p_mismatch },

@@ -124,6 +124,7 @@ void mp_list_fds(void);
 int  mp_case_fault_loop(shoal_comm *comm, int argc, char **argv);
 int  mp_case_store_owner_kill(shoal_comm *comm, int argc, char **argv);
 int  mp_case_numa_heap(shoal_comm *comm, int argc, char **argv);
+int  mp_case_pinned_policy(shoal_comm *comm, int argc, char **argv);
 int  mp_case_timeout(shoal_comm *comm, int argc, char **argv);
 int  mp_case_mismatch(shoal_comm *comm, int argc, char **argv);
 int  mp_case_p2p_mismatch(shoal_comm *comm, int argc, char **argv);

@@ -108,6 +108,12 @@ MP_TEST(mp_progress_after_prompt_waits, "progress", "prompt")
 MP_TEST(mp_bcast, "bcast", NULL)
 MP_TEST(mp_barrier, "barrier", NULL)
 MP_TEST(mp_split, "split", NULL)
+// Ranks pinned to a core each (the machine has at least 2) are not taken
+// for ranks that share one.
+TEST_T(mp_pinned_ranks_count_their_cores_together_2, 120)
+{
+    expect_pass(2, "pinned_policy", NULL);
+}
 MP_TEST(mp_bad_args, "bad_args", NULL)
 
 // Any-source receives on 2, 3 and 4 ranks (rank 0 receives from all).
