@@ -1079,16 +1079,22 @@ shi_engine_listen(shoal_comm *comm, int on)
 }
 
 // Spinning only pays when every rank has a core of its own (counted over
-// the host's ranks together: shi_engine_host_cpus). Then a waiter
-// spins for 50 us, then yields the core in a loop up to 1 ms: a peer a
-// little late (computing between collectives) is met without a sleep,
-// whose wake-up costs 10-20 us on a VM, and yet a core shared with other
-// work (another job, data loaders) is handed over at once instead of being
-// burnt for a whole time slice (that made a loaded machine's 128 KiB
-// all-reduce take 2 ms). An idle communicator still sleeps after 1 ms. With
-// more ranks than cores, waiting ranks yield quickly so that the others
-// can run. What a waiter sees changes this per wait (wait_spin_ns): no
-// spin while a peer waits on the same CPU.
+// the host's ranks together: shi_engine_host_cpus). Then a waiter spins
+// for 1 ms, then sleeps (after a few yields where the machine has a
+// core to spare): a peer a little late (computing between collectives, or
+// off its CPU for a moment beside other work) is met without a sleep,
+// whose wake-up costs 10-50 us on a VM, and an idle communicator still
+// sleeps after 1 ms. A waiter on a core shared with busy work keeps its
+// fair share there and no more: the scheduler preempts it for the other
+// task. Sleeping after 50 us wherever the machine had more runnable tasks
+// than cores cost more than it gave: beside 1 or 2 busy processes, pinned
+// or not, 2 ranks, medians of 300 calls in us (Open MPI 3.7-4.0, 8.1-8.3)
+//   16 KiB reduce  8.2-19.1 -> 3.0-3.2
+//   64 KiB reduce 15.7-27.7 -> 8.8-10.7
+// and no cell of that load matrix (16 B-1 MiB) got slower. With more ranks
+// than cores, waiting ranks yield quickly so that the others can run. What a
+// waiter sees changes this per wait (wait_spin_ns): no spin while a peer waits
+// on the same CPU.
 static void
 choose_wait_policy(shoal_comm *comm, int ranks_here, int cpus)
 {
@@ -1096,7 +1102,7 @@ choose_wait_policy(shoal_comm *comm, int ranks_here, int cpus)
 
     comm->engine.cpus       = cpus;
     int oversubscribed      = ranks_here > cpus;
-    comm->engine.spin_ns    = oversubscribed ? 2000 : 50000;
+    comm->engine.spin_ns    = oversubscribed ? 2000 : 1000000;
     comm->engine.yield_ns   = oversubscribed ? 0 : 1000000;
     comm->engine.yield_iter = oversubscribed ? 50 : 20;
     if (shi_env_int("SHOAL_SPIN_US", -1, &spin_us) == SHOAL_OK
