@@ -75,6 +75,13 @@
 # maximum). The load matrix is LOAD=0, 1 and 2 on 2 ranks: idle, one rank
 # sharing its CPU while the other has its own, and both sharing.
 #
+# Pinned mode (PIN=1): rank r of every MPI library and of shoal runs on
+# CPU r alone (taskset; mpirun --bind-to core), as launchers bind ranks,
+# and LOAD's busy processes go to the CPUs LOAD_CPUS lists (default 0, 1,
+# ...: the first shares rank 0's CPU, the root of the rooted operations).
+# oneCCL, DeepSpeed and gloo stay unbound. The pinned load matrix is PIN=1
+# with LOAD=1 (LOAD_CPUS=0, then 1) and LOAD=2.
+#
 # Cache-cold mode (COLD=1): shoal-perf --cold and mpi_bench -C (Open MPI
 # and MPICH) rotate every iteration's buffers through regions of twice the
 # last-level cache (COLD_CACHE bytes: getconf's LEVEL3_CACHE_SIZE, else
@@ -83,7 +90,8 @@
 # other memory between collectives; oneCCL, DeepSpeed and gloo have no
 # such mode and are left out (N/A). Run it beside the default (warm) run.
 #
-# Environment: NRANKS (2), MODE (full, or tail when NRANKS=8), LOAD (0), COLD (0), MINBYTES
+# Environment: NRANKS (2), MODE (full, or tail when NRANKS=8), LOAD (0),
+# PIN (0), LOAD_CPUS, COLD (0), MINBYTES
 # (8) and STEPFACTOR (2) for allreduce, allgather, reducescatter and put
 # (the operations with targets), OTHER_MINBYTES (16) and OTHER_STEPFACTOR (4)
 # for the others (both series hit 64 KiB and 64 MiB), MAXBYTES (64M),
@@ -206,16 +214,39 @@ case $LOAD in
         exit 2
         ;;
 esac
+PIN=${PIN:-0}
+LOAD_CPUS=${LOAD_CPUS:-$(seq -s ' ' 0 $((LOAD > 0 ? LOAD - 1 : 0)))}
+# busy_cpu I: the CPU of busy process I under PIN=1 (the I-th of
+# LOAD_CPUS, from 0, wrapping around), else nothing.
+busy_cpu() {
+    [ "$PIN" = 1 ] || return 0
+    echo "$LOAD_CPUS" | awk -v i="$1" '{ print $(i % NF + 1) }'
+}
 if [ "$LOAD" -gt 0 ]; then
     trap stop_load EXIT INT TERM
     i=0
     while [ "$i" -lt "$LOAD" ]; do
-        sh -c 'while :; do :; done' &
+        cpu=$(busy_cpu "$i")
+        if [ -n "$cpu" ]; then
+            taskset -c "$cpu" sh -c 'while :; do :; done' &
+        else
+            sh -c 'while :; do :; done' &
+        fi
         LOAD_PIDS="$LOAD_PIDS $!"
         i=$((i + 1))
     done
+    where=""
+    [ "$PIN" = 1 ] && where=", pinned to CPUs $LOAD_CPUS"
     echo "# LOAD=$LOAD: $LOAD busy processes run beside the ranks of every" \
-        "library ($(nproc) CPUs)"
+        "library ($(nproc) CPUs$where)"
+fi
+# PIN=1: shoal's ranks start through a wrapper that binds rank r to CPU r.
+PIN_SHOAL=""
+if [ "$PIN" = 1 ]; then
+    PIN_SHOAL="$OUT/pin_rank.sh"
+    printf '#!/bin/sh\nexec taskset -c "$SHOAL_RANK" "$@"\n' >"$PIN_SHOAL"
+    chmod +x "$PIN_SHOAL"
+    echo "# PIN=1: rank r of shoal, Open MPI and MPICH runs on CPU r alone"
 fi
 
 # --- cache-cold (COLD=1) ----------------------------------------------------
@@ -248,6 +279,9 @@ bench_ready() {
 }
 if command -v mpirun >/dev/null 2>&1 && bench_ready mpi_bench mpicc; then
     MPIRUN="mpirun -np $NRANKS --oversubscribe --bind-to none"
+    if [ "$PIN" = 1 ]; then
+        MPIRUN="mpirun -np $NRANKS --map-by core --bind-to core"
+    fi
     if [ "$(id -u)" = 0 ]; then
         MPIRUN="$MPIRUN --allow-run-as-root"
     fi
@@ -275,6 +309,9 @@ MPICHRUN=""
 if command -v mpirun.mpich >/dev/null 2>&1 \
     && bench_ready mpich_bench mpicc.mpich; then
     MPICHRUN="mpirun.mpich -np $NRANKS"
+    if [ "$PIN" = 1 ]; then
+        MPICHRUN="$MPICHRUN -bind-to core"
+    fi
     MPICH_NOTE="MPICH: $(mpichversion 2>/dev/null | head -n 1 \
         | sed 's/^MPICH Version:[[:space:]]*/version /')"
 else
@@ -488,8 +525,8 @@ run_shoal() {
     shift
     rc=0
     # shellcheck disable=SC2086
-    "$SHOALRUN" -n "$NRANKS" --timeout "$TIMEOUT" "$PERF" $COLD_SHOAL "$@" \
-        >"$OUT/shoal_$name.txt" 2>&1 || rc=$?
+    "$SHOALRUN" -n "$NRANKS" --timeout "$TIMEOUT" $PIN_SHOAL "$PERF" \
+        $COLD_SHOAL "$@" >"$OUT/shoal_$name.txt" 2>&1 || rc=$?
     if [ $rc -ne 0 ]; then
         echo "failed (exit $rc)" >"$OUT/shoal_$name.status"
         echo "compare.sh: shoal-perf $* failed (exit $rc):" >&2
