@@ -1,7 +1,8 @@
 // Setup of the collectives when a communicator is created: the ranks agree
-// on whether they can read each other's memory (process_vm_readv) and on
-// one algorithm table (rank 0's SHOAL_ALGO), so that every rank picks the
-// same algorithm for every call.
+// on whether they can read each other's memory (process_vm_readv), learn
+// the cores the host's ranks have together (the engine's wait policy), and
+// agree on one algorithm table (rank 0's SHOAL_ALGO), so that every rank picks
+// the same algorithm for every call.
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -81,7 +82,7 @@ can_read_peer(shoal_comm *comm, int p, int64_t deadline)
 }
 
 // What the ranks of one host may run on together: the union of their CPU
-// masks, as their answers to agree_on_cma carry them.
+// masks, as their answers to agree_on_host carry them.
 struct host_cpus {
     cpu_set_t set;
     int       ranks, known;
@@ -100,12 +101,13 @@ add_host_cpus(
         && shi_affinity_add(answer + 2, &h->set) == 0;
 }
 
-// Every rank tests every peer; the single-copy path is used only if all
-// pairs work. Each rank's answer ("1 " or "0 ", then its CPU mask) also
-// tells the engine what the host's ranks run on together: ranks pinned to
-// a core each must not take themselves for ranks that share one.
+// The ranks of a host agree on what they share. Every rank tests every
+// peer; the single-copy path is used only if all pairs work. Each rank's
+// answer ("1 " or "0 ", then its CPU mask) also tells the engine what the
+// host's ranks run on together: ranks pinned to a core each must not take
+// themselves for ranks that share one.
 static int
-agree_on_cma(shoal_comm *comm, int64_t deadline)
+agree_on_host(shoal_comm *comm, int64_t deadline)
 {
     char key[64], value[8 + SHI_AFFINITY_TEXT_MAX];
     int  mine = getenv("SHOAL_CMA") == NULL || atoi(getenv("SHOAL_CMA")) != 0;
@@ -288,8 +290,9 @@ shi_coll_setup(shoal_comm *comm, int64_t deadline)
     // their help, and a kernel that lets every pair of ranks do it.
     comm->cma_ok = comm->tp->mem_read != NULL;
     if (comm->size > 1 && comm->cma_ok
-        && (st = agree_on_cma(comm, deadline)) != SHOAL_OK) {
-        return shi_error_wrap(st, "checking single-copy support");
+        && (st = agree_on_host(comm, deadline)) != SHOAL_OK) {
+        return shi_error_wrap(
+            st, "checking single-copy support and the host's cores");
     }
     if ((st = shi_coll_agree_table(comm, deadline)) != SHOAL_OK) {
         return st;
