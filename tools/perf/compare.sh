@@ -227,11 +227,8 @@ if [ "$LOAD" -gt 0 ]; then
     i=0
     while [ "$i" -lt "$LOAD" ]; do
         cpu=$(busy_cpu "$i")
-        if [ -n "$cpu" ]; then
-            taskset -c "$cpu" sh -c 'while :; do :; done' &
-        else
-            sh -c 'while :; do :; done' &
-        fi
+        # shellcheck disable=SC2086
+        ${cpu:+taskset -c $cpu} sh -c 'while :; do :; done' &
         LOAD_PIDS="$LOAD_PIDS $!"
         i=$((i + 1))
     done
