@@ -63,7 +63,8 @@ shi_req_fill(shoal_request *req, int kind, const void *buf, size_t count,
     req->buf    = (unsigned char *) buf;
     req->count  = count;
     req->dtype  = dtype;
-    req->bytes  = count * shoal_dtype_size(dtype);
+    req->esize  = shoal_dtype_size(dtype);
+    req->bytes  = count * req->esize;
     req->peer   = peer;
     req->source = -1;
 }

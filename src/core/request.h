@@ -28,6 +28,7 @@ struct shoal_request {
         };
     };
     shoal_comm     *comm;
+    size_t          esize; // bytes of one element of dtype (set with it)
     atomic_int      status; // SHOAL_INPROGRESS until final
     int             in_engine;
     int             heap; // allocated by a non-blocking call

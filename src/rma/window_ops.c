@@ -415,6 +415,7 @@ put_op(shoal_window *win, const void *src, size_t count, shoal_dtype dtype,
     req.bytes                                   = bytes;
     req.count                                   = count;
     req.dtype                                   = (int) dtype;
+    req.esize                                   = win->elem;
     shi_algo_state(&req, struct rma_state)->off = off;
     return run(win, &req, out);
 }

@@ -12,6 +12,7 @@
 #include "algo/mapped/mapped.h"
 #include "algo/mapped/move_plan.h"
 #include "algo/mapped/xfer.h"
+#include "core/ops.h"
 #include "core/request.h"
 #include "test.h"
 
@@ -134,11 +135,7 @@ sim_move(struct sim *s)
         comm.rank        = me;
         comm.size        = s->n;
         comm.peer_counts = (uint64_t *) peer_counts;
-        memset(req, 0, sizeof(*req));
-        req->kind   = s->kind;
-        req->dtype  = SHOAL_INT32;
-        req->count  = s->count;
-        req->peer   = s->root;
+        shi_req_fill(req, s->kind, NULL, s->count, SHOAL_INT32, s->root);
         req->counts = s->kind == SHI_OP_ALLGATHERV ? s->counts
             : s->kind == SHI_OP_ALLTOALLV          ? s->matrix[me]
                                                    : NULL;

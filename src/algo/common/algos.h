@@ -13,9 +13,13 @@
 int shi_allreduce_hier_step(shoal_comm *comm, shoal_request *req);
 int shi_allreduce_hier_accepts(const shoal_request *req);
 int shi_bcast_hier_step(shoal_comm *comm, shoal_request *req);
-// Helpers shared by the algorithms (coll_layout.c): element size, the
-// per-rank count and displacement (in elements) of v-collectives.
-size_t shi_req_esize(const shoal_request *req);
+// Helpers shared by the algorithms: element size, the per-rank count and
+// displacement (in elements) of v-collectives (coll_layout.c).
+static inline size_t
+shi_req_esize(const shoal_request *req)
+{
+    return req->esize;
+}
 size_t shi_block_count(const shoal_request *req, int rank);
 size_t shi_block_displ(const shoal_request *req, int rank);
 

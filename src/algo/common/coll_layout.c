@@ -2,12 +2,6 @@
 #include "algo/common/algos.h"
 #include "core/op_props.h"
 
-size_t
-shi_req_esize(const shoal_request *req)
-{
-    return shoal_dtype_size(req->dtype);
-}
-
 // Elements of rank `rank`'s block: per-rank counts for v-collectives, the
 // common count otherwise.
 size_t
