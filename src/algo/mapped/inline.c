@@ -37,6 +37,7 @@
 struct inline_state {
     int      phase; // 0: not begun, 1: waiting to publish, 2: published
     uint64_t use; // the inline use (the family's inline_use) of this call
+    size_t   line; // bytes this rank's line carries (line_bytes)
 };
 
 static inline struct inline_state *
@@ -103,7 +104,7 @@ publish_line(shoal_comm *comm, shoal_request *req)
 {
     struct shi_inline_line *mine
         = &shi_my_ctl(comm)->inline_slot[inline_of(req)->use % 2];
-    size_t bytes = line_bytes(comm, req);
+    size_t bytes = inline_of(req)->line;
 
     if (bytes > 0) {
         memcpy(mine->data, req->sendbuf, bytes);
@@ -242,9 +243,9 @@ finish_writer(shoal_comm *comm, shoal_request *req)
 // 1 when this rank reads lines in this call (all but a rooted call's
 // writers).
 static int
-reads_lines(const shoal_comm *comm, const shoal_request *req)
+reads_lines(shoal_request *req)
 {
-    return !rooted(req) || line_bytes(comm, req) == 0;
+    return !rooted(req) || inline_of(req)->line == 0;
 }
 
 int
@@ -254,6 +255,7 @@ shi_inline_step(shoal_comm *comm, shoal_request *req)
 
     if (inline_of(req)->phase == 0) {
         inline_of(req)->use   = ++shi_mapped_of(comm)->inline_use;
+        inline_of(req)->line  = line_bytes(comm, req);
         inline_of(req)->phase = 1;
     }
     if (inline_of(req)->phase == 1) {
@@ -262,7 +264,7 @@ shi_inline_step(shoal_comm *comm, shoal_request *req)
         }
         publish_line(comm, req);
         inline_of(req)->phase = 2;
-        if (!reads_lines(comm, req)) {
+        if (!reads_lines(req)) {
             return finish_writer(comm, req);
         }
     }
