@@ -10,6 +10,7 @@ future and runs its callbacks (see Completer).
 
 import datetime
 import queue
+import sys
 import threading
 
 import torch
@@ -172,11 +173,22 @@ class _DoneWork(Work):
     _works = ()
 
 
-def done(result):
+def done(result, _last=[None], _refs=sys.getrefcount):
     """The Work of an operation that has completed, yielding `result`:
-    the blocking calls' Work, made at half a Work's cost (it is on every
-    small call's way)."""
-    work = _DoneWork()
+    the blocking calls' Work (on every small call's way).
+
+    Making a Work costs 0.6-0.8 us (torch's C++ base), a tenth of a small
+    all_reduce through torch.distributed, which drops the Work as soon as
+    it has waited. So the last one made is handed out again, emptied,
+    while nothing else holds it: its references are then this function's
+    three (the slot, `work`, the count's argument); every holder, torch's
+    C++ side included (it keeps a Python Work by a reference), adds one,
+    and a Work held anywhere is never changed under its holder."""
+    work = _last[0]
+    if work is None or _refs(work) != 3:
+        work = _last[0] = _DoneWork()
+    else:
+        work.__dict__.clear()  # what get_future or the profiler set
     work._result = result
     return work
 
