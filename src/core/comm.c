@@ -388,7 +388,12 @@ shoal_comm_destroy(shoal_comm *comm)
     if (comm->queue_close != NULL) {
         comm->queue_close(comm); // its service thread sends while it runs
     }
-    st = atomic_load(&comm->failed) ? SHOAL_OK : shoal_comm_sync(comm);
+    // Only a pending operation's error is destroy's: a failure that lands
+    // while nothing is in flight (a peer died since the last call) is not,
+    // and sync would report it, depending on when it came.
+    st = atomic_load(&comm->failed) || !shi_engine_pending(comm)
+        ? SHOAL_OK
+        : shoal_comm_sync(comm);
     // Say goodbye, so peers tell a clean exit from a crash (an abort's
     // text first, if it is not sent yet).
     if (comm->tp != NULL && comm->tp_state != NULL) {

@@ -976,6 +976,17 @@ shi_engine_sync(shoal_comm *comm, int64_t deadline)
     return SHOAL_OK;
 }
 
+int
+shi_engine_pending(shoal_comm *comm)
+{
+    int pending;
+
+    pthread_mutex_lock(&comm->lock);
+    pending = comm->engine.active.head != NULL || comm->untracked_failed != 0;
+    pthread_mutex_unlock(&comm->lock);
+    return pending;
+}
+
 void
 shi_engine_check_peers(shoal_comm *comm)
 {

@@ -76,6 +76,10 @@ void shi_engine_fail_pending(shoal_comm *comm);
 // Waits for every request of the comm; returns the first error or OK.
 int shi_engine_sync(shoal_comm *comm, int64_t deadline);
 
+// 1 while comm has an operation in flight, or an untracked operation's
+// failure not reported yet: what shoal_comm_sync reports on.
+int shi_engine_pending(shoal_comm *comm);
+
 // Completes `req` with `status` (under the comm lock): unlinks it from every
 // queue, then publishes the status.
 void shi_engine_complete(shoal_comm *comm, shoal_request *req, int status);
