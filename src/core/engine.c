@@ -229,6 +229,88 @@ step_locked(shoal_comm *comm)
     return wake_if_moved(comm, pass_locked(comm));
 }
 
+// One pass for a thread that may stall in it or must not (transport/
+// view.h): the transport leaves long copies to a later pass of the first
+// kind, and says whether it left one. Under the lock.
+static int
+step_for(shoal_comm *comm, int may_stall)
+{
+    struct shi_tp_comm *tc = shi_tp_comm(comm);
+    int                 n;
+
+    tc->defer_long_copies = !may_stall;
+    tc->long_copy_left    = 0;
+    n                     = step_locked(comm);
+    tc->defer_long_copies = 0;
+    return n;
+}
+
+// The progress thread leaves a long copy (a large message's single-copy
+// read) to the application while it issues: holding the lock through the
+// copy, it would stall the application's next call, as in irecv, isend,
+// wait of two large messages, where each rank's isend (which its peer
+// waits for) would wait out this rank's read of the peer's message, and
+// the two reads would run one after the other. It takes the copy once the
+// application has issued nothing for COPY_QUIET_NS, or after
+// COPY_LEFT_MAX_NS in any case (an application that issues on and on
+// without waiting still sees its receives complete).
+#define COPY_QUIET_NS    (100 * 1000LL)
+#define COPY_LEFT_MAX_NS (1000 * 1000LL)
+
+static int
+progress_may_copy(const shoal_comm *comm, int64_t now)
+{
+    const struct shi_engine *e = &comm->engine;
+
+    return now - e->last_issue_ns >= COPY_QUIET_NS
+        || (e->copy_left_since != 0
+            && now - e->copy_left_since >= COPY_LEFT_MAX_NS);
+}
+
+// After a pass of the progress thread: when it left a long copy, since
+// when; the time by which it must look again (SHI_NO_DEADLINE: none).
+static int64_t
+note_copy_left(shoal_comm *comm, int64_t now)
+{
+    struct shi_engine *e = &comm->engine;
+
+    if (!shi_tp_comm(comm)->long_copy_left) {
+        e->copy_left_since = 0;
+        return SHI_NO_DEADLINE;
+    }
+    if (e->copy_left_since == 0) {
+        e->copy_left_since = now;
+    }
+    int64_t quiet = e->last_issue_ns + COPY_QUIET_NS;
+    int64_t most  = e->copy_left_since + COPY_LEFT_MAX_NS;
+    return quiet < most ? quiet : most;
+}
+
+static int64_t
+earliest(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+// One pass of a driving thread: an application thread's takes everything,
+// the progress thread's may leave a long copy; *look_by is when the
+// progress thread must look again for one it left (else SHI_NO_DEADLINE).
+// Under the lock.
+static int
+drive_pass(shoal_comm *comm, int app, int64_t now, int64_t *look_by)
+{
+    int n;
+
+    if (app) { // takes every copy: none is left from here
+        *look_by                     = SHI_NO_DEADLINE;
+        comm->engine.copy_left_since = 0;
+        return step_locked(comm);
+    }
+    n        = step_for(comm, progress_may_copy(comm, now));
+    *look_by = note_copy_left(comm, now);
+    return n;
+}
+
 // Whether every rank but this one is gone: then an any-source receive
 // that matched nothing yet can never complete.
 static int
@@ -498,7 +580,7 @@ sleep_until_woken(
     const struct shi_transport_ops *tp    = comm->tp;
     uint32_t                        token = 0;
     int                             armed = 0, progressed, sleep;
-    int64_t                         wait_ns;
+    int64_t                         wait_ns, look_by;
 
     if (tp->arm_before_look) {
         token = tp->sleep_arm(comm);
@@ -510,8 +592,8 @@ sleep_until_woken(
         }
         return 0;
     }
-    progressed = step_locked(comm);
-    wait_ns    = sleep_ns(comm, deadline);
+    progressed = drive_pass(comm, app, app ? 0 : shi_now_ns(), &look_by);
+    wait_ns    = sleep_ns(comm, earliest(look_by, deadline));
     sleep      = !progressed && !drive_over(comm, req, app) && wait_ns > 0;
     if (sleep && !armed) {
         token = tp->sleep_arm(comm);
@@ -668,6 +750,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
     int64_t yield_ns   = app ? comm->engine.yield_ns : 0;
     int     peer_here  = 0; // a peer last waited on this CPU
     int     may_yield  = -1; // decided when the spin ends (-1: not yet)
+    int64_t look_by; // a long copy left: look again by then
 
     for (unsigned iter = 1;; iter++) {
         if (iter > 1) {
@@ -675,7 +758,7 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
                 return; // an application thread drives (drive_over)
             }
         }
-        int progressed = step_locked(comm);
+        int progressed = drive_pass(comm, app, now, &look_by);
         if (drive_over(comm, req, app)) {
             drive_ends_locked(comm, app);
             return;
@@ -720,8 +803,8 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
             && (yields < yield_iter || now - idle_since < yield_ns)) {
             sched_yield();
             yields++;
-        } else if (sleep_until_woken(
-                       comm, req, until < deadline ? until : deadline, app)
+        } else if (sleep_until_woken(comm, req,
+                       earliest(until, earliest(deadline, look_by)), app)
             == 0) {
             idle_since = now = shi_now_ns();
         }
@@ -898,7 +981,11 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
         pthread_mutex_unlock(&comm->lock);
         return shi_comm_failed_error(comm, "");
     }
-    req->in_engine = 1;
+    req->in_engine                       = 1;
+    shi_tp_comm(comm)->defer_long_copies = !blocking;
+    if (!blocking) {
+        comm->engine.last_issue_ns = req->start_ns;
+    }
     queue_push_active(&comm->engine.active, req);
     if (req->step != NULL) {
         shi_queue_push(&comm->engine.stepped, req);
@@ -913,10 +1000,11 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
         shi_fr_record(comm, req); // not any-source receives, nor windows
     }
     if (!posted_moved) {
-        step_locked(comm);
+        step_for(comm, blocking);
     } else {
         failed_locked(comm); // what the pass would have found first
     }
+    shi_tp_comm(comm)->defer_long_copies = 0;
     st = atomic_load_explicit(&req->status, memory_order_acquire);
     if (st == SHOAL_INPROGRESS && blocking) {
         // The caller drives it from here (the same critical section

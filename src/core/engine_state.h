@@ -54,6 +54,11 @@ struct shi_engine {
     _Atomic int defer_wake;
     _Atomic int progress_timed;
     int64_t     last_async_ns;
+    // Long copies (transport/view.h): when the application last issued a
+    // non-blocking operation, and since when the progress thread has left
+    // a long copy to it (0: none left). Under the lock.
+    int64_t last_issue_ns;
+    int64_t copy_left_since;
 };
 
 #endif

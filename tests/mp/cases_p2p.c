@@ -131,6 +131,60 @@ mp_case_p2p_async(shoal_comm *comm, int argc, char **argv)
     return 0;
 }
 
+// A large message (read in one copy) that arrived before its non-blocking
+// receive was posted: the receive is issued without reading it (its caller
+// goes on to issue), and it completes both when the caller only polls with
+// test() (the progress thread reads it once the caller stops issuing) and
+// when the caller issues its own large send next and then waits for both.
+// Pairs of ranks (0 with 1, 2 with 3, ...); an odd last rank only syncs.
+int
+mp_case_p2p_arrived(shoal_comm *comm, int argc, char **argv)
+{
+    int    rank = shoal_comm_rank(comm), size = shoal_comm_size(comm);
+    int    peer = rank ^ 1;
+    size_t n    = (8u << 20) + 3;
+    (void) argc;
+    (void) argv;
+    if (peer >= size) {
+        MP_OK(shoal_comm_sync(comm));
+        return 0;
+    }
+    unsigned char *out = malloc(n), *in = malloc(n);
+    shoal_request *sreq, *rreq;
+    MP_CHECK(out != NULL && in != NULL);
+    mp_fill(out, n, rank, 4);
+    // Round 1: the odd rank sends; the even one polls only.
+    if (rank % 2 == 1) {
+        MP_OK(shoal_send(comm, out, n, SHOAL_UINT8, peer, 5));
+    } else {
+        mp_sleep_ms(20); // the message waits at the head of the channel
+        MP_OK(shoal_irecv(comm, in, n, SHOAL_UINT8, peer, 5, &rreq));
+        while (shoal_test(rreq) == SHOAL_INPROGRESS) {
+            mp_sleep_ms(1);
+        }
+        MP_OK(shoal_test(rreq));
+        shoal_request_free(rreq);
+        MP_CHECK(mp_verify(in, n, peer, 4));
+    }
+    // Round 2: both ways; the even rank posts its receive after the odd
+    // rank's message arrived, then its send, then waits for both.
+    memset(in, 0, n);
+    if (rank % 2 == 0) {
+        mp_sleep_ms(20);
+    }
+    MP_OK(shoal_irecv(comm, in, n, SHOAL_UINT8, peer, 6, &rreq));
+    MP_OK(shoal_isend(comm, out, n, SHOAL_UINT8, peer, 6, &sreq));
+    MP_OK(shoal_wait(rreq, -1));
+    MP_OK(shoal_wait(sreq, -1));
+    shoal_request_free(rreq);
+    shoal_request_free(sreq);
+    MP_CHECK(mp_verify(in, n, peer, 4));
+    MP_OK(shoal_comm_sync(comm));
+    free(out);
+    free(in);
+    return 0;
+}
+
 // Ranks 0 and 1 exchange `times` small messages through non-blocking
 // calls each waited for at once: issue then stops waking the progress
 // thread (deferred wakes, engine.c).

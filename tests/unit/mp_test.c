@@ -102,6 +102,7 @@ TEST_T(mp_p2p_any_no_cma_3, 120)
 }
 MP_TEST(mp_p2p_tags, "p2p_tags", NULL)
 MP_TEST(mp_p2p_async, "p2p_async", NULL)
+MP_TEST_234(mp_p2p_arrived, "p2p_arrived", NULL)
 MP_TEST_234(mp_p2p_threads, "p2p_threads", NULL)
 MP_TEST(mp_progress, "progress", NULL)
 MP_TEST(mp_progress_after_prompt_waits, "progress", "prompt")
