@@ -49,12 +49,13 @@ struct shi_peer {
     int      p2p_active; /* incomplete sends and receives */                  \
     /* Set while the engine runs a post or a pass for a thread that must */   \
     /* not stall in it: a non-blocking operation's issue (its caller goes */  \
-    /* on to issue what the peers wait for) or the progress thread (the */    \
-    /* application's next call waits for the lock it holds). A transport */   \
-    /* then leaves copies that take long (a single-copy read of a large */    \
-    /* message) to a thread that waits: it only matches them. */              \
+    /* on to issue what the peers wait for), or the progress thread while */  \
+    /* the application issues (its next call would wait for the lock). A */   \
+    /* transport then only matches a message whose copy takes long (the */    \
+    /* single-copy read of a large message) and sets long_copy_left; a */     \
+    /* later pass copies it (engine.c says which). */                         \
     int defer_long_copies;                                                    \
-    int long_copy_left; /* the transport left one in the last such pass */    \
+    int long_copy_left;                                                       \
     /* Failure: the first outside fault aborts the communicator. */           \
     atomic_int      failed; /* 0, or the status of the fault */               \
     pthread_mutex_t err_lock;                                                 \
