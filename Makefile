@@ -159,7 +159,7 @@ fuzz:
 # Multi-process cases built with ThreadSanitizer (the engine, watcher and
 # progress threads share each communicator).
 TSAN_BUILD ?= build-tsan
-TSAN_CASES  = p2p_async p2p_arrived p2p_threads progress bcast barrier split timeout plan_random plan_errors \
+TSAN_CASES  = p2p_async p2p_arrived direct_paused p2p_threads progress bcast barrier split timeout plan_random plan_errors \
               wait_for_abort p2p_any split_left split_keys window_map window_errors \
               queue queue_all revoke
 # The same over the TCP transport (its epoll engine and abort frames).

@@ -229,6 +229,53 @@ step_locked(shoal_comm *comm)
     return wake_if_moved(comm, pass_locked(comm));
 }
 
+// Takes the lock to issue an operation. When another thread holds it
+// (the progress thread in a long step, a waiter in its drive), says so
+// while it waits: a long step pauses between its pieces, and a driver
+// lets it in before taking the lock again.
+static void
+lock_to_issue(shoal_comm *comm)
+{
+    if (pthread_mutex_trylock(&comm->lock) == 0) {
+        return;
+    }
+    atomic_fetch_add_explicit(
+        &comm->engine.lock_wanted, 1, memory_order_relaxed);
+    pthread_mutex_lock(&comm->lock);
+    atomic_fetch_sub_explicit(
+        &comm->engine.lock_wanted, 1, memory_order_relaxed);
+}
+
+// How long a driver about to take the lock again waits, at most, for the
+// threads that wait to issue to get it first (pauses of the CPU; about
+// 20-50 us): a mutex goes to whoever asks first once it is free, and the
+// driver asks again at once, before a woken issuer runs.
+#define LET_IN_LOOKS 2000
+
+static void
+let_issuers_in(shoal_comm *comm)
+{
+    for (int i = 0; i < LET_IN_LOOKS
+         && atomic_load_explicit(
+                &comm->engine.lock_wanted, memory_order_relaxed)
+             > 0;
+         i++) {
+        shi_cpu_relax();
+    }
+}
+
+int
+shi_engine_pause_long_work(shoal_comm *comm)
+{
+    if (shi_tp_comm(comm)->defer_long_copies) {
+        shi_tp_comm(comm)->long_copy_left = 1;
+        return 1;
+    }
+    return atomic_load_explicit(
+               &comm->engine.lock_wanted, memory_order_relaxed)
+        > 0;
+}
+
 // One pass for a thread that may stall in it or must not (transport/
 // view.h): the transport leaves long copies to a later pass of the first
 // kind, and says whether it left one. Under the lock.
@@ -563,6 +610,7 @@ app_driver_enters(shoal_comm *comm)
 static int
 driver_lock(shoal_comm *comm, int app)
 {
+    let_issuers_in(comm);
     if (app) {
         pthread_mutex_lock(&comm->lock);
         return 1;
@@ -974,7 +1022,7 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
     req->blocked_on = -1;
     atomic_store_explicit(
         &req->status, SHOAL_INPROGRESS, memory_order_relaxed);
-    pthread_mutex_lock(&comm->lock);
+    lock_to_issue(comm);
     st = atomic_load(&comm->failed);
     if (st != 0) {
         flush_abort_locked(comm); // an abort that no pass has seen yet

@@ -76,6 +76,13 @@ void shi_engine_fail_pending(shoal_comm *comm);
 // Waits for every request of the comm; returns the first error or OK.
 int shi_engine_sync(shoal_comm *comm, int64_t deadline);
 
+// Asked by a step that works in pieces (a direct algorithm's reduction)
+// between two of them: 1 when it should pause and go on at a later step,
+// because this pass runs for a thread that must not stall (see
+// defer_long_copies in transport/view.h; the pass is then told that work
+// was left) or another thread waits for the lock to issue. Under the lock.
+int shi_engine_pause_long_work(shoal_comm *comm);
+
 // 1 while comm has an operation in flight, or an untracked operation's
 // failure not reported yet: what shoal_comm_sync reports on.
 int shi_engine_pending(shoal_comm *comm);

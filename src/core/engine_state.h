@@ -59,6 +59,9 @@ struct shi_engine {
     // a long copy to it (0: none left). Under the lock.
     int64_t last_issue_ns;
     int64_t copy_left_since;
+    // Threads waiting for the lock to issue an operation: a long step in
+    // progress pauses between its pieces and lets them in.
+    _Atomic int lock_wanted;
 };
 
 #endif

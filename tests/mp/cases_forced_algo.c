@@ -210,3 +210,69 @@ mp_case_forced_algo(shoal_comm *comm, int argc, char **argv)
     shoal_comm_destroy(sub);
     return named_against_table(comm);
 }
+
+// direct_paused: a direct reduction under way pauses between its pieces
+// for a thread that issues, and goes on after. Ten rounds of two 4 MiB
+// all_reduces and two reduces forced to the direct algorithms, the second
+// of each issued while the first runs (the caller works 200 us in
+// between, so the progress thread has started the first): both results
+// right every time.
+static void
+spin_us(double us)
+{
+    double t0 = mp_now();
+
+    while ((mp_now() - t0) * 1e6 < us) { }
+}
+
+static int
+paused_pair(shoal_comm *comm, int round, int rooted)
+{
+    int    size = shoal_comm_size(comm), rank = shoal_comm_rank(comm);
+    size_t n = 1u << 20;
+    float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+    float *ra = malloc(n * sizeof(float)), *rb = malloc(n * sizeof(float));
+    shoal_request  *q1, *q2;
+    shoal_reduce_op sum = SHOAL_REDUCE_OP(SHOAL_SUM);
+
+    MP_CHECK(a != NULL && b != NULL && ra != NULL && rb != NULL);
+    for (size_t i = 0; i < n; i++) {
+        a[i] = (float) (rank + 1 + round) + (float) (i % 7);
+        b[i] = (float) (2 * (rank + 1)) + (float) (i % 5);
+    }
+    MP_OK(forced("direct"));
+    MP_OK(rooted ? shoal_ireduce(comm, a, ra, n, SHOAL_FLOAT32, sum, 0, &q1)
+                 : shoal_iall_reduce(comm, a, ra, n, SHOAL_FLOAT32, sum, &q1));
+    spin_us(200);
+    MP_OK(forced("direct"));
+    MP_OK(rooted ? shoal_ireduce(comm, b, rb, n, SHOAL_FLOAT32, sum, 0, &q2)
+                 : shoal_iall_reduce(comm, b, rb, n, SHOAL_FLOAT32, sum, &q2));
+    MP_OK(shoal_wait(q1, -1));
+    MP_OK(shoal_wait(q2, -1));
+    shoal_request_free(q1);
+    shoal_request_free(q2);
+    for (size_t i = 0; i < n && (!rooted || rank == 0); i++) {
+        float base = (float) (size * (size + 1) / 2);
+        MP_CHECK(
+            ra[i] == base + (float) (size * round) + (float) size * (i % 7));
+        MP_CHECK(rb[i] == 2 * base + (float) size * (i % 5));
+    }
+    free(a);
+    free(b);
+    free(ra);
+    free(rb);
+    return 0;
+}
+
+int
+mp_case_direct_paused(shoal_comm *comm, int argc, char **argv)
+{
+    (void) argc;
+    (void) argv;
+    for (int round = 0; round < 10; round++) {
+        MP_CHECK(paused_pair(comm, round, 0) == 0);
+        MP_CHECK(paused_pair(comm, round, 1) == 0);
+    }
+    MP_OK(shoal_comm_sync(comm));
+    return 0;
+}

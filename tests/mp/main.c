@@ -45,6 +45,7 @@ static const struct {
     { "tuning", mp_case_tuning },
     { "tuned", mp_case_tuned },
     { "forced_algo", mp_case_forced_algo },
+    { "direct_paused", mp_case_direct_paused },
     { "window_map", mp_case_window_map },
     { "window_errors", mp_case_window_errors },
     { "window_kill", mp_case_window_kill },

@@ -97,6 +97,7 @@ int mp_case_window_ring(shoal_comm *comm, int argc, char **argv);
 int mp_case_tuning(shoal_comm *comm, int argc, char **argv);
 int mp_case_tuned(shoal_comm *comm, int argc, char **argv);
 int mp_case_forced_algo(shoal_comm *comm, int argc, char **argv);
+int mp_case_direct_paused(shoal_comm *comm, int argc, char **argv);
 int mp_case_window_map(shoal_comm *comm, int argc, char **argv);
 int mp_case_window_errors(shoal_comm *comm, int argc, char **argv);
 int mp_case_window_kill(shoal_comm *comm, int argc, char **argv);

@@ -243,6 +243,19 @@ TEST_T(tuning_forced_algo_3, 120)
     forced_case(3, "SHOAL_TRANSPORT=shm");
 }
 
+// A direct reduction pauses between pieces for an issuing thread and goes
+// on after (tests/mp/cases_forced_algo.c, direct_paused).
+TEST_T(tuning_direct_pauses_for_an_issue_3, 120)
+{
+    const char *env[] = { "SHOAL_TRANSPORT=shm", NULL };
+    char       *out;
+    int         rc = test_run_mptest(3, "direct_paused", NULL, env, &out, 120);
+
+    CHECK_MSG(rc == 0 && test_count(out, " OK\n") >= 3,
+        "case direct_paused on 3 ranks: exit %d\n%s", rc, out);
+    free(out);
+}
+
 TEST_T(tuning_forced_algo_tcp_3, 120)
 {
     forced_case(3, "SHOAL_TRANSPORT=tcp");

@@ -11,7 +11,8 @@
 
 // The driver's state in the request.
 struct direct_state {
-    int phase; // DIRECT_EXPOSE, DIRECT_WORK, DIRECT_CLOSE, DIRECT_HAND_OVER
+    int    phase; // DIRECT_EXPOSE ... DIRECT_HAND_OVER
+    size_t done; // shi_direct_done
 };
 
 static inline struct direct_state *
@@ -20,7 +21,21 @@ direct_of(shoal_request *req)
     return shi_algo_state(req, struct direct_state);
 }
 
-enum { DIRECT_EXPOSE = 0, DIRECT_WORK, DIRECT_CLOSE, DIRECT_HAND_OVER };
+// DIRECT_WORK waits at sync point 1, DIRECT_PIECES runs phase 2 (over as
+// many steps as it pauses).
+enum {
+    DIRECT_EXPOSE = 0,
+    DIRECT_WORK,
+    DIRECT_PIECES,
+    DIRECT_CLOSE,
+    DIRECT_HAND_OVER
+};
+
+size_t *
+shi_direct_done(shoal_request *req)
+{
+    return &direct_of(req)->done;
+}
 
 // Whether every rank's buffers lie in the shared heap (single copy in
 // place). Read after sync point 1, when every exposure is visible: the
@@ -81,7 +96,15 @@ shi_direct_run(shoal_comm *comm, shoal_request *req, const shi_direct_ops *ops)
             direct_of(req)->phase = DIRECT_HAND_OVER;
             return 1 + hand_over(comm, req);
         }
-        if (ops->work(comm, req) != SHOAL_OK) {
+        direct_of(req)->phase = DIRECT_PIECES;
+    }
+    if (direct_of(req)->phase == DIRECT_PIECES) {
+        size_t before = direct_of(req)->done;
+        int    st     = ops->work(comm, req);
+        if (st == SHOAL_INPROGRESS) { // paused: progress if a piece was done
+            return direct_of(req)->done != before;
+        }
+        if (st != SHOAL_OK) {
             return 1; // the comm is aborted; the engine fails req
         }
         direct_of(req)->phase = DIRECT_CLOSE;

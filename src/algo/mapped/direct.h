@@ -21,12 +21,19 @@
 typedef struct shi_direct_ops {
     // Publishes what the algorithm needs besides the buffers (NULL: none).
     void (*publish)(shoal_comm *comm, shoal_request *req);
-    // Phase 2; returns SHOAL_OK, or an error after aborting the comm.
+    // Phase 2; returns SHOAL_OK, SHOAL_INPROGRESS when it paused between
+    // two pieces (shi_engine_pause_long_work; it goes on from
+    // shi_direct_done at the next step), or an error after aborting the
+    // comm.
     int (*work)(shoal_comm *comm, shoal_request *req);
 } shi_direct_ops;
 
 // One step of a direct algorithm (a shi_step_fn with its ops).
 int shi_direct_run(
     shoal_comm *comm, shoal_request *req, const shi_direct_ops *ops);
+
+// The elements phase 2 has finished, for a work function that runs in
+// pieces (0 when the phase begins).
+size_t *shi_direct_done(shoal_request *req);
 
 #endif

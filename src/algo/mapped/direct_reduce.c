@@ -3,8 +3,10 @@
 
 #include "algo/common/algos.h"
 #include "algo/kernels/reduce.h"
+#include "algo/mapped/direct.h"
 #include "algo/mapped/mapped.h"
 #include "algo/mapped/xfer.h"
+#include "core/engine.h"
 
 // Bytes read from each peer per piece: small enough that the n inputs and
 // the output stay in L2 while they are combined.
@@ -41,11 +43,14 @@ shi_direct_reduce_range(shoal_comm *comm, shoal_request *req, size_t first,
     if (scratch == NULL) {
         return SHOAL_ENOMEM;
     }
-    for (size_t done = 0; done < elems; done += per) {
-        size_t n = elems - done < per ? elems - done : per;
+    for (size_t *done = shi_direct_done(req); *done < elems; *done += per) {
+        if (shi_engine_pause_long_work(comm)) {
+            return SHOAL_INPROGRESS;
+        }
+        size_t n = elems - *done < per ? elems - *done : per;
         for (int q = 0; q < comm->size; q++) {
             const unsigned char *p
-                = shi_peer_bytes(comm, q, SHI_SEND, (first + done) * es,
+                = shi_peer_bytes(comm, q, SHI_SEND, (first + *done) * es,
                     n * es, scratch + (size_t) q * PIECE_BYTES);
             if (p == NULL) {
                 return SHOAL_ESYS;
@@ -53,10 +58,10 @@ shi_direct_reduce_range(shoal_comm *comm, shoal_request *req, size_t first,
             comm->inputs[q] = p;
         }
         unsigned char *out
-            = recv != NULL ? recv + done * es : scratch + inputs;
+            = recv != NULL ? recv + *done * es : scratch + inputs;
         shi_reduce(req->dtype, req->op, out, comm->inputs, comm->size, n);
         if (push != SHI_PUSH_NONE
-            && push_to_peers(comm, push, (first + done) * es, out, n * es)
+            && push_to_peers(comm, push, (first + *done) * es, out, n * es)
                 != SHOAL_OK) {
             return SHOAL_ESYS;
         }

@@ -17,8 +17,10 @@ enum {
 // recv[i] = reduction over every rank q of q's sendbuf element (first + i),
 // for i < elems; recv NULL: pieces are reduced into scratch (for pushing).
 // Each piece is then copied to element (first + i) of the receive buffer
-// of the peers `push` names. Returns SHOAL_OK or an error (the comm is
-// aborted).
+// of the peers `push` names. For a direct algorithm's phase 2 only: it
+// goes on from shi_direct_done and pauses between pieces when the engine
+// asks (shi_engine_pause_long_work). Returns SHOAL_OK, SHOAL_INPROGRESS
+// when paused, or an error (the comm is aborted).
 int shi_direct_reduce_range(shoal_comm *comm, shoal_request *req, size_t first,
     size_t elems, unsigned char *recv, int push);
 
