@@ -16,6 +16,13 @@ int64_t shi_deadline_in_ms(int64_t ms);
 // The deadline `ms` milliseconds after `now` (ms < 0: SHI_NO_DEADLINE).
 int64_t shi_deadline_after(int64_t now, int64_t ms);
 
+// The earlier of two times or deadlines.
+static inline int64_t
+shi_earliest(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
 // The absolute time `ns` nanoseconds from now on `clock`, as the timed
 // waits of pthreads take it (pthread_cond_timedwait on a condition of that
 // clock, pthread_mutex_timedlock on CLOCK_REALTIME).

@@ -94,7 +94,7 @@ await_everyone(shoal_comm *comm, int k, unsigned char *state, int64_t deadline)
         size_t  len;
         in_key(comm, k, q, key, sizeof(key));
         int st = shi_store_get(shi_comm_store(comm), key, &value, &len,
-            until < deadline ? until : deadline);
+            shi_earliest(until, deadline));
         if (st == SHOAL_OK) {
             free(value);
             state[q] = JOINED;

@@ -267,8 +267,7 @@ let_issuers_in(shoal_comm *comm)
 int
 shi_engine_pause_long_work(shoal_comm *comm)
 {
-    if (shi_tp_comm(comm)->defer_long_copies) {
-        shi_tp_comm(comm)->long_copy_left = 1;
+    if (shi_tp_leave_long_copy(shi_tp_comm(comm))) {
         return 1;
     }
     return atomic_load_explicit(
@@ -328,15 +327,8 @@ note_copy_left(shoal_comm *comm, int64_t now)
     if (e->copy_left_since == 0) {
         e->copy_left_since = now;
     }
-    int64_t quiet = e->last_issue_ns + COPY_QUIET_NS;
-    int64_t most  = e->copy_left_since + COPY_LEFT_MAX_NS;
-    return quiet < most ? quiet : most;
-}
-
-static int64_t
-earliest(int64_t a, int64_t b)
-{
-    return a < b ? a : b;
+    return shi_earliest(e->last_issue_ns + COPY_QUIET_NS,
+        e->copy_left_since + COPY_LEFT_MAX_NS);
 }
 
 // One pass of a driving thread: an application thread's takes everything,
@@ -641,7 +633,7 @@ sleep_until_woken(
         return 0;
     }
     progressed = drive_pass(comm, app, app ? 0 : shi_now_ns(), &look_by);
-    wait_ns    = sleep_ns(comm, earliest(look_by, deadline));
+    wait_ns    = sleep_ns(comm, shi_earliest(look_by, deadline));
     sleep      = !progressed && !drive_over(comm, req, app) && wait_ns > 0;
     if (sleep && !armed) {
         token = tp->sleep_arm(comm);
@@ -852,7 +844,8 @@ drive(shoal_comm *comm, shoal_request *req, int64_t deadline, int app,
             sched_yield();
             yields++;
         } else if (sleep_until_woken(comm, req,
-                       earliest(until, earliest(deadline, look_by)), app)
+                       shi_earliest(until, shi_earliest(deadline, look_by)),
+                       app)
             == 0) {
             idle_since = now = shi_now_ns();
         }
@@ -1048,7 +1041,7 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
         shi_fr_record(comm, req); // not any-source receives, nor windows
     }
     if (!posted_moved) {
-        step_for(comm, blocking);
+        step_locked(comm); // long copies left as defer_long_copies says
     } else {
         failed_locked(comm); // what the pass would have found first
     }

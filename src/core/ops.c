@@ -312,8 +312,7 @@ shoal_wait(shoal_request *req, int64_t timeout_ms)
     }
     deadline = req->deadline;
     if (timeout_ms >= 0) {
-        int64_t mine = shi_deadline_in_ms(timeout_ms);
-        deadline     = mine < deadline ? mine : deadline;
+        deadline = shi_earliest(shi_deadline_in_ms(timeout_ms), deadline);
     }
     return shi_engine_wait(req, deadline);
 }

@@ -85,7 +85,7 @@ await_built(
     int64_t until = shi_deadline_in_ms(SLICE_MS);
     size_t  len;
     int st = shi_store_get(shi_comm_store(parent), key, (void **) value, &len,
-        until < deadline ? until : deadline);
+        shi_earliest(until, deadline));
 
     if (st != SHOAL_ETIMEDOUT) {
         return st;

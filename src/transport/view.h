@@ -71,6 +71,17 @@ struct shi_tp_comm {
         const struct shoal_comm *: (const struct shi_tp_comm *) (const void *) (comm), \
         default: (struct shi_tp_comm *) (void *) (comm))
 
+// Whether this pass leaves a copy that takes long (defer_long_copies);
+// when it does, notes that one was left.
+static inline int
+shi_tp_leave_long_copy(struct shi_tp_comm *tc)
+{
+    if (tc->defer_long_copies) {
+        tc->long_copy_left = 1;
+    }
+    return tc->defer_long_copies;
+}
+
 enum shi_op_kind {
     SHI_OP_SEND = 1,
     SHI_OP_RECV,

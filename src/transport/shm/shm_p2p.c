@@ -269,8 +269,7 @@ recv_step(shoal_comm *comm, int src)
         shoal_request *r    = p->active_recv;
         uint32_t       flag = h->flags;
         if (flag & SHM_READ) {
-            if (shi_tp_comm(comm)->defer_long_copies) {
-                shi_tp_comm(comm)->long_copy_left = 1;
+            if (shi_tp_leave_long_copy(shi_tp_comm(comm))) {
                 return n; // matched; read by a later pass (view.h)
             }
             if (read_from_sender(comm, src, h, r) != SHOAL_OK) {
