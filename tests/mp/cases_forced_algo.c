@@ -211,12 +211,13 @@ mp_case_forced_algo(shoal_comm *comm, int argc, char **argv)
     return named_against_table(comm);
 }
 
-// direct_paused: a direct reduction under way pauses between its pieces
-// for a thread that issues, and goes on after. Ten rounds of two 4 MiB
-// all_reduces and two reduces forced to the direct algorithms, the second
-// of each issued while the first runs (the caller works 200 us in
-// between, so the progress thread has started the first): both results
-// right every time.
+// direct_paused: a direct reduction or data movement under way pauses
+// between its pieces for a thread that issues, and goes on after. Ten
+// rounds of two 4 MiB all_reduces, reduces, all_gathers (4 MiB from every
+// rank) and all_to_alls forced to the direct algorithms, the second of
+// each issued while the first runs (the caller works 200 us in between,
+// so the progress thread has started the first): both results right every
+// time.
 static void
 spin_us(double us)
 {
@@ -264,6 +265,71 @@ paused_pair(shoal_comm *comm, int round, int rooted)
     return 0;
 }
 
+// What rank `from` sends as element i in round `round`.
+static float
+moved(int from, int round, size_t i)
+{
+    return (float) (from * 8 + round) + (float) (i % 11);
+}
+
+static int
+issue_move(shoal_comm *comm, int gather, const float *send, float *recv,
+    size_t per, shoal_request **req)
+{
+    MP_OK(forced("direct"));
+    return gather
+        ? shoal_iall_gather(comm, send, recv, per, SHOAL_FLOAT32, req)
+        : shoal_iall_to_all(comm, send, recv, per, SHOAL_FLOAT32, req);
+}
+
+// Whether recv holds block `per` elements from every rank as round
+// `round` sent them (all_to_all: the rank's own block of each send).
+static int
+moved_right(
+    shoal_comm *comm, int gather, const float *recv, size_t per, int round)
+{
+    int    size  = shoal_comm_size(comm);
+    size_t first = gather ? 0 : (size_t) shoal_comm_rank(comm) * per;
+
+    for (int p = 0; p < size; p++) {
+        for (size_t j = 0; j < per; j++) {
+            MP_CHECK(recv[(size_t) p * per + j] == moved(p, round, first + j));
+        }
+    }
+    return 0;
+}
+
+static int
+paused_moves(shoal_comm *comm, int round, int gather)
+{
+    int    size = shoal_comm_size(comm), rank = shoal_comm_rank(comm);
+    size_t n = 1u << 20, per = gather ? n : n / (size_t) size;
+    size_t got = per * (size_t) size;
+    float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+    float *ra = malloc(got * sizeof(float)), *rb = malloc(got * sizeof(float));
+    shoal_request *q1, *q2;
+
+    MP_CHECK(a != NULL && b != NULL && ra != NULL && rb != NULL);
+    for (size_t i = 0; i < n; i++) {
+        a[i] = moved(rank, round, i);
+        b[i] = moved(rank, round + 1, i);
+    }
+    MP_OK(issue_move(comm, gather, a, ra, per, &q1));
+    spin_us(200);
+    MP_OK(issue_move(comm, gather, b, rb, per, &q2));
+    MP_OK(shoal_wait(q1, -1));
+    MP_OK(shoal_wait(q2, -1));
+    shoal_request_free(q1);
+    shoal_request_free(q2);
+    MP_CHECK(moved_right(comm, gather, ra, per, round) == 0);
+    MP_CHECK(moved_right(comm, gather, rb, per, round + 1) == 0);
+    free(a);
+    free(b);
+    free(ra);
+    free(rb);
+    return 0;
+}
+
 int
 mp_case_direct_paused(shoal_comm *comm, int argc, char **argv)
 {
@@ -272,6 +338,8 @@ mp_case_direct_paused(shoal_comm *comm, int argc, char **argv)
     for (int round = 0; round < 10; round++) {
         MP_CHECK(paused_pair(comm, round, 0) == 0);
         MP_CHECK(paused_pair(comm, round, 1) == 0);
+        MP_CHECK(paused_moves(comm, round, 1) == 0);
+        MP_CHECK(paused_moves(comm, round, 0) == 0);
     }
     MP_OK(shoal_comm_sync(comm));
     return 0;

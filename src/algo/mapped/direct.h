@@ -32,8 +32,8 @@ typedef struct shi_direct_ops {
 int shi_direct_run(
     shoal_comm *comm, shoal_request *req, const shi_direct_ops *ops);
 
-// The elements phase 2 has finished, for a work function that runs in
-// pieces (0 when the phase begins).
+// How much of phase 2 is done, for a work function that runs in pieces,
+// in its own unit (elements reduced, bytes moved; 0 when the phase begins).
 size_t *shi_direct_done(shoal_request *req);
 
 #endif
