@@ -59,6 +59,7 @@ runs it with the defaults.
 """
 
 import argparse
+import gc
 import importlib.util
 import json
 import os
@@ -340,6 +341,10 @@ def worker_main(column, timeout):
     _set_join_timeout(timeout * 0.75)
     tests = sorted(n for n in dir(suite) if n.startswith("test"))
     answers.write(json.dumps({"tests": tests}) + "\n")
+    # Torch and the suite, loaded, live as long as this worker: in the
+    # permanent generation the drivers' and ranks' collections neither walk
+    # them nor copy their pages.
+    gc.freeze()
     scratch = tempfile.mkdtemp(prefix="driver-")
     for line in sys.stdin:
         name = line.strip()
