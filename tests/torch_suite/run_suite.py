@@ -333,8 +333,9 @@ def _skipped_by_decorator(suite, name):
     """Why a test is skipped by its decorators (unittest.skip and the
     suite's skip_but_pass_in_sandcastle_if mark the method or the class),
     or None. unittest skips such a test before its setUp, so it needs no
-    driver: forking one (torch loaded) costs about a quarter of a second,
-    and two thirds of the suite's tests are skipped so."""
+    driver: forking one (torch loaded) costs about a third of a second,
+    and a quarter of the suite's tests (75 of 286 in torch 2.13) are
+    skipped so."""
     for holder in (suite, getattr(suite, name)):
         if getattr(holder, "__unittest_skip__", False):
             return getattr(holder, "__unittest_skip_why__", "")
