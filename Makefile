@@ -45,10 +45,14 @@ test: build
 	scripts/check-layers.py
 	scripts/check-calls.py $(BUILD)/CMakeFiles/shoal_objects.dir
 	scripts/check-paths.py
-	$(BUILD)/tests/shoal_tests -j $(TEST_JOBS)
+	@echo "The Python environment is made beside the C tests (they mostly" \
+	    "wait on their ranks); its output follows their report"
+	@( $(MAKE) --no-print-directory python-env > $(PYENV_LOG) 2>&1; \
+	   echo $$? > $(PYENV_LOG).rc ) & \
+	 $(BUILD)/tests/shoal_tests -j $(TEST_JOBS); c=$$?; \
+	 wait; cat $(PYENV_LOG); [ $$c = 0 ] && [ "$$(cat $(PYENV_LOG).rc)" = 0 ]
 	tests/fuzz/replay.sh $(BUILD)
 	scripts/check-install.sh $(BUILD)
-	$(MAKE) --no-print-directory python-env
 	@echo "PyTorch's suite (2 ranks) runs beside the Python tests (it mostly" \
 	    "waits; each side draws its ports from its own range); its" \
 	    "report follows theirs"
@@ -89,6 +93,7 @@ PY_SIDE     = $(PYTEST) -n $(TEST_JOBS) -m "not timed" --durations=10
 PY_TIMED    = $(PYTEST) -m timed
 TORCH_SUITE = $(PYENV)/bin/python tests/torch_suite/run_suite.py
 SUITE_LOG   = $(abspath $(BUILD))/torch-suite.log
+PYENV_LOG   = $(abspath $(BUILD))/python-env.log
 test-python: python-env
 	$(PY_SIDE) $(PYTEST_ARGS)
 	$(PY_TIMED) $(PYTEST_ARGS) || [ $$? = 5 ]
