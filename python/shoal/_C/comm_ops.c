@@ -153,6 +153,14 @@ ops_end(ops_call *c, ext_buffer *a, ext_buffer *b)
         ext_abort_if_asked(c->self, c->st, shoal_last_error());
         return ext_raise_status(c->st, c->self->comm);
     }
+    if (ops_waits_next && shoal_test(c->req) == SHOAL_OK) {
+        // A blocking form's call that completed while it was issued (its
+        // peers were there first): nothing to wait for, so no Work.
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        shoal_request_free(c->req); // complete: returns at once
+        Py_RETURN_TRUE;
+    }
     keep = PyTuple_Pack(2, a != NULL ? (PyObject *) a : Py_None,
         b != NULL ? (PyObject *) b : Py_None);
     Py_XDECREF(a);
@@ -637,8 +645,8 @@ ops_now(PyObject *work)
     PyObject *result;
 
     ops_waits_next = 0;
-    if (work == NULL) {
-        return NULL;
+    if (work == NULL || work == Py_True) { // Py_True: done as issued
+        return work;
     }
     result = ext_work_finish(work);
     Py_DECREF(work);
