@@ -13,13 +13,18 @@ feed-forward 2048, 6.3 M parameters, batch 8 x 64 tokens). Per model:
   DDP gloo         torch DDP over gloo
   DDP shoal        torch DDP over backend "shoal"
   DDP shoal+shared DDP over "shoal" with shoal.ddp.register_shared_buckets
+  FSDP2 no comm    fully_shard over torch's fake backend, which moves no
+                   data (its outputs are left as they were): FSDP2's own
+                   work (parameters unsharded into fresh memory, copies in
+                   and out), which every FSDP2 variant pays
   FSDP2 gloo       torch's fully_shard over gloo
   FSDP2 shoal      torch's fully_shard over backend "shoal"
 
 overhead = step - compute only: the communication the step waits for.
 Targets (the issue's): shoal's DDP and FSDP2 overhead <= 0.25x gloo's.
 A line under each table splits the DDP overheads into DDP's own
-bucketing (the no-comm variant) and what each backend adds beyond it.
+bucketing (the no-comm variant) and what each backend adds beyond it;
+another does the same for FSDP2.
 
 Intra-op threads fill the cores (cores / ranks each, at least 1), as a
 training job would. Method: per step a barrier (shoal), then every rank
@@ -101,6 +106,16 @@ class Rank:
                                 world_size=self.size)
         self.gloo = dist.group.WORLD
         self.shoal_group = dist.new_group(backend="shoal")
+        self._fake = None
+
+    def fake_group(self):
+        """A group of torch's fake backend (no communication), made at
+        first use (every rank calls it at the same point)."""
+        if self._fake is None:
+            # Importing it registers the backend "fake".
+            import torch.testing._internal.distributed.fake_pg  # noqa: F401
+            self._fake = self.dist.new_group(backend="fake")
+        return self._fake
 
     def measure(self, step, steps, warmup=3):
         """Median over steps of the slowest rank's step time (seconds)."""
@@ -190,6 +205,7 @@ def variants(r, name):
     yield "DDP shoal", lambda: ddp(r.shoal_group)
     yield "DDP shoal + shared buckets", \
         lambda: ddp(r.shoal_group, shared=True)
+    yield "FSDP2 no comm (fake group)", lambda: fsdp(r.fake_group())
     yield "FSDP2 gloo", lambda: fsdp(r.gloo)
     yield "FSDP2 shoal", lambda: fsdp(r.shoal_group)
 
@@ -202,21 +218,23 @@ def _no_comm_hook(state, bucket):
     return fut
 
 
-def split_ddp_overhead(t):
-    """The line that splits DDP's overheads: DDP's own bucketing (the
-    no-comm variant over compute only), and each backend beyond it."""
-    c, own = t.get("compute only (no_sync)"), t.get("DDP no comm (no-op hook)")
-    g = t.get("DDP gloo")
+def split_overhead(t, kind, own_label, what):
+    """The line that splits the overheads of `kind` (DDP, FSDP2): what
+    its no-comm variant `own_label` pays over compute only (`what`), and
+    each backend beyond it."""
+    c, own = t.get("compute only (no_sync)"), t.get(own_label)
+    g = t.get(f"{kind} gloo")
     if None in (c, own, g) or g <= own:
         return
     parts = []
-    for label in ("DDP gloo", "DDP shoal", "DDP shoal + shared buckets"):
+    for label in (f"{kind} gloo", f"{kind} shoal",
+                  f"{kind} shoal + shared buckets"):
         v = t.get(label)
         if v is not None:
-            parts.append(f"{label[4:]} {(v - own) * 1e3:.2f} ms "
+            parts.append(f"{label[len(kind) + 1:]} {(v - own) * 1e3:.2f} ms "
                          f"({(v - own) / (g - own):.3f}x gloo's)")
-    print(f"# DDP's own bucketing (no-op hook) {(own - c) * 1e3:.2f} ms of "
-          f"every DDP overhead; beyond it: {', '.join(parts)}")
+    print(f"# {what} {(own - c) * 1e3:.2f} ms of every {kind} overhead; "
+          f"beyond it: {', '.join(parts)}")
 
 
 def spread(medians):
@@ -286,7 +304,10 @@ def bench_model(r, name, steps, max_rounds=8, target=0.1):
             over += f" {'':>7}"
         print(f"  {label:<30} {v * 1e3:9.2f} {ratio}{over} "
               f"{spread(medians[label]):7.1%}")
-    split_ddp_overhead(t)
+    split_overhead(t, "DDP", "DDP no comm (no-op hook)",
+                   "DDP's own bucketing (no-op hook)")
+    split_overhead(t, "FSDP2", "FSDP2 no comm (fake group)",
+                   "FSDP2's own work (fake group)")
     wide = [label for label, m in medians.items() if spread(m) >= target]
     if wide:
         print(f"# spread NOT under {target:.0%} after {rounds} rounds: "
