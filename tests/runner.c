@@ -81,8 +81,8 @@ test_skip(const char *fmt, ...)
     _exit(77);
 }
 
-static int
-timeout_multiplier(void)
+int
+test_timeout_multiplier(void)
 {
     const char *env = getenv("SHOAL_TEST_TIMEOUT_MULTIPLIER");
     int         m   = env ? atoi(env) : 1;
@@ -175,7 +175,7 @@ struct running {
 static int
 start_one(int i, struct running *r)
 {
-    int64_t limit = (int64_t) tests[i].timeout_s * timeout_multiplier();
+    int64_t limit = (int64_t) tests[i].timeout_s * test_timeout_multiplier();
 
     r->i          = i;
     r->start      = shi_now_ns();
@@ -206,6 +206,50 @@ start_one(int i, struct running *r)
     return 0;
 }
 
+// The ends of the first failed tests' output, repeated after the summary:
+// a CI log may keep only its last lines, and a failed test's name without
+// its cause cannot be diagnosed from there.
+#define FAILED_TAILS     3
+#define FAILED_TAIL_SIZE 1024
+static struct {
+    const char *name;
+    char        text[FAILED_TAIL_SIZE];
+} failed_tails[FAILED_TAILS];
+static int nfailed_tails;
+
+static void
+keep_failed_tail(const struct running *r)
+{
+    char *text;
+    long  end;
+
+    if (nfailed_tails == FAILED_TAILS || fseek(r->out, 0, SEEK_END) != 0
+        || (end = ftell(r->out)) < 0) {
+        return;
+    }
+    text = failed_tails[nfailed_tails].text;
+    if (fseek(r->out,
+            end > FAILED_TAIL_SIZE - 1 ? end - FAILED_TAIL_SIZE + 1 : 0,
+            SEEK_SET)
+        != 0) {
+        return;
+    }
+    text[fread(text, 1, FAILED_TAIL_SIZE - 1, r->out)] = '\0';
+    failed_tails[nfailed_tails++].name                 = tests[r->i].name;
+}
+
+static void
+print_failed_tails(void)
+{
+    for (int k = 0; k < nfailed_tails; k++) {
+        size_t len = strlen(failed_tails[k].text);
+
+        printf("---- the end of %s's output:\n%s%s", failed_tails[k].name,
+            failed_tails[k].text,
+            len > 0 && failed_tails[k].text[len - 1] == '\n' ? "" : "\n");
+    }
+}
+
 // The test's own output, then its line.
 static void
 report(const struct running *r, int code)
@@ -220,6 +264,9 @@ report(const struct running *r, int code)
             fwrite(buf, 1, n, stderr);
         }
         fflush(stderr);
+        if (code != 0 && code != 77) {
+            keep_failed_tail(r);
+        }
         fclose(r->out);
     }
     printf("%-6s %s (%.2f s)\n",
@@ -480,6 +527,7 @@ main(int argc, char **argv)
     }
     run_all(argc, argv, sample, jobs, counts);
     if (counts[1] > 0) {
+        print_failed_tails();
         printf("failed:%s\n", failed_names);
     }
     printf(

@@ -19,6 +19,10 @@ void test_fail(const char *file, int line, const char *fmt, ...)
 void test_skip(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
 
+// SHOAL_TEST_TIMEOUT_MULTIPLIER (at least 1): sanitizer builds run slower,
+// and every time limit of a test and of the jobs it starts stretches by it.
+int test_timeout_multiplier(void);
+
 // Declares a test with a time limit in seconds (scaled by
 // SHOAL_TEST_TIMEOUT_MULTIPLIER, for sanitizer builds).
 #define TEST_T(name, timeout_s)                                               \
@@ -64,8 +68,9 @@ void test_skip(const char *fmt, ...)
 // Runs argv (argv[0] is a path) with extra environment entries `env`
 // ("NAME=value", NULL-terminated, may be NULL), capturing stdout and stderr
 // together into a malloc'd string *output (may be NULL). Kills the command's
-// process group after timeout_s. Returns the exit code, 128+signal if it was
-// killed by a signal, or -1 on a time-out.
+// process group after timeout_s times test_timeout_multiplier(), the
+// stretch every time limit takes in slow sanitizer builds. Returns the exit
+// code, 128+signal if it was killed by a signal, or -1 on a time-out.
 int test_run(const char *const *argv, const char *const *env, char **output,
     int timeout_s);
 

@@ -119,9 +119,10 @@ test_run(const char *const *argv, const char *const *env, char **output,
     int     pipefd[2];
     char   *buf = calloc(1, 1);
     size_t  len = 0, cap = 1;
-    int64_t deadline = shi_now_ns() + (int64_t) timeout_s * 1000000000;
-    int     status, timed_out = 0;
-    pid_t   pid;
+    int64_t deadline = shi_now_ns()
+        + (int64_t) timeout_s * test_timeout_multiplier() * 1000000000;
+    int   status, timed_out = 0;
+    pid_t pid;
 
     if (pipe(pipefd) != 0) {
         test_fail(__FILE__, __LINE__, "pipe: %s", strerror(errno));

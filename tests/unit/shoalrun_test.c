@@ -145,10 +145,7 @@ srtest_seconds_since(int64_t start)
 static double
 srtest_within(double seconds)
 {
-    const char *env = getenv("SHOAL_TEST_TIMEOUT_MULTIPLIER");
-    int         m   = env != NULL ? atoi(env) : 1;
-
-    return seconds * (m > 0 ? m : 1);
+    return seconds * test_timeout_multiplier();
 }
 
 #define SRTEST_ENV_SCRIPT                                                     \
