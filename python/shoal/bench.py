@@ -13,7 +13,7 @@ Method (that of the C tool shoal-perf): per iteration a barrier, then every
 rank times the operation alone; per iteration the maximum over ranks; the
 median over iterations. Absolute times on a shared machine are noise; the
 ratios within one run are the figure. Then a "targets" block, MET or NOT
-MET with the numbers, for the targets of issue 4.
+MET with the numbers, for the Python front end's targets.
 
     python -m shoal.bench             # 2 ranks, 4 B .. 64 MiB
     python -m shoal.bench --quick     # small sizes, few iterations
@@ -384,7 +384,7 @@ def _verdict(label, value, op, limit, detail):
 
 
 def _targets(results, n, spg_why):
-    """The targets of issue 4, from {(kind, nbytes): {variant: s}}."""
+    """The Python front end's targets, from {(kind, nbytes): {variant: s}}."""
     def t(kind, nbytes, v):
         return results.get((kind, nbytes), {}).get(v)
 

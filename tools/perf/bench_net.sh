@@ -8,7 +8,7 @@
 #     8-byte all_reduce (tools/shoal-perf, one rank per host), over its
 #     own TCP and, where built with UCX, over UCX (UCX_TLS=tcp), with
 #     and without its peer error handling (SHOAL_UCX_PEER_ERRORS);
-# then one table and issue 5's targets as numbers. The namespaces and
+# then one table and the TCP targets as numbers. The namespaces and
 # everything in them are removed on any exit.
 #
 #   tools/perf/bench_net.sh BUILD_DIR PYTHON
@@ -138,7 +138,7 @@ esac
     done
 } | tee "$out/table"
 
-# Issue 5's targets as numbers: what shoal's rows will have to reach.
+# The TCP targets as numbers: what shoal's rows have to reach.
 awk -v ns="$target_streams" -v big="gloo all_reduce $label" -v lab="$label" \
     -v mine="shoal all_reduce $label" '
     # Seconds in a row: the field before its unit.
@@ -160,7 +160,7 @@ awk -v ns="$target_streams" -v big="gloo all_reduce $label" -v lab="$label" \
     /^shoal-ucx all_reduce 8 B/ { ulat = secs() }
     index($0, "shoal-ucx-nopeer all_reduce " lab) == 1 { u0bw = $NF }
     END {
-        print "# targets (issue 5; busbw in GB/s):"
+        print "# targets (busbw in GB/s):"
         if (nbw != "" && sbw != "")
             printf "# %s all_reduce busbw >= 0.9 x tcp %s streams: shoal %.3f, tcp %.3f: %.2fx\n", verdict(sbw >= 0.9 * nbw), ns, sbw, nbw, sbw / nbw
         if (dbw != "" && sbw != "")

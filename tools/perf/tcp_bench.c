@@ -1,5 +1,5 @@
 // tcp_bench: raw TCP throughput and round trip between two hosts, the
-// yardstick for shoal's TCP transport (issue 5: all_reduce busbw >= 0.9x
+// yardstick for shoal's TCP transport (targets: all_reduce busbw >= 0.9x
 // the raw N-stream throughput; 8-byte all_reduce <= 2x one raw round trip).
 //
 //   tcp_bench server [-p PORT] [-B ADDR]
