@@ -247,8 +247,8 @@ bench: build
 
 # Two hosts as network namespaces, one process each, on one link: raw TCP
 # (tools/perf/tcp_bench: 1 and N streams, round trip), gloo's all_reduce
-# through torch.distributed, and issue 5's targets for shoal's TCP rows
-# (n/a until the transport exists). Needs root; skips (77) without.
+# through torch.distributed, shoal over TCP (and UCX where built), and
+# the targets for shoal's TCP rows. Needs root; skips (77) without.
 .PHONY: bench-net
 bench-net: build python-env
 	@[ "$$(id -u)" != 0 ] || scripts/install-deps.sh --net
@@ -259,13 +259,22 @@ bench-net: build python-env
 # tensors) on 2 local ranks, with the memcpy baseline and the targets of
 # the Python front end. BENCH_ARGS: e.g. --quick, --ranks 4.
 .PHONY: bench-python
-# compile_op (issue 6): Shard(0) -> Shard(1) of a 4096 x 4096 DTensor on 2
+bench-python: python-env
+	$(PYENV)/bin/python -m shoal.bench $(BENCH_ARGS)
+
+# compile_op: Shard(0) -> Shard(1) of a 4096 x 4096 DTensor on 2
 # ranks against gloo's DTensor.redistribute, compile time on 8 ranks.
+.PHONY: bench-compile-op
 bench-compile-op: python-env
 	$(PYENV)/bin/python tools/perf/bench_compile_op.py $(BENCH_ARGS)
 
-bench-python: python-env
-	$(PYENV)/bin/python -m shoal.bench $(BENCH_ARGS)
+# The late rank's call (tools/perf/bench_late.py): a 4-byte all_reduce
+# straight after a gloo barrier against the same call back to back,
+# through torch.distributed and the shoal API, beside torch's own add_;
+# idle and beside a busy process. BENCH_ARGS: e.g. --loads 0 --iters 5000.
+.PHONY: bench-late
+bench-late: python-env
+	$(PYENV)/bin/python tools/perf/bench_late.py $(BENCH_ARGS)
 
 # Training steps with real compute (tools/perf/bench_train.py): DDP and
 # FSDP2 of an MLP and a small transformer on 2 and 4 ranks, over gloo and
