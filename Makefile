@@ -245,6 +245,14 @@ bench: build
 	@scripts/install-deps.sh --bench
 	tools/perf/compare.sh $(BUILD)
 
+# compare.sh five times back to back (to 64 KiB), then the stability
+# target over the runs (tools/perf/stability.sh): every row's shoal time
+# within 1.5x of its own median, no cell above 2x Open MPI's.
+.PHONY: bench-stability
+bench-stability: build
+	@scripts/install-deps.sh --bench
+	tools/perf/stability.sh $(BUILD)
+
 # Two hosts as network namespaces, one process each, on one link: raw TCP
 # (tools/perf/tcp_bench: 1 and N streams, round trip), gloo's all_reduce
 # through torch.distributed, shoal over TCP (and UCX where built), and
@@ -264,7 +272,6 @@ bench-python: python-env
 
 # compile_op: Shard(0) -> Shard(1) of a 4096 x 4096 DTensor on 2
 # ranks against gloo's DTensor.redistribute, compile time on 8 ranks.
-.PHONY: bench-compile-op
 bench-compile-op: python-env
 	$(PYENV)/bin/python tools/perf/bench_compile_op.py $(BENCH_ARGS)
 
