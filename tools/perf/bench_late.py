@@ -152,8 +152,8 @@ def worker(args):
     if r.rank != 0:
         return 0
     load = os.environ.get("BENCH_LATE_LOAD", "0")
-    print(f"# {r.size} ranks, {load} busy process(es) beside them; 4-byte "
-          f"all_reduce, {args.iters} iterations; times in us")
+    print(f"# {r.size} ranks, {load} busy process(es) beside them; one "
+          f"float32 element, {args.iters} iterations; times in us")
     print(f"{'variant':10} {'back-to-back':>12} {'late med':>9} "
           f"{'late p90':>9} {'late/b2b':>9} {'early med':>9} "
           f"{'skew med':>9} {'cpu/rank':>9}")
