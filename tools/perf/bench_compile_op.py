@@ -17,19 +17,14 @@ times on a shared machine are noise: the ratios in one run are the figure.
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
 
+from bench_launch import free_port
+
 N = 4096  # global side of part 1
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def launch(args):

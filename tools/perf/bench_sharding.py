@@ -20,19 +20,14 @@ op thread per rank (the ranks share the cores).
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
 
+from bench_launch import free_port
+
 HIDDEN, BATCH, SIDE = 4096, 64, 4096
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def launch(args):

@@ -50,26 +50,19 @@ PyTorch recommends for speed; the backends are compared alike.
 import argparse
 import contextlib
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from bench_launch import busy_processes, free_port
 
 
 def launch(args):
     from shoal.run import tool_path
 
-    busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"])
-            for _ in range(args.load)]
     rc = 0
-    try:
+    with busy_processes(args.load):
         for n in [int(x) for x in args.ranks.split(",")]:
             threads = max(1, (os.cpu_count() or 1) // n)
             env = dict(os.environ, OMP_NUM_THREADS=str(threads),
@@ -81,10 +74,6 @@ def launch(args):
                    "--spread", str(args.spread)]
             cmd += ["--bucket-view"] if args.bucket_view else []
             rc = rc or subprocess.run(cmd, env=env, timeout=3600).returncode
-    finally:
-        for b in busy:
-            b.kill()
-            b.wait()
     return rc
 
 
