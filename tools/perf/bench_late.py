@@ -26,26 +26,21 @@ same ranks; and torch's t.add_(0), which does not communicate at all: what
 any code pays for running first after the barrier's wait (caches, a vCPU
 woken from idle) shows there, apart from what waiting peers cost.
 
-With --load N, N busy processes run beside the ranks (all variants). Target
-(shoal): the late rank's call at most 1.5x the back-to-back call, idle and
-with one busy process.
+--loads 0,1 (the default) makes one run per count of busy processes
+beside the ranks. Target (shoal): the late rank's call at most 1.5x the
+back-to-back call, idle and with one busy process.
 
     python tools/perf/bench_late.py [--ranks 2] [--iters 2000] [--loads 0,1]
 """
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from bench_launch import busy_processes, free_port
 
 
 def launch(args):
@@ -53,19 +48,12 @@ def launch(args):
 
     rc = 0
     for load in [int(x) for x in args.loads.split(",")]:
-        busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"])
-                for _ in range(load)]
-        try:
-            env = dict(os.environ, OMP_NUM_THREADS="1",
-                       BENCH_LATE_LOAD=str(load))
-            cmd = [tool_path("shoalrun"), "-n", str(args.ranks),
-                   sys.executable, os.path.abspath(__file__), "--worker",
-                   "--port", str(free_port()), "--iters", str(args.iters)]
+        env = dict(os.environ, OMP_NUM_THREADS="1", BENCH_LATE_LOAD=str(load))
+        cmd = [tool_path("shoalrun"), "-n", str(args.ranks), sys.executable,
+               os.path.abspath(__file__), "--worker", "--port",
+               str(free_port()), "--iters", str(args.iters)]
+        with busy_processes(load):
             rc = rc or subprocess.run(cmd, env=env, timeout=1800).returncode
-        finally:
-            for b in busy:
-                b.kill()
-                b.wait()
     return rc
 
 
