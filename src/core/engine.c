@@ -68,6 +68,19 @@ queue_push_active(shi_req_queue *q, shoal_request *req)
     q->tail = req;
 }
 
+// The trace log's line for a request that ended.
+static void
+trace_end(shoal_comm *comm, const shoal_request *req, int status)
+{
+    if (shi_log_enabled(SHI_LOG_TRACE)) {
+        char desc[256];
+        shi_req_describe(req, desc, sizeof(desc));
+        shi_log(SHI_LOG_TRACE, "%s: %s after %.1f us (%s)", comm->name, desc,
+            (double) (shi_now_ns() - req->start_ns) / 1e3,
+            shoal_status_name(status));
+    }
+}
+
 void
 shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
 {
@@ -97,13 +110,7 @@ shi_engine_complete(shoal_comm *comm, shoal_request *req, int status)
     if (req->fr_id != 0) {
         shi_fr_complete(comm, req, status);
     }
-    if (shi_log_enabled(SHI_LOG_TRACE)) {
-        char desc[256];
-        shi_req_describe(req, desc, sizeof(desc));
-        shi_log(SHI_LOG_TRACE, "%s: %s after %.1f us (%s)", comm->name, desc,
-            (double) (shi_now_ns() - req->start_ns) / 1e3,
-            shoal_status_name(status));
-    }
+    trace_end(comm, req, status);
     atomic_store_explicit(&req->status, status, memory_order_release);
 }
 
@@ -998,6 +1005,49 @@ shi_engine_wait(shoal_request *req, int64_t deadline)
     return shi_engine_wait_until(req, deadline, SHI_NO_DEADLINE);
 }
 
+// What every submission stamps on its request before taking the lock.
+static void
+stamp_start(shoal_comm *comm, shoal_request *req)
+{
+    req->comm     = comm;
+    req->start_ns = shi_now_ns();
+    if (req->timeout_ms <= 0) {
+        req->timeout_ms = comm->timeout_ms;
+    }
+    req->deadline   = shi_deadline_after(req->start_ns, req->timeout_ms);
+    req->blocked_on = -1;
+}
+
+int
+shi_engine_send_now(shoal_comm *comm, shoal_request *req, int blocking)
+{
+    if (comm->tp->p2p_send_now == NULL || shi_forked(comm)) {
+        return 0; // submission gives a forked child its error
+    }
+    stamp_start(comm, req);
+    lock_to_issue(comm);
+    // A failure is the submission's to report; a peer's abort is adopted
+    // first, as the pass after a post would.
+    if (failed_locked(comm) || !comm->tp->p2p_send_now(comm, req)) {
+        pthread_mutex_unlock(&comm->lock);
+        return 0;
+    }
+    atomic_store_explicit(&req->status, SHOAL_OK, memory_order_relaxed);
+    if (comm->fr != NULL) {
+        shi_fr_record(comm, req); // its start and, being final, its end
+    }
+    trace_end(comm, req, SHOAL_OK);
+    if (!blocking) {
+        comm->engine.last_issue_ns = req->start_ns;
+    }
+    pthread_mutex_unlock(&comm->lock);
+    // Final already, a handed-out request needs nothing of the
+    // communicator: it starts detached (request.h), so freeing it takes no
+    // lock and it may outlive the communicator like any detached one.
+    req->comm = NULL;
+    return 1;
+}
+
 int
 shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
 {
@@ -1006,13 +1056,7 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
     if (shi_forked(comm)) { // the operation's name only for the message
         return shi_fork_check(comm, shi_op_kind_name(req->kind));
     }
-    req->comm     = comm;
-    req->start_ns = shi_now_ns();
-    if (req->timeout_ms <= 0) {
-        req->timeout_ms = comm->timeout_ms;
-    }
-    req->deadline   = shi_deadline_after(req->start_ns, req->timeout_ms);
-    req->blocked_on = -1;
+    stamp_start(comm, req);
     atomic_store_explicit(
         &req->status, SHOAL_INPROGRESS, memory_order_relaxed);
     lock_to_issue(comm);

@@ -120,6 +120,13 @@ struct shi_transport_ops {
     // than the message itself. 0: the engine runs that pass. Under the
     // lock.
     int (*p2p_post)(struct shoal_comm *comm, shoal_request *req);
+    // Writes a send request's whole message into its peer's channel at
+    // once where that takes no queue: a dense message that fits one slot,
+    // no earlier send to that peer waiting, a free slot. Returns 1 when
+    // written (the send is complete: the request never enters the
+    // transport's queues, and its seq is set), 0 when it must be posted.
+    // Under the lock. NULL where every send is posted.
+    int (*p2p_send_now)(struct shoal_comm *comm, shoal_request *req);
     // Whether p2p_post takes requests whose bytes lie in a strided layout
     // (req->layout); where 0 the layers above pack them first.
     int p2p_strided;

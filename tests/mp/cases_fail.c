@@ -226,7 +226,8 @@ mp_case_wait_for_abort(shoal_comm *comm, int argc, char **argv)
 
 // Requests outlive their communicator: the last rank dies, the others'
 // receive from it fails, they destroy the communicator while still holding
-// that request and a completed one, then test, wait for and free both
+// that request and two completed ones (a barrier's, and a small send's,
+// which completes as it is issued), then test, wait for and free them
 // (under ASan this proves nothing reads the freed communicator).
 int
 mp_case_req_after_destroy(shoal_comm *world, int argc, char **argv)
@@ -234,7 +235,7 @@ mp_case_req_after_destroy(shoal_comm *world, int argc, char **argv)
     int            size = shoal_comm_size(world), victim = size - 1;
     int            all[64], x                            = 0;
     shoal_comm    *comm;
-    shoal_request *done, *failed;
+    shoal_request *done, *failed, *sent;
     char           name[32];
     (void) argc;
     (void) argv;
@@ -255,7 +256,7 @@ mp_case_req_after_destroy(shoal_comm *world, int argc, char **argv)
         raise(SIGKILL);
     }
     MP_OK(shoal_irecv(comm, &x, 1, SHOAL_INT32, victim, 3, &failed));
-    MP_OK(shoal_send(comm, &x, 1, SHOAL_INT32, victim, 1));
+    MP_OK(shoal_isend(comm, &x, 1, SHOAL_INT32, victim, 1, &sent));
     MP_EXPECT(shoal_wait(failed, -1), SHOAL_EPEER);
     MP_OK(shoal_comm_destroy(comm)); // failed: a local release
     snprintf(name, sizeof(name), "rank %d", victim);
@@ -268,8 +269,12 @@ mp_case_req_after_destroy(shoal_comm *world, int argc, char **argv)
     MP_EXPECT(shoal_wait(failed, -1), SHOAL_EPEER);
     MP_EXPECT(shoal_wait_for(failed, 10), SHOAL_EPEER);
     MP_EXPECT(shoal_request_source(failed), SHOAL_EINVAL);
+    MP_OK(shoal_test(sent));
+    MP_OK(shoal_wait(sent, -1));
+    MP_OK(shoal_wait_for(sent, 0));
     shoal_request_free(done);
     shoal_request_free(failed);
+    shoal_request_free(sent);
     return 0;
 }
 

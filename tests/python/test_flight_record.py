@@ -127,6 +127,7 @@ comm = shoal.new_comm("shoal", "cpu", name="early")
 rank = comm.get_rank()
 a, b = np.zeros(4, dtype=np.float32), np.zeros(4, dtype=np.float32)
 if rank == 1:
+    # Small sends are written into the channel as they are issued.
     comm.send(a, 0, tag=7)
     comm.send(b, 0, tag=5)
 else:
@@ -134,23 +135,30 @@ else:
     # completes as it is posted.
     comm.recv(b, 1, async_op=True, tag=5).wait()
     comm.recv(a, 1, tag=7)
-    comm.dump_flight_record(os.environ["FR_DIR"])
-    path, = glob.glob(os.path.join(os.environ["FR_DIR"], "*"))
-    with open(path, "rb") as f:
-        entries = pickle.load(f)["entries"]
-    print([(e["profiling_name"], e["state"]) for e in entries])
+where = os.path.join(os.environ["FR_DIR"], str(rank))
+os.mkdir(where)
+comm.dump_flight_record(where)
+path, = glob.glob(os.path.join(where, "*"))
+with open(path, "rb") as f:
+    entries = pickle.load(f)["entries"]
+print([(e["profiling_name"], e["state"], e["p2p_seq_id"]) for e in entries])
 comm.barrier()
 comm.finalize()
 """
 
 
-def test_a_receive_that_completes_as_posted_is_recorded_completed(tmp_path):
-    """A receive matched by a message set aside before it was posted
-    finishes inside its own start; its record must still say so."""
+def test_operations_that_complete_as_issued_are_recorded_completed(
+        tmp_path):
+    """A receive matched by a message set aside before it was posted, and
+    a small send written as it is issued, finish inside their own start;
+    their records must still say so, numbered in issue order."""
     results = spawn(2, EARLY, timeout=60, extra_env={
         "FR_DIR": str(tmp_path), "SHOAL_TRANSPORT": "shm"})
     for rank, (rc, out, err) in enumerate(results):
         assert rc == 0, (rank, out, err)
     assert results[0][1].strip() == str([
-        ("gloo:recv 0<-1", "completed"), ("gloo:recv 0<-1", "completed")]), (
-        results[0])
+        ("gloo:recv 0<-1", "completed", 1),
+        ("gloo:recv 0<-1", "completed", 2)]), results[0]
+    assert results[1][1].strip() == str([
+        ("gloo:send 1->0", "completed", 1),
+        ("gloo:send 1->0", "completed", 2)]), results[1]

@@ -338,15 +338,53 @@ read_done(shoal_comm *comm, int dst, const shoal_request *r)
     return tail >= shi_tp_req(r)->p2p_read_slot;
 }
 
+// Whether dst's channel has a free slot for this rank's next message: the
+// receiver's tail is read again only once the slots known free are used.
+static int
+slot_free_to(shoal_comm *comm, int dst)
+{
+    struct shi_shm_peer *p = &shi_shm_of(comm)->peers[dst];
+
+    if (p->send_slot < p->send_free) {
+        return 1;
+    }
+    p->send_free = atomic_load_explicit(&shm_p2p_tail(shi_shm_seg(comm),
+                                            shi_tp_comm(comm)->rank, dst)
+                                             ->tail,
+                       memory_order_acquire)
+        + shi_shm_seg(comm)->p2p_slots;
+    return p->send_slot < p->send_free;
+}
+
+// Copies the next `chunk` bytes of send r into slot h of its peer's
+// channel (the next free one), publishes the slot and rings the peer.
+static void
+publish_chunk(shoal_comm *comm, shoal_request *r, struct shm_slot_header *h,
+    size_t chunk)
+{
+    struct shi_tp_req   *tr = shi_tp_req(r);
+    struct shi_shm_peer *p  = &shi_shm_of(comm)->peers[tr->peer];
+
+    stream_copy(r, tr->done, shm_slot_data(h), NULL, chunk);
+    h->msg_bytes   = tr->bytes;
+    h->tag         = (uint32_t) tr->tag;
+    h->chunk_bytes = (uint32_t) chunk;
+    h->flags       = (tr->done == 0 ? SHM_FIRST : 0)
+        | (tr->done + chunk == tr->bytes ? SHM_LAST : 0);
+    atomic_store_explicit(&h->seq, p->send_slot + 1, memory_order_release);
+    p->send_slot++;
+    tr->done += chunk;
+    shi_ring(comm, tr->peer, 0);
+}
+
 // Writes the queued sends to `dst` into free slots, in issue order.
 static int
 send_step(shoal_comm *comm, int dst)
 {
-    struct shi_tp_comm  *tc    = shi_tp_comm(comm);
-    struct shi_shm_peer *p     = &shi_shm_of(comm)->peers[dst];
-    uint32_t             slots = shi_shm_seg(comm)->p2p_slots;
-    size_t               max   = shi_shm_seg(comm)->p2p_slot_bytes;
-    int                  n     = 0;
+    struct shi_tp_comm  *tc  = shi_tp_comm(comm);
+    struct shi_shm_peer *p   = &shi_shm_of(comm)->peers[dst];
+    size_t               max = shi_shm_seg(comm)->p2p_slot_bytes;
+    int                  n   = 0;
     shoal_request       *r;
 
     while ((r = p->sends.head) != NULL) {
@@ -358,14 +396,8 @@ send_step(shoal_comm *comm, int dst)
             n++;
             continue;
         }
-        if (p->send_slot >= p->send_free) {
-            uint64_t tail = atomic_load_explicit(
-                &shm_p2p_tail(shi_shm_seg(comm), tc->rank, dst)->tail,
-                memory_order_acquire);
-            p->send_free = tail + slots;
-            if (p->send_slot >= p->send_free) {
-                return n;
-            }
+        if (!slot_free_to(comm, dst)) {
+            return n;
         }
         struct shm_slot_header *h
             = shm_p2p_slot(shi_shm_seg(comm), tc->rank, dst, p->send_slot);
@@ -380,18 +412,8 @@ send_step(shoal_comm *comm, int dst)
         size_t chunk = shi_tp_req(r)->bytes - shi_tp_req(r)->done < max
             ? shi_tp_req(r)->bytes - shi_tp_req(r)->done
             : max;
-        stream_copy(r, shi_tp_req(r)->done, shm_slot_data(h), NULL, chunk);
-        h->msg_bytes   = shi_tp_req(r)->bytes;
-        h->tag         = (uint32_t) shi_tp_req(r)->tag;
-        h->chunk_bytes = (uint32_t) chunk;
-        h->flags       = (shi_tp_req(r)->done == 0 ? SHM_FIRST : 0)
-            | (shi_tp_req(r)->done + chunk == shi_tp_req(r)->bytes ? SHM_LAST
-                                                                   : 0);
-        atomic_store_explicit(&h->seq, p->send_slot + 1, memory_order_release);
-        p->send_slot++;
-        shi_tp_req(r)->done += chunk;
+        publish_chunk(comm, r, h, chunk);
         n++;
-        shi_ring(comm, dst, 0);
         if (shi_tp_req(r)->done == shi_tp_req(r)->bytes) {
             shi_transport_complete(comm, r, SHOAL_OK);
         }
@@ -580,6 +602,29 @@ shi_shm_p2p_post(shoal_comm *comm, shoal_request *req)
         shi_queue_push(&shi_shm_of(comm)->peers[tr->peer].recvs, req);
     }
     recv_step(comm, tr->peer);
+    return 1;
+}
+
+// A small send is one slot: written at once where nothing queues before
+// it, it never enters the peer's send queue (transport.h).
+int
+shi_shm_p2p_send_now(shoal_comm *comm, shoal_request *req)
+{
+    struct shi_tp_req *tr = shi_tp_req(req);
+
+    if (tr->layout != NULL || tr->bytes > shi_shm_seg(comm)->p2p_slot_bytes
+        || tr->bytes >= READ_MIN_BYTES
+        || shi_shm_of(comm)->peers[tr->peer].sends.head != NULL
+        || !slot_free_to(comm, tr->peer)) {
+        return 0;
+    }
+    tr->seq        = ++shi_tp_comm(comm)->p2p_seq;
+    tr->blocked_on = tr->peer;
+    tr->source     = tr->peer;
+    publish_chunk(comm, req,
+        shm_p2p_slot(shi_shm_seg(comm), shi_tp_comm(comm)->rank, tr->peer,
+            shi_shm_of(comm)->peers[tr->peer].send_slot),
+        tr->bytes);
     return 1;
 }
 

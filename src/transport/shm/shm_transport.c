@@ -268,6 +268,7 @@ const struct shi_transport_ops shi_shm_transport = {
     .reaches              = shm_reaches,
     .peer_address         = shm_peer_address,
     .p2p_post             = shi_shm_p2p_post,
+    .p2p_send_now         = shi_shm_p2p_send_now,
     .p2p_forget           = shi_shm_p2p_forget,
     .p2p_strided          = 1,
     .progress             = shm_progress,
