@@ -1,6 +1,7 @@
 // Comm's operations: each issues the non-blocking shoal call and returns a
-// Work that keeps its buffers alive. Blocking use is Work.wait() right away
-// (Python does that for async_op=False), so there is one code path.
+// Work that keeps its buffers alive (Python waits on it at once for
+// async_op=False), or, in its blocking form (the "_now" methods of the
+// common collectives), waits for it here without a Work.
 //
 // Buffer arguments are Buffers or anything Buffer() accepts; they must be
 // contiguous (the Python layer copies strided arrays in and out). Sizes are
@@ -130,7 +131,8 @@ ext_call_deadline(const ext_comm *comm, long long timeout_ms)
 }
 
 // Set (under the GIL) by the blocking forms around the call they make:
-// that call's caller waits for it at once.
+// that call's caller waits for it at once. Cleared when the call is
+// issued, before its wait lets other threads in.
 static int ops_waits_next;
 
 static void
@@ -139,13 +141,15 @@ ops_deadline(ops_call *c)
     ops_give_opts(c->self, c->timeout_ms, ops_waits_next);
 }
 
-// Wraps the request issued with status c->st. Releases a and b (the Work
-// holds its own references).
+// Wraps the request issued with status c->st in a Work, or for a blocking
+// form waits for it. Releases a and b (the Work holds its own references).
 static PyObject *
 ops_end(ops_call *c, ext_buffer *a, ext_buffer *b)
 {
     PyObject *keep, *work;
+    int       waits = ops_waits_next;
 
+    ops_waits_next = 0;
     if (c->st < 0) {
         Py_XDECREF(a);
         Py_XDECREF(b);
@@ -153,13 +157,16 @@ ops_end(ops_call *c, ext_buffer *a, ext_buffer *b)
         ext_abort_if_asked(c->self, c->st, shoal_last_error());
         return ext_raise_status(c->st, c->self->comm);
     }
-    if (ops_waits_next && shoal_test(c->req) == SHOAL_OK) {
-        // A blocking form's call that completed while it was issued (its
-        // peers were there first): nothing to wait for, so no Work.
+    if (waits) {
+        // A blocking form: its wait needs no Work (this frame holds the
+        // buffers), and one that completed as it was issued (its peers
+        // were there first) none at all.
+        PyObject *done = shoal_test(c->req) == SHOAL_OK
+            ? (shoal_request_free(c->req), Py_NewRef(Py_True))
+            : ext_wait_now(c->self, c->req);
         Py_XDECREF(a);
         Py_XDECREF(b);
-        shoal_request_free(c->req); // complete: returns at once
-        Py_RETURN_TRUE;
+        return done;
     }
     keep = PyTuple_Pack(2, a != NULL ? (PyObject *) a : Py_None,
         b != NULL ? (PyObject *) b : Py_None);
@@ -632,25 +639,18 @@ ops_scatter(ext_comm *self, PyObject *args)
 }
 
 // ---- blocking forms -------------------------------------------------------
-// The operation issued, then waited for here: True or its error, and no
-// Work object for Python to build and wait on, which cost a small call
-// more than the call itself. The wait is Work.wait's (it looks for
-// signals); a call that completes while it is issued does not wait, and
-// one that does not is driven by this thread alone (caller_waits: the
-// progress thread is not woken for it).
+// The operation issued, then waited for here (ops_end): True or its error,
+// and no Work object, for Python or here, which cost a small call more
+// than the call itself. The wait is Work.wait's (it looks for signals); a
+// call that completes while it is issued does not wait, and one that does
+// not is driven by this thread alone (caller_waits: the progress thread
+// is not woken for it).
 
 static PyObject *
-ops_now(PyObject *work)
+ops_now(PyObject *result)
 {
-    PyObject *result;
-
-    ops_waits_next = 0;
-    if (work == NULL || work == Py_True) { // Py_True: done as issued
-        return work;
-    }
-    result = ext_work_finish(work);
-    Py_DECREF(work);
-    return result;
+    ops_waits_next = 0; // where the call failed before it was issued
+    return result; // True, or NULL: ops_end waited
 }
 
 static PyObject *

@@ -71,6 +71,7 @@ typedef struct {
     struct ext_plan *plans; // live compiled plans (plan.c)
     int              dropped_status; // < 0: a dropped work failed (dropped.c)
     PyObject        *dropped_text; // its message, raised by the next call
+    int              waiting_now; // threads in ext_wait_now's wait
 } ext_comm;
 
 extern PyTypeObject ext_comm_type;
@@ -143,9 +144,12 @@ extern PyTypeObject ext_work_type;
 // the request completes. Steals nothing. On failure frees `req` (waiting
 // for it) and returns NULL with an exception set.
 PyObject *ext_work_new(ext_comm *comm, shoal_request *req, PyObject *keep);
-// Waits for a work just made by ext_work_new as Work.wait() does (looking
-// for signals) and returns True, or NULL with the operation's error.
-PyObject *ext_work_finish(PyObject *work);
+// A blocking form's wait for the request it just issued on `comm` (the
+// caller keeps its buffers alive meanwhile): as Work.wait() waits,
+// looking for signals, but without a Work; then frees the request.
+// Returns True, or NULL with the operation's error (or a signal
+// handler's exception).
+PyObject *ext_wait_now(ext_comm *comm, shoal_request *req);
 
 // Marks a work just made by ext_work_new as a receive, whose sender its
 // source() reports once complete.

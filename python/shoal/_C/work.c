@@ -133,51 +133,89 @@ wait_without_gil(shoal_request *req, int64_t ms, int bounded)
 
 // A signal's handler raised while we waited: the rank stops halfway
 // through an operation its peers are in, which only an abort can tell
-// them. The work fails with that cause (never aborting the process: the
-// user asked to stop), and the handler's exception propagates.
-static void
-work_interrupted(ext_work *w)
+// them. The request fails with that cause (never aborting the process:
+// the user asked to stop), and the handler's exception stays set.
+static int
+wait_interrupted(ext_comm *comm, shoal_request *req)
 {
     PyObject *type, *value, *trace;
     char      why[256];
+    int       st;
 
     PyErr_Fetch(&type, &value, &trace);
     snprintf(why, sizeof(why),
         "interrupted by a signal (%s) while waiting for an operation",
         type != NULL ? ((PyTypeObject *) type)->tp_name : "?");
-    shoal_comm_abort(w->comm->comm, why);
-    work_finish_as(w, wait_without_gil(w->req, -1, 0), 0); // fails at once
+    shoal_comm_abort(comm->comm, why);
+    st = wait_without_gil(req, -1, 0); // fails at once
     PyErr_Restore(type, value, trace);
+    return st;
 }
 
-// As work_block, but a signal handler that raises (Ctrl-C) ends the wait
-// within WAIT_SLICE_MS: returns -1 with the handler's exception set.
+// shoal_wait without the GIL, but a signal handler that raises (Ctrl-C)
+// ends the wait within WAIT_SLICE_MS: then *interrupted is 1, the
+// handler's exception is set and the request has failed. Returns the
+// request's final status.
 static int
-work_block_interruptible(ext_work *w, int64_t timeout_ms)
+wait_interruptible(
+    ext_comm *comm, shoal_request *req, int64_t timeout_ms, int *interrupted)
 {
     int64_t until = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
     int     st;
 
-    w->waiting = 1;
+    *interrupted = 0;
     for (;;) {
         int64_t left = until < 0 ? WAIT_SLICE_MS + 1 : until - now_ms();
         if (left <= WAIT_SLICE_MS) { // the last slice: its end fails it
-            st = wait_without_gil(w->req, left > 0 ? left : 0, 0);
-            break;
+            return wait_without_gil(req, left > 0 ? left : 0, 0);
         }
-        st = wait_without_gil(w->req, WAIT_SLICE_MS, 1);
+        st = wait_without_gil(req, WAIT_SLICE_MS, 1);
         if (st != SHOAL_INPROGRESS) {
-            break;
+            return st;
         }
         if (PyErr_CheckSignals() < 0) {
-            w->waiting = 0;
-            work_interrupted(w);
-            return -1;
+            *interrupted = 1;
+            return wait_interrupted(comm, req);
         }
     }
+}
+
+// As work_block, but interruptible (wait_interruptible): returns -1 with
+// the handler's exception set when a signal ended the wait.
+static int
+work_block_interruptible(ext_work *w, int64_t timeout_ms)
+{
+    int interrupted, st;
+
+    w->waiting = 1;
+    st         = wait_interruptible(w->comm, w->req, timeout_ms, &interrupted);
     w->waiting = 0;
-    work_finish(w, st);
-    return 0;
+    work_finish_as(w, st, !interrupted);
+    return interrupted ? -1 : 0;
+}
+
+PyObject *
+ext_wait_now(ext_comm *comm, shoal_request *req)
+{
+    const char *text = NULL;
+    int         interrupted, st;
+
+    comm->waiting_now++; // finalize refuses meanwhile, as for a Work's wait
+    st = wait_interruptible(comm, req, -1, &interrupted);
+    comm->waiting_now--;
+    if (st < 0 && !interrupted) {
+        text = shoal_last_error(); // this thread's: set by the wait
+        if (text == NULL || *text == '\0') {
+            text = shoal_comm_last_error(comm->comm);
+        }
+        ext_abort_if_asked(comm, st, text);
+        ext_raise(st, text); // before the free: the text is the thread's
+    }
+    shoal_request_free(req); // final: returns at once
+    if (interrupted || st < 0) {
+        return NULL;
+    }
+    Py_RETURN_TRUE;
 }
 
 static PyObject *
@@ -222,6 +260,12 @@ ext_work_mark_recv(PyObject *work)
 int
 ext_work_drain(ext_comm *comm)
 {
+    if (comm->waiting_now > 0) {
+        PyErr_SetString(PyExc_RuntimeError,
+            "finalize: another thread is waiting on this communicator's "
+            "operation");
+        return -1;
+    }
     while (comm->works != NULL) {
         ext_work *w = comm->works;
 
@@ -236,17 +280,6 @@ ext_work_drain(ext_comm *comm)
         Py_DECREF(w);
     }
     return 0;
-}
-
-PyObject *
-ext_work_finish(PyObject *work)
-{
-    ext_work *w = (ext_work *) work;
-
-    if (w->req != NULL && work_block_interruptible(w, -1) < 0) {
-        return NULL;
-    }
-    return work_result(w);
 }
 
 static PyObject *
