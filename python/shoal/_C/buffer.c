@@ -360,8 +360,19 @@ buffer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     int          writable = 0;
 
     (void) type;
-    if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "O|pO:Buffer", names, &obj, &writable, &capsule)) {
+    // Every blocking call on a tensor makes one, with three positional
+    // arguments (shoal._arrays.direct): taken as they are, they skip
+    // PyArg_ParseTupleAndKeywords, a sixth of such a call's instructions
+    // in this extension.
+    if (kwargs == NULL && PyTuple_GET_SIZE(args) == 3) {
+        obj      = PyTuple_GET_ITEM(args, 0);
+        writable = PyObject_IsTrue(PyTuple_GET_ITEM(args, 1));
+        capsule  = PyTuple_GET_ITEM(args, 2);
+        if (writable < 0) {
+            return NULL;
+        }
+    } else if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|pO:Buffer", names,
+                   &obj, &writable, &capsule)) {
         return NULL;
     }
     return (PyObject *) ext_buffer_with(obj, writable, capsule);
