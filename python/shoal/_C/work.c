@@ -185,13 +185,22 @@ wait_interruptible(
 static int
 work_block_interruptible(ext_work *w, int64_t timeout_ms)
 {
-    int interrupted, st;
+    PyObject *type, *value, *trace;
+    int       interrupted, st;
 
     w->waiting = 1;
     st         = wait_interruptible(w->comm, w->req, timeout_ms, &interrupted);
     w->waiting = 0;
-    work_finish_as(w, st, !interrupted);
-    return interrupted ? -1 : 0;
+    if (!interrupted) {
+        work_finish(w, st);
+        return 0;
+    }
+    // The work records its failure with no exception pending (it makes
+    // a string), then the handler's propagates.
+    PyErr_Fetch(&type, &value, &trace);
+    work_finish_as(w, st, 0);
+    PyErr_Restore(type, value, trace);
+    return -1;
 }
 
 PyObject *
