@@ -18,25 +18,21 @@ times on a shared machine are noise: the ratios in one run are the figure.
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 
-from bench_launch import free_port
+from bench_launch import run_ranks
 
 N = 4096  # global side of part 1
 
 
 def launch(args):
-    from shoal.run import tool_path
-
     env = dict(os.environ, OMP_NUM_THREADS="1")
     rc = 0
     for part, ranks in (("pair", 2), ("compile8", 8)):
-        cmd = [tool_path("shoalrun"), "-n", str(ranks), sys.executable,
-               os.path.abspath(__file__), "--worker", part, "--port",
-               str(free_port()), "--iters", str(args.iters)]
-        rc = rc or subprocess.run(cmd, env=env, timeout=900).returncode
+        rc = rc or run_ranks(__file__, ranks,
+                             ["--worker", part, "--iters", str(args.iters)],
+                             env, timeout=900)
     return rc
 
 

@@ -36,24 +36,19 @@ back-to-back call, idle and with one busy process.
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 
-from bench_launch import busy_processes, free_port
+from bench_launch import busy_processes, run_main, run_ranks
 
 
 def launch(args):
-    from shoal.run import tool_path
-
     rc = 0
     for load in [int(x) for x in args.loads.split(",")]:
         env = dict(os.environ, OMP_NUM_THREADS="1", BENCH_LATE_LOAD=str(load))
-        cmd = [tool_path("shoalrun"), "-n", str(args.ranks), sys.executable,
-               os.path.abspath(__file__), "--worker", "--port",
-               str(free_port()), "--iters", str(args.iters)]
         with busy_processes(load):
-            rc = rc or subprocess.run(cmd, env=env, timeout=1800).returncode
+            rc = rc or run_ranks(__file__, args.ranks,
+                                 ["--worker", "--iters", str(args.iters)], env)
     return rc
 
 
@@ -167,10 +162,7 @@ def main():
     p.add_argument("--iters", type=int, default=2000)
     p.add_argument("--loads", default="0,1",
                    help="busy processes beside the ranks, one run each")
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
-    args = p.parse_args()
-    return worker(args) if args.worker else launch(args)
+    return run_main(p, worker, launch)
 
 
 if __name__ == "__main__":

@@ -21,25 +21,20 @@ op thread per rank (the ranks share the cores).
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 
-from bench_launch import free_port
+from bench_launch import run_main, run_ranks
 
 HIDDEN, BATCH, SIDE = 4096, 64, 4096
 
 
 def launch(args):
-    from shoal.run import tool_path
-
     env = dict(os.environ, OMP_NUM_THREADS="1")
     rc = 0
     for n in [int(x) for x in args.ranks.split(",")]:
-        cmd = [tool_path("shoalrun"), "-n", str(n), sys.executable,
-               os.path.abspath(__file__), "--worker", "--port",
-               str(free_port()), "--iters", str(args.iters)]
-        rc = rc or subprocess.run(cmd, env=env, timeout=1800).returncode
+        rc = rc or run_ranks(__file__, n,
+                             ["--worker", "--iters", str(args.iters)], env)
     return rc
 
 
@@ -218,10 +213,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--ranks", default="2,4")
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
-    args = p.parse_args()
-    return worker(args) if args.worker else launch(args)
+    return run_main(p, worker, launch)
 
 
 if __name__ == "__main__":

@@ -51,29 +51,24 @@ import argparse
 import contextlib
 import os
 import statistics
-import subprocess
 import sys
 import time
 
-from bench_launch import busy_processes, free_port
+from bench_launch import busy_processes, run_main, run_ranks
 
 
 def launch(args):
-    from shoal.run import tool_path
-
     rc = 0
     with busy_processes(args.load):
         for n in [int(x) for x in args.ranks.split(",")]:
             threads = max(1, (os.cpu_count() or 1) // n)
             env = dict(os.environ, OMP_NUM_THREADS=str(threads),
                        BENCH_TRAIN_LOAD=str(args.load))
-            cmd = [tool_path("shoalrun"), "-n", str(n), sys.executable,
-                   os.path.abspath(__file__), "--worker", "--port",
-                   str(free_port()), "--steps", str(args.steps),
-                   "--models", args.models, "--rounds", str(args.rounds),
-                   "--spread", str(args.spread)]
-            cmd += ["--bucket-view"] if args.bucket_view else []
-            rc = rc or subprocess.run(cmd, env=env, timeout=3600).returncode
+            argv = ["--worker", "--steps", str(args.steps),
+                    "--models", args.models, "--rounds", str(args.rounds),
+                    "--spread", str(args.spread)]
+            argv += ["--bucket-view"] if args.bucket_view else []
+            rc = rc or run_ranks(__file__, n, argv, env, timeout=3600)
     return rc
 
 
@@ -343,10 +338,7 @@ def main():
     p.add_argument("--bucket-view", action="store_true",
                    help="DDP with gradient_as_bucket_view=True (every "
                    "variant)")
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
-    args = p.parse_args()
-    return worker(args) if args.worker else launch(args)
+    return run_main(p, worker, launch)
 
 
 if __name__ == "__main__":
