@@ -118,14 +118,40 @@ size_mismatch(shoal_comm *comm, int src, int tag, uint64_t sent,
     return 1;
 }
 
+// Whether data slot h from src holds what its header says fits: a chunk
+// no larger than a slot or than the `left` bytes of its message still to
+// come, ending the message exactly where it says it is the last. The
+// header is the peer's: a chunk that does not fit aborts the
+// communicator rather than overrun a buffer or end a receive short.
+static int
+chunk_fits(
+    shoal_comm *comm, int src, const struct shm_slot_header *h, uint64_t left)
+{
+    if (h->chunk_bytes <= shi_shm_seg(comm)->p2p_slot_bytes
+        && h->chunk_bytes <= left
+        && ((h->flags & SHM_LAST) == 0 || h->chunk_bytes == left)) {
+        return 1;
+    }
+    shi_comm_abort(comm, SHOAL_EPROTO,
+        "rank %d sent a %u-byte chunk%s where %llu bytes of its message "
+        "were left and a slot holds %u",
+        src, h->chunk_bytes, (h->flags & SHM_LAST) ? " (its last)" : "",
+        (unsigned long long) left, shi_shm_seg(comm)->p2p_slot_bytes);
+    return 0;
+}
+
 // Copies a one-slot message whose receive is not posted yet. Returns 0 if
-// the budget is exhausted (the message stays in the channel).
+// the budget is exhausted (the message stays in the channel) or its
+// header is false.
 static int
 buffer_unexpected(shoal_comm *comm, int src, struct shm_slot_header *h)
 {
     struct shi_shm_peer   *p = &shi_shm_of(comm)->peers[src];
     struct shi_unexpected *u;
 
+    if (!chunk_fits(comm, src, h, h->msg_bytes)) {
+        return 0; // the communicator is aborted
+    }
     if (shi_shm_of(comm)->unexpected_bytes + (int64_t) h->chunk_bytes
         > P2P_UNEXPECTED_MAX) {
         return 0;
@@ -276,6 +302,10 @@ recv_step(shoal_comm *comm, int src)
                 return n + 1;
             }
         } else {
+            if (!chunk_fits(comm, src, h,
+                    shi_tp_req(r)->bytes - shi_tp_req(r)->done)) {
+                return n + 1;
+            }
             stream_copy(r, shi_tp_req(r)->done, NULL, shm_slot_data(h),
                 h->chunk_bytes);
             shi_tp_req(r)->done += h->chunk_bytes;
