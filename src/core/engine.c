@@ -1018,18 +1018,16 @@ stamp_start(shoal_comm *comm, shoal_request *req)
     req->blocked_on = -1;
 }
 
-int
-shi_engine_send_now(shoal_comm *comm, shoal_request *req, int blocking)
+// A send or named receive that the transport completes as it is issued
+// (transport.h: p2p_now) is final at once and never enters a queue. A
+// peer's abort is adopted first, as the pass after a post would. Under
+// the lock.
+static int
+p2p_now_locked(shoal_comm *comm, shoal_request *req)
 {
-    if (comm->tp->p2p_send_now == NULL || shi_forked(comm)) {
-        return 0; // submission gives a forked child its error
-    }
-    stamp_start(comm, req);
-    lock_to_issue(comm);
-    // A failure is the submission's to report; a peer's abort is adopted
-    // first, as the pass after a post would.
-    if (failed_locked(comm) || !comm->tp->p2p_send_now(comm, req)) {
-        pthread_mutex_unlock(&comm->lock);
+    if ((req->kind != SHI_OP_SEND && req->kind != SHI_OP_RECV)
+        || comm->tp->p2p_now == NULL || failed_locked(comm)
+        || !comm->tp->p2p_now(comm, req)) {
         return 0;
     }
     atomic_store_explicit(&req->status, SHOAL_OK, memory_order_relaxed);
@@ -1037,15 +1035,20 @@ shi_engine_send_now(shoal_comm *comm, shoal_request *req, int blocking)
         shi_fr_record(comm, req); // its start and, being final, its end
     }
     trace_end(comm, req, SHOAL_OK);
-    if (!blocking) {
-        comm->engine.last_issue_ns = req->start_ns;
-    }
-    pthread_mutex_unlock(&comm->lock);
-    // Final already, a handed-out request needs nothing of the
-    // communicator: it starts detached (request.h), so freeing it takes no
-    // lock and it may outlive the communicator like any detached one.
-    req->comm = NULL;
     return 1;
+}
+
+// A request done as it was issued needs nothing of the communicator: it
+// starts detached (request.h), so freeing it takes no lock and it may
+// outlive the communicator like any detached one. An untracked one has
+// nobody to free it later: it goes now.
+static void
+hand_out_done(shoal_request *req)
+{
+    req->comm = NULL;
+    if (req->untracked) {
+        shi_req_release(req); // a send or receive: nothing hangs from it
+    }
 }
 
 int
@@ -1066,11 +1069,16 @@ shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking)
         pthread_mutex_unlock(&comm->lock);
         return shi_comm_failed_error(comm, "");
     }
-    req->in_engine                       = 1;
-    shi_tp_comm(comm)->defer_long_copies = !blocking;
     if (!blocking) {
         comm->engine.last_issue_ns = req->start_ns;
     }
+    if (p2p_now_locked(comm, req)) {
+        pthread_mutex_unlock(&comm->lock);
+        hand_out_done(req);
+        return SHOAL_OK;
+    }
+    req->in_engine                       = 1;
+    shi_tp_comm(comm)->defer_long_copies = !blocking;
     queue_push_active(&comm->engine.active, req);
     if (req->step != NULL) {
         shi_queue_push(&comm->engine.stepped, req);

@@ -59,15 +59,10 @@ void shi_engine_check_peers(shoal_comm *comm);
 // it is pending, or an error (the request was not accepted; the message is
 // recorded on the comm). `blocking`: the call drives the engine until req
 // is done (never SHOAL_INPROGRESS), and the progress thread is not woken.
+// A send or receive the transport completes as it is issued (transport.h:
+// p2p_now) returns SHOAL_OK detached from the communicator (request.h);
+// an untracked one is freed then.
 int shi_engine_submit(shoal_comm *comm, shoal_request *req, int blocking);
-
-// A send (filled in, dense) that the transport can write at once
-// (transport.h: p2p_send_now) is sent without entering the engine's
-// queues: returns 1 when it was (req is final, SHOAL_OK, and detached from
-// the communicator: request.h), 0 when the caller must submit it instead
-// (that submission reports a failed communicator). `blocking` as for
-// shi_engine_submit.
-int shi_engine_send_now(shoal_comm *comm, shoal_request *req, int blocking);
 
 // Drives the engine until `req` completes or `deadline` passes (then the
 // communicator is aborted with SHOAL_ETIMEDOUT). Returns req's status, with

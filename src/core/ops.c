@@ -151,6 +151,7 @@ start_untracked(shoal_comm *comm, shoal_request *tmpl)
 
     shi_req_reap_untracked(comm, 0); // the completed ones go as it starts
     tmpl->untracked = 1;
+    // req is not read: one done as it was issued is freed by then.
     return shi_start_async(comm, tmpl, &req);
 }
 
@@ -184,15 +185,6 @@ p2p(shoal_comm *comm, int kind, const void *buf, size_t count,
     req->tag          = tag;
     req->timeout_ms   = opts.timeout_ms;
     req->caller_waits = opts.caller_waits;
-    // A small send is often written as it is issued: then it needs no
-    // handle beyond the one returned, and an untracked one none at all.
-    req->heap = out != NULL && out != &untracked;
-    if (kind == SHI_OP_SEND && shi_engine_send_now(comm, req, out == NULL)) {
-        if (req->heap) {
-            *out = req; // complete and detached: freed without a lock
-        }
-        return SHOAL_OK;
-    }
     if (out == &untracked) {
         return start_untracked(comm, req);
     }

@@ -79,8 +79,9 @@ _Static_assert(offsetof(struct shoal_request, tp_view) == 0,
 // freed yet (request_owned.c): own at creation (under comm->lock, as the
 // engine starts it), disown at free; destroying the communicator detaches
 // them (req->comm becomes NULL), and a detached request's status and
-// message come from shi_req_detached_status. A send that completed as it
-// was issued (shi_engine_send_now) is handed out detached from the start.
+// message come from shi_req_detached_status. A send or receive that
+// completed as it was issued (shi_engine_submit) is handed out detached
+// from the start.
 void shi_req_own_locked(shoal_comm *comm, shoal_request *req);
 void shi_req_disown(shoal_comm *comm, shoal_request *req);
 void shi_req_detach_all(shoal_comm *comm);

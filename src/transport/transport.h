@@ -120,13 +120,15 @@ struct shi_transport_ops {
     // than the message itself. 0: the engine runs that pass. Under the
     // lock.
     int (*p2p_post)(struct shoal_comm *comm, shoal_request *req);
-    // Writes a send request's whole message into its peer's channel at
-    // once where that takes no queue: a dense message that fits one slot,
-    // no earlier send to that peer waiting, a free slot. Returns 1 when
-    // written (the send is complete: the request never enters the
-    // transport's queues, and its seq is set), 0 when it must be posted.
-    // Under the lock. NULL where every send is posted.
-    int (*p2p_send_now)(struct shoal_comm *comm, shoal_request *req);
+    // Completes a dense send or named receive at once where that takes no
+    // queue. A send: its message fits one slot, no earlier send to that
+    // peer waits, a slot is free; it is written into the peer's channel. A
+    // receive: its one-slot message of the same size has arrived and no
+    // receive posted before it could want that message; it is copied out.
+    // Returns 1 when done (the request is complete: it never enters the
+    // transport's queues, and its seq and source are set), 0 when it must
+    // be posted. Under the lock. NULL where every request is posted.
+    int (*p2p_now)(struct shoal_comm *comm, shoal_request *req);
     // Whether p2p_post takes requests whose bytes lie in a strided layout
     // (req->layout); where 0 the layers above pack them first.
     int p2p_strided;

@@ -14,6 +14,7 @@ static const struct {
     { "p2p_async", mp_case_p2p_async },
     { "p2p_arrived", mp_case_p2p_arrived },
     { "p2p_forged", mp_case_p2p_forged },
+    { "p2p_early", mp_case_p2p_early },
     { "p2p_threads", mp_case_p2p_threads },
     { "progress", mp_case_progress },
     { "p2p_untracked", mp_case_p2p_untracked },

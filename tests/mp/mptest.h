@@ -74,6 +74,7 @@ int mp_case_p2p_tags(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_async(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_arrived(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_forged(shoal_comm *comm, int argc, char **argv);
+int mp_case_p2p_early(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_threads(shoal_comm *comm, int argc, char **argv);
 int mp_case_progress(shoal_comm *comm, int argc, char **argv);
 int mp_case_p2p_untracked(shoal_comm *comm, int argc, char **argv);

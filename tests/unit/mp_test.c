@@ -103,6 +103,7 @@ TEST_T(mp_p2p_any_no_cma_3, 120)
 MP_TEST(mp_p2p_tags, "p2p_tags", NULL)
 MP_TEST(mp_p2p_async, "p2p_async", NULL)
 MP_TEST_234(mp_p2p_arrived, "p2p_arrived", NULL)
+MP_TEST_234(mp_p2p_early, "p2p_early", NULL)
 // A false slot header from a peer fails the receive (shared memory).
 TEST_T(mp_p2p_forged_big_chunk_2, 60)
 {

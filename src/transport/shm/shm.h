@@ -82,7 +82,7 @@ int shi_shm_setup(
 
 // Point to point over the segment's channels (shm_p2p.c).
 int  shi_shm_p2p_post(shoal_comm *comm, shoal_request *req);
-int  shi_shm_p2p_send_now(shoal_comm *comm, shoal_request *req);
+int  shi_shm_p2p_now(shoal_comm *comm, shoal_request *req);
 int  shi_shm_p2p_step(shoal_comm *comm);
 void shi_shm_p2p_discard(shoal_comm *comm);
 // Takes a request that ends before the channel finished it (a failure)

@@ -484,14 +484,13 @@ find_unexpected(
     return NULL;
 }
 
-// Completes `req` with the buffered message u from `src` (prev: the one
-// before u in src's list), which it unlinks and frees.
+// Takes the buffered message u from src's list (prev: the one before it,
+// NULL if it is the first); the caller frees it.
 static void
-deliver_unexpected(shoal_comm *comm, int src, struct shi_unexpected *u,
-    struct shi_unexpected *prev, shoal_request *req)
+unlink_unexpected(shoal_comm *comm, int src, struct shi_unexpected *u,
+    struct shi_unexpected *prev)
 {
-    struct shi_tp_req   *tr = shi_tp_req(req);
-    struct shi_shm_peer *p  = &shi_shm_of(comm)->peers[src];
+    struct shi_shm_peer *p = &shi_shm_of(comm)->peers[src];
 
     if (prev != NULL) {
         prev->next = u->next;
@@ -502,6 +501,17 @@ deliver_unexpected(shoal_comm *comm, int src, struct shi_unexpected *u,
         p->unexpected_tail = prev;
     }
     shi_shm_of(comm)->unexpected_bytes -= (int64_t) u->bytes;
+}
+
+// Completes `req` with the buffered message u from `src` (prev: the one
+// before u in src's list), which it unlinks and frees.
+static void
+deliver_unexpected(shoal_comm *comm, int src, struct shi_unexpected *u,
+    struct shi_unexpected *prev, shoal_request *req)
+{
+    struct shi_tp_req *tr = shi_tp_req(req);
+
+    unlink_unexpected(comm, src, u, prev);
     tr->source = src;
     if (u->bytes != tr->bytes) {
         size_mismatch(comm, src, u->tag, u->bytes, req);
@@ -637,24 +647,79 @@ shi_shm_p2p_post(shoal_comm *comm, shoal_request *req)
 
 // A small send is one slot: written at once where nothing queues before
 // it, it never enters the peer's send queue (transport.h).
-int
-shi_shm_p2p_send_now(shoal_comm *comm, shoal_request *req)
+static int
+send_now(shoal_comm *comm, shoal_request *req)
 {
     struct shi_tp_req *tr = shi_tp_req(req);
 
-    if (tr->layout != NULL || tr->bytes > shi_shm_seg(comm)->p2p_slot_bytes
+    if (tr->bytes > shi_shm_seg(comm)->p2p_slot_bytes
         || tr->bytes >= READ_MIN_BYTES
         || shi_shm_of(comm)->peers[tr->peer].sends.head != NULL
         || !slot_free_to(comm, tr->peer)) {
         return 0;
     }
-    tr->seq        = ++shi_tp_comm(comm)->p2p_seq;
-    tr->blocked_on = tr->peer;
-    tr->source     = tr->peer;
     publish_chunk(comm, req,
         shm_p2p_slot(shi_shm_seg(comm), shi_tp_comm(comm)->rank, tr->peer,
             shi_shm_of(comm)->peers[tr->peer].send_slot),
         tr->bytes);
+    return 1;
+}
+
+// A named receive whose one-slot message from its peer has arrived, with
+// no receive posted before it that could want that message, takes it at
+// once: buffered (they come first, in order) or at the head of the
+// channel. A size that differs, or a header that does not fit, is left
+// to the posted path, which reports it.
+static int
+recv_now(shoal_comm *comm, shoal_request *req)
+{
+    struct shi_tp_req      *tr = shi_tp_req(req);
+    struct shi_shm_peer    *p  = &shi_shm_of(comm)->peers[tr->peer];
+    struct shi_unexpected  *u, *prev;
+    struct shm_slot_header *h;
+
+    if (p->active_recv != NULL || p->recvs.head != NULL
+        || shi_shm_of(comm)->any_recvs.head != NULL) {
+        return 0;
+    }
+    if ((u = find_unexpected(p, tr->tag, &prev)) != NULL) {
+        if (u->bytes != tr->bytes) {
+            return 0;
+        }
+        unlink_unexpected(comm, tr->peer, u, prev);
+        stream_copy(req, 0, NULL, u->data, u->bytes);
+        free(u);
+        return 1;
+    }
+    h = shm_p2p_slot(
+        shi_shm_seg(comm), tr->peer, shi_tp_comm(comm)->rank, p->recv_slot);
+    if (atomic_load_explicit(&h->seq, memory_order_acquire) != p->recv_slot + 1
+        || (int) h->tag != tr->tag
+        || (h->flags & (SHM_LAST | SHM_READ)) != SHM_LAST
+        || h->msg_bytes != tr->bytes || h->chunk_bytes != tr->bytes
+        || h->chunk_bytes > shi_shm_seg(comm)->p2p_slot_bytes) {
+        return 0;
+    }
+    stream_copy(req, 0, NULL, shm_slot_data(h), h->chunk_bytes);
+    tr->done     = tr->bytes;
+    p->head_seen = 0;
+    consume_slot(comm, tr->peer);
+    return 1;
+}
+
+int
+shi_shm_p2p_now(shoal_comm *comm, shoal_request *req)
+{
+    struct shi_tp_req *tr = shi_tp_req(req);
+
+    if (tr->layout != NULL || tr->peer < 0
+        || !(tr->kind == SHI_OP_SEND ? send_now(comm, req)
+                                     : recv_now(comm, req))) {
+        return 0;
+    }
+    tr->seq        = ++shi_tp_comm(comm)->p2p_seq;
+    tr->blocked_on = tr->peer;
+    tr->source     = tr->peer;
     return 1;
 }
 
