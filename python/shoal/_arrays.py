@@ -72,8 +72,18 @@ def normalize(x, what):
 def buffer(x, writable=False):
     """A _C.Buffer over x. A torch tensor is exported with
     torch.utils.dlpack.to_dlpack, a C call: its __dlpack__ method spends
-    microseconds in Python, a large part of a small collective's cost."""
+    microseconds in Python, a large part of a small collective's cost.
+
+    A tensor with its negative bit set (a lazy negation such as
+    z.conj().imag) is refused: its memory holds the negated values, and
+    DLPack exports that memory without saying so. contiguous() resolves
+    one into a copy for the calls that stage."""
     if is_torch(x):
+        if x.is_neg():
+            raise InvalidArgumentError(
+                "the tensor is a negated view (is_neg(): its memory holds "
+                "minus its values, as z.conj().imag makes): pass "
+                "x.resolve_neg()")
         return _C.Buffer(x, writable, _torch().utils.dlpack.to_dlpack(x))
     return _C.Buffer(x, writable)
 
@@ -82,21 +92,24 @@ _to_dlpack = None  # torch.utils.dlpack.to_dlpack once a tensor came by
 
 
 def direct(x, writable=False):
-    """A Buffer over x when x is a contiguous CPU torch tensor that needs
-    no detaching, else None: the blocking calls' short way, which skips
-    the checks and staging a copy would need (the full way gives the
-    errors for everything else)."""
+    """A Buffer over x when x is a contiguous CPU torch tensor whose
+    memory holds its values (not a negated view), else None: the blocking
+    calls' short way, which skips the checks and staging a copy would need
+    (the full way gives the errors for everything else). A tensor that
+    requires grad is taken as it is: the full way would detach it, which
+    shares the same memory. The Buffer checks the device from the DLPack
+    export, where it costs nothing more."""
     global _to_dlpack
     if _tensor_type is None or type(x) is not _tensor_type:
         return None
-    try:
-        if not x.is_cpu or x.requires_grad or not x.is_contiguous():
-            return None
-    except RuntimeError:  # a sparse tensor has no is_contiguous()
-        return None
     if _to_dlpack is None:
         _to_dlpack = _torch().utils.dlpack.to_dlpack
-    return _C.Buffer(x, writable, _to_dlpack(x))
+    try:
+        if not x.is_contiguous() or x.is_neg():
+            return None
+        return _C.Buffer(x, writable, _to_dlpack(x))
+    except (RuntimeError, BufferError, InvalidArgumentError):
+        return None  # sparse, meta, another device, a dtype shoal lacks
 
 
 def storage_bytes(t):
@@ -113,8 +126,11 @@ def describe(b):
 
 
 def contiguous(x):
-    """x itself when contiguous, else a contiguous copy."""
+    """x itself when contiguous, else a contiguous copy (of a torch
+    tensor's values, with a negated view's negation done: buffer())."""
     if is_torch(x):
+        if x.is_neg():
+            return x.resolve_neg().contiguous()
         return x if x.is_contiguous() else x.contiguous()
     np = _numpy()
     if np is not None and isinstance(x, np.ndarray):

@@ -530,7 +530,7 @@ def buffers(state):
 
 
 def torch_specials(state):
-    """requires_grad, transposed, 2-D and 0-d tensors."""
+    """requires_grad, transposed, 2-D, 0-d and negated-view tensors."""
     import torch
     comm = state.comm
     rank, n = comm.get_rank(), comm.get_size()
@@ -549,6 +549,25 @@ def torch_specials(state):
     t = torch.ones(4, dtype=torch.float32)
     comm.all_reduce(t, shoal.ReduceOp.PREMUL_SUM(f))
     assert torch.equal(t, torch.full((4,), 2.0 * n)), t
+    _negated_views(comm, rank, n)
+
+
+def _negated_views(comm, rank, n):
+    """A negated view (is_neg(): its memory holds minus its values) is
+    reduced, sent and written by its values."""
+    import torch
+    v = torch._neg_view(torch.tensor([1.0 + rank, 5.0 - rank]))
+    comm.all_reduce(v, shoal.ReduceOp.MAX)  # values -1-r and r-5
+    assert v.tolist() == [-1.0, n - 6.0], v
+    b = torch._neg_view(torch.tensor([3.0, 4.0]))
+    if rank != 0:
+        b = torch.zeros(2)
+    comm.broadcast(b, 0)
+    assert b.tolist() == [-3.0, -4.0], b
+    into = torch.tensor([7.0]) if rank == 0 else torch._neg_view(
+        torch.zeros(1))
+    comm.broadcast(into, 0)
+    assert into.tolist() == [7.0], into
 
 
 def timeouts(state):

@@ -168,6 +168,10 @@ def case_errors():
     e = raises(shoal.InvalidArgumentError, win.tensor_register,
                torch.zeros(4, 4).t())
     assert "contiguous" in str(e), e
+    # A negated view's memory holds minus its values: refused, not exposed.
+    e = raises(shoal.InvalidArgumentError, win.tensor_register,
+               torch._neg_view(torch.zeros(8)))
+    assert "resolve_neg" in str(e), e
     win.tensor_register(buf)
     e = raises(shoal.InvalidArgumentError, win.put, torch.ones(4), rank, 6)
     assert "exceeds the window size" in str(e), e
@@ -181,6 +185,9 @@ def case_errors():
     # A strided source is copied: the put still lands.
     win.put(torch.arange(8.0)[::2], rank, 4)
     assert buf[4:].tolist() == [0.0, 2.0, 4.0, 6.0]
+    # So is a negated view, with its values.
+    win.put(torch._neg_view(torch.arange(2.0)), rank, 4)
+    assert buf[4:6].tolist() == [0.0, -1.0]
     e = raises(shoal.InvalidArgumentError, win.tensor_register, buf)
     assert "registered already" in str(e), e
     win.tensor_deregister()
