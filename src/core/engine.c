@@ -1020,14 +1020,15 @@ stamp_start(shoal_comm *comm, shoal_request *req)
 
 // A send or named receive that the transport completes as it is issued
 // (transport.h: p2p_now) is final at once and never enters a queue. A
-// peer's abort is adopted first, as the pass after a post would. Under
-// the lock.
+// peer's abort not adopted yet is left to the next pass, as if it had
+// come a moment later: looking for one here would cost every receive
+// whose message is not there yet, which is then posted and looks again.
+// Under the lock.
 static int
 p2p_now_locked(shoal_comm *comm, shoal_request *req)
 {
     if ((req->kind != SHI_OP_SEND && req->kind != SHI_OP_RECV)
-        || comm->tp->p2p_now == NULL || failed_locked(comm)
-        || !comm->tp->p2p_now(comm, req)) {
+        || comm->tp->p2p_now == NULL || !comm->tp->p2p_now(comm, req)) {
         return 0;
     }
     atomic_store_explicit(&req->status, SHOAL_OK, memory_order_relaxed);
