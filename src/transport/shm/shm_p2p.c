@@ -118,18 +118,26 @@ size_mismatch(shoal_comm *comm, int src, int tag, uint64_t sent,
     return 1;
 }
 
-// Whether data slot h from src holds what its header says fits: a chunk
-// no larger than a slot or than the `left` bytes of its message still to
-// come, ending the message exactly where it says it is the last. The
-// header is the peer's: a chunk that does not fit aborts the
-// communicator rather than overrun a buffer or end a receive short.
+// Whether data slot h holds what its header says fits: a chunk no larger
+// than a slot or than the `left` bytes of its message still to come,
+// ending the message exactly where it says it is the last.
+static int
+chunk_in_bounds(
+    shoal_comm *comm, const struct shm_slot_header *h, uint64_t left)
+{
+    return h->chunk_bytes <= shi_shm_seg(comm)->p2p_slot_bytes
+        && h->chunk_bytes <= left
+        && ((h->flags & SHM_LAST) == 0 || h->chunk_bytes == left);
+}
+
+// chunk_in_bounds for slot h from src, whose header is the peer's: a
+// chunk that does not fit aborts the communicator rather than overrun a
+// buffer or end a receive short.
 static int
 chunk_fits(
     shoal_comm *comm, int src, const struct shm_slot_header *h, uint64_t left)
 {
-    if (h->chunk_bytes <= shi_shm_seg(comm)->p2p_slot_bytes
-        && h->chunk_bytes <= left
-        && ((h->flags & SHM_LAST) == 0 || h->chunk_bytes == left)) {
+    if (chunk_in_bounds(comm, h, left)) {
         return 1;
     }
     shi_comm_abort(comm, SHOAL_EPROTO,
@@ -696,8 +704,7 @@ recv_now(shoal_comm *comm, shoal_request *req)
     if (atomic_load_explicit(&h->seq, memory_order_acquire) != p->recv_slot + 1
         || (int) h->tag != tr->tag
         || (h->flags & (SHM_LAST | SHM_READ)) != SHM_LAST
-        || h->msg_bytes != tr->bytes || h->chunk_bytes != tr->bytes
-        || h->chunk_bytes > shi_shm_seg(comm)->p2p_slot_bytes) {
+        || h->msg_bytes != tr->bytes || !chunk_in_bounds(comm, h, tr->bytes)) {
         return 0;
     }
     stream_copy(req, 0, NULL, shm_slot_data(h), h->chunk_bytes);
