@@ -142,15 +142,21 @@ ext_raise(int status, const char *message)
     return NULL;
 }
 
-PyObject *
-ext_raise_status(int status, const shoal_comm *comm)
+const char *
+ext_error_text(const shoal_comm *comm)
 {
     const char *text = shoal_last_error();
 
     if ((text == NULL || *text == '\0') && comm != NULL) {
         text = shoal_comm_last_error(comm);
     }
-    return ext_raise(status, text);
+    return text;
+}
+
+PyObject *
+ext_raise_status(int status, const shoal_comm *comm)
+{
+    return ext_raise(status, ext_error_text(comm));
 }
 
 PyObject *

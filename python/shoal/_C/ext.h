@@ -272,8 +272,12 @@ int ext_errors_init(PyObject *module);
 // status's own sentence when message is NULL or empty). Returns NULL.
 PyObject *ext_raise(int status, const char *message);
 
-// Raises for a failed shoal call, with the most specific message: this
-// thread's last error, else the communicator's. Returns NULL.
+// The most specific message of a failed shoal call: this thread's last
+// error, else the communicator's (comm may be NULL).
+const char *ext_error_text(const shoal_comm *comm);
+
+// Raises for a failed shoal call with ext_error_text's message. Returns
+// NULL.
 PyObject *ext_raise_status(int status, const shoal_comm *comm);
 
 // Raises InvalidArgumentError with a formatted message. Returns NULL.

@@ -66,11 +66,8 @@ work_finish_as(ext_work *w, int st, int may_abort_process)
         w->source = shoal_request_source(req); // before req is freed
     }
     if (st < 0) {
-        const char *text = shoal_last_error();
+        const char *text = ext_error_text(w->comm->comm);
 
-        if (text == NULL || *text == '\0') {
-            text = shoal_comm_last_error(w->comm->comm);
-        }
         w->error = PyUnicode_FromString(text != NULL ? text : "");
         if (w->error == NULL) {
             PyErr_Clear(); // the status alone still says what failed
@@ -206,17 +203,15 @@ work_block_interruptible(ext_work *w, int64_t timeout_ms)
 PyObject *
 ext_wait_now(ext_comm *comm, shoal_request *req)
 {
-    const char *text = NULL;
-    int         interrupted, st;
+    int interrupted, st;
 
     comm->waiting_now++; // finalize refuses meanwhile, as for a Work's wait
     st = wait_interruptible(comm, req, -1, &interrupted);
     comm->waiting_now--;
     if (st < 0 && !interrupted) {
-        text = shoal_last_error(); // this thread's: set by the wait
-        if (text == NULL || *text == '\0') {
-            text = shoal_comm_last_error(comm->comm);
-        }
+        // The thread's message, set by the wait.
+        const char *text = ext_error_text(comm->comm);
+
         ext_abort_if_asked(comm, st, text);
         ext_raise(st, text); // before the free: the text is the thread's
     }
