@@ -28,7 +28,7 @@ SRC=$(cd "$(dirname "$0")" && pwd)
 PKGS="openmpi-bin libopenmpi3 openmpi-common mpich libmpich12 libhwloc15
 libhwloc-plugins libevent-2.1-7 libevent-core-2.1-7 libevent-pthreads-2.1-7
 libfabric1 libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 libpmix2
-libpsm2-2 libucx0 libxnvctrl0 libmunge2"
+libpsm2-2 libucx0 libxnvctrl0 libmunge2 libslurm38 libnuma1"
 SKIP='fort|java|oshmem|sshmem|/include/|\.a$|/pkgconfig/|mpif|usempi'
 SKIP="$SKIP|/share/(man|doc|info|lintian|bug)/|\\.mod\$"
 
@@ -88,6 +88,11 @@ export LD_LIBRARY_PATH=\$L:\$L/openmpi/lib:\$K/build
     lscpu | grep -E "Model name|^CPU\\(s\\)|Thread|Core|Socket|NUMA|L3"
     df -h /dev/shm | tail -n 1
     python3 -c 'import torch; print("torch", torch.__version__)'
+    # What the peers' programs would fail to load here.
+    for b in \$W/opt/usr/bin/mpirun.mpich \$W/opt/usr/bin/orterun \
+        \$K/bench/*; do
+        ldd "\$b" | grep "not found" | sed "s|^|\$(basename "\$b"): |"
+    done
 } >"\$OUT/machine.txt" 2>&1
 cat "\$OUT/machine.txt"
 for n in \${RANKS:-4 8 16}; do
@@ -95,7 +100,8 @@ for n in \${RANKS:-4 8 16}; do
     echo "## NRANKS=\$n (at most \$t s)"
     NRANKS=\$n MODE=full MAXBYTES=\${MAXBYTES:-4M} ITERS=\${ITERS:-30} \\
         ITER_BYTES=256M WARMUP=3 MIN_ITERS=5 TIMEOUT=90 \\
-        DEEPSPEED_PYTHON=none GLOO_PYTHON=python3 BENCH_BIN=\$K/bench \\
+        DEEPSPEED_PYTHON=none GLOO_PYTHON=\$(command -v python3) \\
+        BENCH_BIN=\$K/bench \\
         COMPARE_OUT=\$W/cmp\$n timeout \$t sh tools/perf/compare.sh \\
         "\$K/build" >"\$OUT/cmp\$n.txt" 2>&1
     echo "exit \$?"
