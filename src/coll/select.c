@@ -26,15 +26,8 @@
 // Message sizes where the defaults change algorithm. Measured tuning will
 // move these; keep every threshold here.
 #define SEL_KIB       ((size_t) 1024)
-#define SEL_SMALL_MAX (32 * SEL_KIB) // one-shot below, bandwidth above
-// Data movement: staging below (one flag round, no system call), single
-// copy above (staged copies then cost more than process_vm_readv's ~1 us:
-// a peer reads freshly written lines out of the writer's cache). 2 ranks
-// here: staged 1.1-1.5 us against direct 1.4-1.9 at 4 KiB, direct ahead
-// from 16 KiB (2.0 against 2.5-3.3). From 1
-// byte: all_to_all_v selects with size 0 (its sizes differ by rank) and
-// must not be taken for small.
-#define SEL_MOVE_SMALL_MAX (8 * SEL_KIB)
+#define SEL_MIB       (1024 * SEL_KIB)
+#define SEL_SMALL_MAX (32 * SEL_KIB) // one- or two-shot below, direct above
 // Broadcast: the outbox (the root copies in, readers copy out, pipelined
 // in 256 KiB slots); readers copying straight from the root's buffer
 // ("direct") is left to tuning. This VM has two modes, and they disagree:
@@ -58,12 +51,51 @@
         .max_ranks = 0                                                        \
     }
 
+// A rule for ranks [lo_ranks, hi_ranks] (0: open): [from, to) bytes.
+#define SEL_RULE_N(c, a, from, to, lo_ranks, hi_ranks)                        \
+    {                                                                         \
+        .coll = (c), .algo = (a), .lo = (from), .hi = (to),                   \
+        .min_ranks = (lo_ranks), .max_ranks = (hi_ranks)                      \
+    }
+
+// Data movement: staging below a size that grows with the ranks, single
+// copy above it when single copy works, else staging. Staging costs a flag
+// round per slab and one more copy of this rank's own block; the single
+// copy costs a process_vm_readv per peer, page pinning included (tens of
+// microseconds at 16 ranks), which pays only for large blocks. Medians of
+// forced runs (shoal-perf, private buffers), staged/direct in us, where
+// the two cross:
+//   2 ranks (2-vCPU VM)  allgather 128K 14.3/16.9   gather 128K 13.1/12.4
+//   4 ranks (16 cores)   allgather  64K 13.9/11.5   alltoall 64K 14.2/11.9
+//   8 ranks              allgather 128K 30.3/25.4   reducescatter 4M 1049/808
+//   16 ranks             allgather 256K 61.0/51.4   gather 4M 521/551
+// so the bound is about 16 KiB a rank for allgather, alltoall and scatter,
+// 64 KiB a rank for gather, more for reduce-scatter (whose staging reduces
+// as it reads). Above 16 ranks the 16-rank bounds stand (not measured).
+// From 1 byte: all_to_all_v selects with size 0 (its sizes differ by rank)
+// and must not be taken for small.
+#define SEL_MOVE(c, to2, to4, to8, to16)                                      \
+    SEL_RULE_N(c, SHI_ALGO_STAGED, 1, to2, 1, 2),                             \
+        SEL_RULE_N(c, SHI_ALGO_STAGED, 1, to4, 3, 4),                         \
+        SEL_RULE_N(c, SHI_ALGO_STAGED, 1, to8, 5, 8),                         \
+        SEL_RULE_N(c, SHI_ALGO_STAGED, 1, to16, 9, 0),                        \
+        SEL_RULE(c, SHI_ALGO_DIRECT, 0, SEL_OPEN),                            \
+        SEL_RULE(c, SHI_ALGO_STAGED, 0, SEL_OPEN)
+
 // The built-in table, first match wins. shi_select skips a rule whose
 // algorithm is not available on this communicator and tries the next.
 static const shi_select_rule select_defaults[] = {
     // allreduce, small: latency-bound. One-shot (every rank reduces every
-    // input) costs one flag round, and its extra reduction work is cheap
-    // for small messages, at any rank count.
+    // input) costs one flag round; its reads and reductions grow with the
+    // ranks, and two-shot (reduce-scatter, then all-gather, each rank
+    // reducing 1/n) overtakes it early. Medians of forced runs in us,
+    // one-shot/two-shot: 2 ranks 4 KiB 1.21/0.88, 16 KiB 3.68/1.80; 4 ranks
+    // 2 KiB 2.81/2.56, 16 KiB 12.7/7.3; 8 ranks 1 KiB 3.16/2.92, 16 KiB
+    // 24.2/7.7; 16 ranks 2 KiB 9.1/6.4, 16 KiB 50.7/12.2.
+    SEL_RULE_N(SHI_COLL_ALLREDUCE, SHI_ALGO_ONESHOT, 0, 4 * SEL_KIB, 1, 2),
+    SEL_RULE_N(SHI_COLL_ALLREDUCE, SHI_ALGO_ONESHOT, 0, 2 * SEL_KIB, 3, 4),
+    SEL_RULE_N(SHI_COLL_ALLREDUCE, SHI_ALGO_ONESHOT, 0, SEL_KIB, 5, 0),
+    SEL_RULE(SHI_COLL_ALLREDUCE, SHI_ALGO_TWOSHOT, 0, SEL_SMALL_MAX),
     SEL_RULE(SHI_COLL_ALLREDUCE, SHI_ALGO_ONESHOT, 0, SEL_SMALL_MAX),
     // allreduce, large: bandwidth-bound. Reading peers' buffers directly
     // moves about half the bytes of staging through shared memory; it is
@@ -80,24 +112,17 @@ static const shi_select_rule select_defaults[] = {
     SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_DIRECT, SEL_SMALL_MAX, SEL_OPEN),
     SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_ONESHOT, SEL_SMALL_MAX, SEL_OPEN),
 
-    // Data movement without reduction: staging for a few KiB (latency),
-    // then single copy whenever it works (one copy instead of two), else
-    // chunked staging.
-    SEL_RULE(SHI_COLL_ALLGATHER, SHI_ALGO_STAGED, 1, SEL_MOVE_SMALL_MAX),
-    SEL_RULE(SHI_COLL_ALLGATHER, SHI_ALGO_DIRECT, 0, SEL_OPEN),
-    SEL_RULE(SHI_COLL_ALLGATHER, SHI_ALGO_STAGED, 0, SEL_OPEN),
-    SEL_RULE(SHI_COLL_REDUCE_SCATTER, SHI_ALGO_STAGED, 1, SEL_MOVE_SMALL_MAX),
-    SEL_RULE(SHI_COLL_REDUCE_SCATTER, SHI_ALGO_DIRECT, 0, SEL_OPEN),
-    SEL_RULE(SHI_COLL_REDUCE_SCATTER, SHI_ALGO_STAGED, 0, SEL_OPEN),
-    SEL_RULE(SHI_COLL_ALLTOALL, SHI_ALGO_STAGED, 1, SEL_MOVE_SMALL_MAX),
-    SEL_RULE(SHI_COLL_ALLTOALL, SHI_ALGO_DIRECT, 0, SEL_OPEN),
-    SEL_RULE(SHI_COLL_ALLTOALL, SHI_ALGO_STAGED, 0, SEL_OPEN),
-    SEL_RULE(SHI_COLL_GATHER, SHI_ALGO_STAGED, 1, SEL_MOVE_SMALL_MAX),
-    SEL_RULE(SHI_COLL_GATHER, SHI_ALGO_DIRECT, 0, SEL_OPEN),
-    SEL_RULE(SHI_COLL_GATHER, SHI_ALGO_STAGED, 0, SEL_OPEN),
-    SEL_RULE(SHI_COLL_SCATTER, SHI_ALGO_STAGED, 1, SEL_MOVE_SMALL_MAX),
-    SEL_RULE(SHI_COLL_SCATTER, SHI_ALGO_DIRECT, 0, SEL_OPEN),
-    SEL_RULE(SHI_COLL_SCATTER, SHI_ALGO_STAGED, 0, SEL_OPEN),
+    // Data movement without reduction (see SEL_MOVE).
+    SEL_MOVE(SHI_COLL_ALLGATHER, 256 * SEL_KIB, 64 * SEL_KIB, 128 * SEL_KIB,
+        256 * SEL_KIB),
+    SEL_MOVE(SHI_COLL_REDUCE_SCATTER, 128 * SEL_KIB, 2 * SEL_MIB, 4 * SEL_MIB,
+        8 * SEL_MIB),
+    SEL_MOVE(SHI_COLL_ALLTOALL, 32 * SEL_KIB, 64 * SEL_KIB, 128 * SEL_KIB,
+        256 * SEL_KIB),
+    SEL_MOVE(
+        SHI_COLL_GATHER, 128 * SEL_KIB, 256 * SEL_KIB, SEL_MIB, 8 * SEL_MIB),
+    SEL_MOVE(SHI_COLL_SCATTER, 64 * SEL_KIB, 32 * SEL_KIB, 128 * SEL_KIB,
+        256 * SEL_KIB),
 
     // Broadcast: the outbox at every size (single copy where tuning
     // finds it faster).

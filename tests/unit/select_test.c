@@ -101,6 +101,23 @@ TEST(select_algos_for)
     CHECK(shi_algos_for(SHI_COLL_COUNT) == 0);
 }
 
+// The staging bounds of the data movement defaults at 2, 4, 8 and 16 ranks
+// (select.c, SEL_MOVE), per collective from SHI_COLL_ALLGATHER on.
+static const size_t move_bounds[][4] = {
+    { 256 * K, 64 * K, 128 * K, 256 * K }, // allgather
+    { 128 * K, 2 * M, 4 * M, 8 * M }, // reducescatter
+    { 32 * K, 64 * K, 128 * K, 256 * K }, // alltoall
+    { 128 * K, 256 * K, M, 8 * M }, // gather
+    { 64 * K, 32 * K, 128 * K, 256 * K }, // scatter
+};
+
+// Which of move_bounds' columns n ranks take.
+static int
+move_column(int n)
+{
+    return n <= 2 ? 0 : n <= 4 ? 1 : n <= 8 ? 2 : 3;
+}
+
 TEST(select_defaults_by_size)
 {
     static const size_t sizes[] = { 0, 8, 32 * K - 1, 32 * K, 64 * M };
@@ -111,18 +128,10 @@ TEST(select_defaults_by_size)
     CHECK(t.nrules > 0 && t.nrules <= SHI_SELECT_MAX_RULES);
     for (size_t r = 0; r < sizeof(ranks) / sizeof(ranks[0]); r++) {
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-            size_t   b     = sizes[i];
-            int      n     = ranks[r];
-            shi_algo small = b < 32 * K ? SHI_ALGO_ONESHOT : SHI_ALGO_DIRECT;
-            CHECK(
-                shi_select(&t, SHI_COLL_ALLREDUCE, b, n, ALL_ALGOS) == small);
-            CHECK(shi_select(&t, SHI_COLL_REDUCE, b, n, ALL_ALGOS) == small);
-            // Data movement: staging from 1 byte up to 4 KiB.
-            shi_algo move
-                = b >= 1 && b < 4 * K ? SHI_ALGO_STAGED : SHI_ALGO_DIRECT;
-            for (int c = SHI_COLL_ALLGATHER; c <= SHI_COLL_SCATTER; c++) {
-                CHECK(shi_select(&t, (shi_coll) c, b, n, ALL_ALGOS) == move);
-            }
+            size_t b = sizes[i];
+            int    n = ranks[r];
+            CHECK(shi_select(&t, SHI_COLL_REDUCE, b, n, ALL_ALGOS)
+                == (b < 32 * K ? SHI_ALGO_ONESHOT : SHI_ALGO_DIRECT));
             // Broadcast: the outbox at every size.
             CHECK(shi_select(&t, SHI_COLL_BROADCAST, b, n, ALL_ALGOS)
                 == SHI_ALGO_OUTBOX);
@@ -132,8 +141,56 @@ TEST(select_defaults_by_size)
             CHECK(shi_select(&t, SHI_COLL_BARRIER, b, n, ALL_ALGOS)
                 == SHI_ALGO_FLAGS);
         }
+        // Data movement: staging from 1 byte up to a bound that grows
+        // with the ranks, single copy from there (and for 0 bytes).
+        int n = ranks[r];
+        for (int c = SHI_COLL_ALLGATHER; c <= SHI_COLL_SCATTER; c++) {
+            size_t bound = move_bounds[c - SHI_COLL_ALLGATHER][move_column(n)];
+            CHECK(shi_select(&t, (shi_coll) c, 0, n, ALL_ALGOS)
+                == SHI_ALGO_DIRECT);
+            CHECK(shi_select(&t, (shi_coll) c, 1, n, ALL_ALGOS)
+                == SHI_ALGO_STAGED);
+            CHECK(shi_select(&t, (shi_coll) c, bound - 1, n, ALL_ALGOS)
+                == SHI_ALGO_STAGED);
+            CHECK(shi_select(&t, (shi_coll) c, bound, n, ALL_ALGOS)
+                == SHI_ALGO_DIRECT);
+            CHECK(shi_select(&t, (shi_coll) c, 64 * M, n, ALL_ALGOS)
+                == SHI_ALGO_DIRECT);
+        }
     }
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, SIZE_MAX) == SHI_ALGO_DIRECT);
+}
+
+// allreduce: one-shot for the smallest sizes (fewer of them the more ranks
+// there are), two-shot up to 32 KiB, direct from there.
+TEST(select_defaults_allreduce)
+{
+    static const struct {
+        int    n;
+        size_t oneshot_below;
+    } cases[] = { { 1, 4 * K }, { 2, 4 * K }, { 3, 2 * K }, { 4, 2 * K },
+        { 5, K }, { 16, K }, { 64, K } };
+    shi_select_table t;
+
+    shi_select_defaults(&t);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int    n  = cases[i].n;
+        size_t lo = cases[i].oneshot_below;
+        CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 0, n, ALL_ALGOS)
+            == SHI_ALGO_ONESHOT);
+        CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, lo - 1, n, ALL_ALGOS)
+            == SHI_ALGO_ONESHOT);
+        CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, lo, n, ALL_ALGOS)
+            == SHI_ALGO_TWOSHOT);
+        CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 32 * K - 1, n, ALL_ALGOS)
+            == SHI_ALGO_TWOSHOT);
+        CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 32 * K, n, ALL_ALGOS)
+            == SHI_ALGO_DIRECT);
+        // Without two-shot, one-shot up to 32 KiB.
+        CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 32 * K - 1, n,
+                  all_but(SHI_ALGO_TWOSHOT))
+            == SHI_ALGO_ONESHOT);
+    }
 }
 
 TEST(select_fallback_when_unavailable)
@@ -160,6 +217,9 @@ TEST(select_fallback_when_unavailable)
               &t, SHI_COLL_ALLREDUCE, 8, 4, SHI_ALGO_BIT(SHI_ALGO_TWOSHOT))
         == SHI_ALGO_TWOSHOT);
     CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 8, 4, all_but(SHI_ALGO_ONESHOT))
+        == SHI_ALGO_TWOSHOT);
+    CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 8, 4,
+              all_but(SHI_ALGO_ONESHOT) & all_but(SHI_ALGO_TWOSHOT))
         == SHI_ALGO_DIRECT);
     // Reduce: one-shot is the large fallback.
     CHECK(shi_select(&t, SHI_COLL_REDUCE, 64 * M, 4, no_direct)
@@ -233,13 +293,14 @@ TEST(select_override_wins)
 
 TEST(select_header_example)
 {
-    shi_select_table t;
+    shi_select_table t, defaults;
 
+    shi_select_defaults(&defaults);
     shi_select_defaults(&t);
     CHECK_OK(shi_select_parse(&t,
         "allreduce:oneshot@0-64K,twoshot@64K-1M,direct@1M-;allgather:staged@"
         "0-"));
-    CHECK(t.nrules == 4 + 39);
+    CHECK(t.nrules == 4 + defaults.nrules);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K - 1) == SHI_ALGO_ONESHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * K) == SHI_ALGO_TWOSHOT);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, M - 1) == SHI_ALGO_TWOSHOT);
@@ -262,7 +323,8 @@ TEST(select_several_collectives)
     CHECK(pick(&t, SHI_COLL_REDUCE_SCATTER, K) == SHI_ALGO_STAGED);
     CHECK(pick(&t, SHI_COLL_ALLTOALL, 8) == SHI_ALGO_STAGED);
     CHECK(pick(&t, SHI_COLL_GATHER, 4 * K - 1) == SHI_ALGO_STAGED);
-    CHECK(pick(&t, SHI_COLL_GATHER, 8 * K) == SHI_ALGO_DIRECT);
+    CHECK(pick(&t, SHI_COLL_GATHER, 4 * K) == SHI_ALGO_STAGED); // defaults
+    CHECK(pick(&t, SHI_COLL_GATHER, 256 * K) == SHI_ALGO_DIRECT);
     CHECK(pick(&t, SHI_COLL_SCATTER, 64 * M) == SHI_ALGO_STAGED);
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, 64 * M) == SHI_ALGO_DIRECT);
     CHECK(pick(&t, SHI_COLL_BROADCAST, 8) == SHI_ALGO_OUTBOX);
@@ -472,13 +534,13 @@ TEST(select_rank_filters)
     CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 2 * M, 64, ALL_ALGOS)
         == SHI_ALGO_DIRECT);
 
-    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 64 * K, 2, ALL_ALGOS)
+    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 256 * K, 2, ALL_ALGOS)
         == SHI_ALGO_DIRECT);
-    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 64 * K, 3, ALL_ALGOS)
+    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 256 * K, 3, ALL_ALGOS)
         == SHI_ALGO_STAGED);
-    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 64 * K, 4, ALL_ALGOS)
+    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 256 * K, 4, ALL_ALGOS)
         == SHI_ALGO_STAGED);
-    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 64 * K, 5, ALL_ALGOS)
+    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 256 * K, 5, ALL_ALGOS)
         == SHI_ALGO_DIRECT);
 
     // "#-" has no bound on either side, like no filter; "#3-3" one count.
@@ -492,21 +554,28 @@ TEST(select_format_defaults)
 {
     shi_select_table t;
     char             buf[2048];
-    const char      *want = "allreduce:oneshot@0-32K,direct@32K-,twoshot@32K-;"
-                            "reduce:oneshot@0-32K,direct@32K-,oneshot@32K-;"
-                            "allgather:staged@1-8K,direct,staged;"
-                            "reducescatter:staged@1-8K,direct,staged;"
-                            "alltoall:staged@1-8K,direct,staged;"
-                            "gather:staged@1-8K,direct,staged;"
-                            "scatter:staged@1-8K,direct,staged;"
-                            "broadcast:outbox;barrier:flags;"
-                            "allreduce:hier@64K-,rhd@0-64K,ring;"
-                            "reduce:flat@0-64K,ring;"
-                            "allgather:flat@1-64K,ring;"
-                            "reducescatter:flat@1-64K,ring;alltoall:flat;"
-                            "gather:flat;scatter:flat;"
-                            "broadcast:hier@64K-,flat@0-64K,ring;"
-                            "barrier:rhd";
+    const char      *want
+        = "allreduce:oneshot@0-4K#1-2,oneshot@0-2K#3-4,oneshot@0-1K#5-,"
+          "twoshot@0-32K,oneshot@0-32K,direct@32K-,twoshot@32K-;"
+          "reduce:oneshot@0-32K,direct@32K-,oneshot@32K-;"
+          "allgather:staged@1-256K#1-2,staged@1-64K#3-4,staged@1-128K#5-8,"
+          "staged@1-256K#9-,direct,staged;"
+          "reducescatter:staged@1-128K#1-2,staged@1-2M#3-4,staged@1-4M#5-8,"
+          "staged@1-8M#9-,direct,staged;"
+          "alltoall:staged@1-32K#1-2,staged@1-64K#3-4,staged@1-128K#5-8,"
+          "staged@1-256K#9-,direct,staged;"
+          "gather:staged@1-128K#1-2,staged@1-256K#3-4,staged@1-1M#5-8,"
+          "staged@1-8M#9-,direct,staged;"
+          "scatter:staged@1-64K#1-2,staged@1-32K#3-4,staged@1-128K#5-8,"
+          "staged@1-256K#9-,direct,staged;"
+          "broadcast:outbox;barrier:flags;"
+          "allreduce:hier@64K-,rhd@0-64K,ring;"
+          "reduce:flat@0-64K,ring;"
+          "allgather:flat@1-64K,ring;"
+          "reducescatter:flat@1-64K,ring;alltoall:flat;"
+          "gather:flat;scatter:flat;"
+          "broadcast:hier@64K-,flat@0-64K,ring;"
+          "barrier:rhd";
 
     shi_select_defaults(&t);
     int n = shi_select_format(&t, buf, sizeof(buf));
