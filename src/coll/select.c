@@ -65,7 +65,7 @@
 // microseconds at 16 ranks), which pays only for large blocks. Medians of
 // forced runs (shoal-perf, private buffers), staged/direct in us, where
 // the two cross:
-//   2 ranks (2-vCPU VM)  allgather 128K 14.3/16.9   gather 128K 13.1/12.4
+//   2 ranks (2-vCPU VM)  allgather  64K  7.4/11.2   gather 128K 13.1/12.4
 //   4 ranks (16 cores)   allgather  64K 13.9/11.5   alltoall 64K 14.2/11.9
 //   8 ranks              allgather 128K 30.3/25.4   reducescatter 4M 1049/808
 //   16 ranks             allgather 256K 61.0/51.4   gather 4M 521/551
@@ -113,7 +113,7 @@ static const shi_select_rule select_defaults[] = {
     SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_ONESHOT, SEL_SMALL_MAX, SEL_OPEN),
 
     // Data movement without reduction (see SEL_MOVE).
-    SEL_MOVE(SHI_COLL_ALLGATHER, 256 * SEL_KIB, 64 * SEL_KIB, 128 * SEL_KIB,
+    SEL_MOVE(SHI_COLL_ALLGATHER, 128 * SEL_KIB, 64 * SEL_KIB, 128 * SEL_KIB,
         256 * SEL_KIB),
     SEL_MOVE(SHI_COLL_REDUCE_SCATTER, 128 * SEL_KIB, 2 * SEL_MIB, 4 * SEL_MIB,
         8 * SEL_MIB),

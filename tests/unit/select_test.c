@@ -104,7 +104,7 @@ TEST(select_algos_for)
 // The staging bounds of the data movement defaults at 2, 4, 8 and 16 ranks
 // (select.c, SEL_MOVE), per collective from SHI_COLL_ALLGATHER on.
 static const size_t move_bounds[][4] = {
-    { 256 * K, 64 * K, 128 * K, 256 * K }, // allgather
+    { 128 * K, 64 * K, 128 * K, 256 * K }, // allgather
     { 128 * K, 2 * M, 4 * M, 8 * M }, // reducescatter
     { 32 * K, 64 * K, 128 * K, 256 * K }, // alltoall
     { 128 * K, 256 * K, M, 8 * M }, // gather
@@ -534,7 +534,7 @@ TEST(select_rank_filters)
     CHECK(shi_select(&t, SHI_COLL_ALLREDUCE, 2 * M, 64, ALL_ALGOS)
         == SHI_ALGO_DIRECT);
 
-    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 256 * K, 2, ALL_ALGOS)
+    CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 128 * K, 2, ALL_ALGOS)
         == SHI_ALGO_DIRECT);
     CHECK(shi_select(&t, SHI_COLL_ALLGATHER, 256 * K, 3, ALL_ALGOS)
         == SHI_ALGO_STAGED);
@@ -558,7 +558,7 @@ TEST(select_format_defaults)
         = "allreduce:oneshot@0-4K#1-2,oneshot@0-2K#3-4,oneshot@0-1K#5-,"
           "twoshot@0-32K,oneshot@0-32K,direct@32K-,twoshot@32K-;"
           "reduce:oneshot@0-32K,direct@32K-,oneshot@32K-;"
-          "allgather:staged@1-256K#1-2,staged@1-64K#3-4,staged@1-128K#5-8,"
+          "allgather:staged@1-128K#1-2,staged@1-64K#3-4,staged@1-128K#5-8,"
           "staged@1-256K#9-,direct,staged;"
           "reducescatter:staged@1-128K#1-2,staged@1-2M#3-4,staged@1-4M#5-8,"
           "staged@1-8M#9-,direct,staged;"
