@@ -11,7 +11,7 @@
 
 // The driver's state in the request.
 struct direct_state {
-    int    phase; // DIRECT_EXPOSE ... DIRECT_HAND_OVER
+    int    phase; // DIRECT_EXPOSE ... DIRECT_CLOSE
     size_t done; // shi_direct_done
 };
 
@@ -23,13 +23,7 @@ direct_of(shoal_request *req)
 
 // DIRECT_WORK waits at sync point 1, DIRECT_PIECES runs phase 2 (over as
 // many steps as it pauses).
-enum {
-    DIRECT_EXPOSE = 0,
-    DIRECT_WORK,
-    DIRECT_PIECES,
-    DIRECT_CLOSE,
-    DIRECT_HAND_OVER
-};
+enum { DIRECT_EXPOSE = 0, DIRECT_WORK, DIRECT_PIECES, DIRECT_CLOSE };
 
 size_t *
 shi_direct_done(shoal_request *req)
@@ -52,22 +46,21 @@ all_in_heap(shoal_comm *comm)
     return 1;
 }
 
-// Hands the call to the staged algorithm once every rank has decided to
-// (sync point 2: before it, a rank that went ahead could expose the
-// buffers of its next call while a peer still reads this call's). The
-// staged algorithm's sync points count from there, its state starts
-// afresh, and its registry row runs every later step.
+// Hands the call to the staged algorithm right after sync point 1, where
+// every rank decided alike. No sync point is needed before it: a rank that
+// goes ahead exposes the buffers of its next call only once this call is
+// done, which takes every rank past the staged algorithm's first sync
+// point, so past its own decision (its reading of the exposures). The
+// staged algorithm's sync points count on from sync point 1, its state
+// starts afresh, and its registry row runs every later step.
 static int
 hand_over(shoal_comm *comm, shoal_request *req)
 {
     const shi_algo_desc *row = shi_algo_find(shi_coll_of_op(req->kind),
         ((const shi_algo_desc *) req->impl)->hand_over);
 
-    if (!shi_sync_all(comm, req, 2)) {
-        return 0;
-    }
-    shi_sync_finish(comm, req, 2);
-    req->sync_base += 2;
+    shi_sync_finish(comm, req, 1);
+    req->sync_base += 1;
     req->impl = row;
     memset(req->algo_state, 0, sizeof(req->algo_state));
     return 1 + row->step(comm, req);
@@ -78,9 +71,6 @@ shi_direct_run(shoal_comm *comm, shoal_request *req, const shi_direct_ops *ops)
 {
     int moved = 0; // 1 once this call did work (waiting is not progress)
 
-    if (direct_of(req)->phase == DIRECT_HAND_OVER) {
-        return hand_over(comm, req);
-    }
     if (direct_of(req)->phase == DIRECT_EXPOSE) {
         shi_expose(comm, req->sendbuf, req->buf);
         if (ops->publish != NULL) {
@@ -93,7 +83,6 @@ shi_direct_run(shoal_comm *comm, shoal_request *req, const shi_direct_ops *ops)
             return 0;
         }
         if (req->may_hand_over && !all_in_heap(comm)) {
-            direct_of(req)->phase = DIRECT_HAND_OVER;
             return 1 + hand_over(comm, req);
         }
         direct_of(req)->phase = DIRECT_PIECES;

@@ -11,8 +11,9 @@
 // and the built-in table chose the direct one: a named algorithm runs as
 // named. Whether a call may hand over is part of its descriptor, so every
 // rank agrees (or fails with a mismatch); every rank sees every exposure
-// at sync point 1, so all decide alike; the staged algorithm starts after
-// sync point 2 (every rank has decided), as if the call had just begun.
+// at sync point 1, so all decide alike; the staged algorithm starts there,
+// as if the call had just begun (direct.c says why no sync point is
+// needed between).
 #ifndef SHI_DIRECT_H
 #define SHI_DIRECT_H
 
