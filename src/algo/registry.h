@@ -120,18 +120,12 @@ typedef struct shi_algo_desc {
     shi_build_fn      build; // a message schedule the executor runs
     shi_accepts_fn    accepts; // NULL: every call
     // Where a buffer of the call lies outside the shared heap, the
-    // algorithm that runs it instead, if the built-in table chose this one
-    // for at most SHI_HAND_OVER_MAX bytes (a named algorithm runs as
-    // named; algo/mapped/direct.h says how); SHI_ALGO_NONE: none.
+    // algorithm that runs it instead, if a built-in rule that lets it
+    // (coll/select.c, shi_select_hands_over) chose this one (a named
+    // algorithm runs as named; algo/mapped/direct.h says how);
+    // SHI_ALGO_NONE: none.
     shi_algo hand_over;
 } shi_algo_desc;
-
-// The largest call a row's hand_over takes. Idle, the staged algorithms
-// beat the kernel's copy from private memory up to 16 MiB here, but they
-// move about 5 S per rank against 2 S: in training (DDP's 25 MB buckets,
-// compute on every core) plain DDP's communication overhead rose from
-// 0.29-0.42x gloo's to 0.44-0.61x with every size handed over.
-#define SHI_HAND_OVER_MAX ((size_t) 1 << 20)
 
 // Whether row `d` can run `req` (a NULL row: no, never).
 static inline int

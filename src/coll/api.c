@@ -379,7 +379,9 @@ choose_algo(shoal_comm *comm, const struct coll_call *c, const char *forced,
     req->algo          = algo;
     req->impl          = row;
     req->may_hand_over = source == SHI_RULE_BUILTIN
-        && row->hand_over != SHI_ALGO_NONE && bytes <= SHI_HAND_OVER_MAX;
+        && row->hand_over != SHI_ALGO_NONE
+        && shi_select_hands_over(
+            comm->select, coll, bytes, comm->size, (shi_algo) algo);
     return SHOAL_OK;
 }
 

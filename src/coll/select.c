@@ -25,9 +25,10 @@
 
 // Message sizes where the defaults change algorithm. Measured tuning will
 // move these; keep every threshold here.
-#define SEL_KIB       ((size_t) 1024)
-#define SEL_MIB       (1024 * SEL_KIB)
-#define SEL_SMALL_MAX (32 * SEL_KIB) // one- or two-shot below, direct above
+#define SEL_KIB            ((size_t) 1024)
+#define SEL_MIB            (1024 * SEL_KIB)
+#define SEL_SMALL_MAX      (32 * SEL_KIB) // one- or two-shot below, direct above
+#define SEL_MOVE_SMALL_MAX (8 * SEL_KIB) // data movement: staging below
 // Broadcast: the outbox (the root copies in, readers copy out, pipelined
 // in 256 KiB slots); readers copying straight from the root's buffer
 // ("direct") is left to tuning. This VM has two modes, and they disagree:
@@ -57,14 +58,33 @@
         .coll = (c), .algo = (a), .lo = (from), .hi = (to),                   \
         .min_ranks = (lo_ranks), .max_ranks = (hi_ranks)                      \
     }
+// ... whose algorithm hands a call with a buffer outside the shared heap
+// to its row's hand_over algorithm (registry.h).
+#define SEL_RULE_HAND_OVER(c, a, from, to, lo_ranks, hi_ranks)                \
+    {                                                                         \
+        .coll = (c), .algo = (a), .lo = (from), .hi = (to),                   \
+        .min_ranks = (lo_ranks), .max_ranks = (hi_ranks), .hand_over = 1      \
+    }
 
-// Data movement: staging below a size that grows with the ranks, single
-// copy above it when single copy works, else staging. Staging costs a flag
-// round per slab and one more copy of this rank's own block; the single
-// copy costs a process_vm_readv per peer, page pinning included (tens of
-// microseconds at 16 ranks), which pays only for large blocks. Medians of
-// forced runs (shoal-perf, private buffers), staged/direct in us, where
-// the two cross:
+// The largest all-reduce or reduce handed from the single copy to staging
+// for private memory. Idle, the staged algorithms beat the kernel's copy
+// from private memory up to 16 MiB here, but they move about 5 S per rank
+// against 2 S: in training (DDP's 25 MB buckets, compute on every core)
+// plain DDP's communication overhead rose from 0.29-0.42x gloo's to
+// 0.44-0.61x with every size handed over.
+#define SEL_HAND_OVER_MAX SEL_MIB
+
+// Data movement: staging below 8 KiB; from there the single copy where
+// every buffer is in the shared heap (a memcpy from the peer's mapping:
+// 2 ranks, 16-64 KiB allgather 1.4-3.1 us against staging's 5.3-10.2),
+// and for private memory staging up to a bound that grows with the ranks
+// (the single copy hands the call over after its first sync point),
+// the single copy above it; staging where single copy does not work.
+// Staging costs a flag round per slab and one more copy of this rank's own
+// block; the single copy from private memory costs a process_vm_readv per
+// peer, page pinning included (tens of microseconds at 16 ranks), which
+// pays only for large blocks. Medians of forced runs (shoal-perf, private
+// buffers), staged/direct in us, where the two cross:
 //   2 ranks (2-vCPU VM)  allgather  64K  7.4/11.2   gather 128K 13.1/12.4
 //   4 ranks (16 cores)   allgather  64K 13.9/11.5   alltoall 64K 14.2/11.9
 //   8 ranks              allgather 128K 30.3/25.4   reducescatter 4M 1049/808
@@ -75,10 +95,11 @@
 // From 1 byte: all_to_all_v selects with size 0 (its sizes differ by rank)
 // and must not be taken for small.
 #define SEL_MOVE(c, to2, to4, to8, to16)                                      \
-    SEL_RULE_N(c, SHI_ALGO_STAGED, 1, to2, 1, 2),                             \
-        SEL_RULE_N(c, SHI_ALGO_STAGED, 1, to4, 3, 4),                         \
-        SEL_RULE_N(c, SHI_ALGO_STAGED, 1, to8, 5, 8),                         \
-        SEL_RULE_N(c, SHI_ALGO_STAGED, 1, to16, 9, 0),                        \
+    SEL_RULE(c, SHI_ALGO_STAGED, 1, SEL_MOVE_SMALL_MAX),                      \
+        SEL_RULE_HAND_OVER(c, SHI_ALGO_DIRECT, 1, to2, 1, 2),                 \
+        SEL_RULE_HAND_OVER(c, SHI_ALGO_DIRECT, 1, to4, 3, 4),                 \
+        SEL_RULE_HAND_OVER(c, SHI_ALGO_DIRECT, 1, to8, 5, 8),                 \
+        SEL_RULE_HAND_OVER(c, SHI_ALGO_DIRECT, 1, to16, 9, 0),                \
         SEL_RULE(c, SHI_ALGO_DIRECT, 0, SEL_OPEN),                            \
         SEL_RULE(c, SHI_ALGO_STAGED, 0, SEL_OPEN)
 
@@ -101,6 +122,8 @@ static const shi_select_rule select_defaults[] = {
     // moves about half the bytes of staging through shared memory; it is
     // available only where the single-copy path works (buffers in shared
     // memory, or CMA allowed).
+    SEL_RULE_HAND_OVER(SHI_COLL_ALLREDUCE, SHI_ALGO_DIRECT, SEL_SMALL_MAX,
+        SEL_HAND_OVER_MAX, 0, 0),
     SEL_RULE(SHI_COLL_ALLREDUCE, SHI_ALGO_DIRECT, SEL_SMALL_MAX, SEL_OPEN),
     // allreduce, large, no single copy: reduce-scatter then all-gather
     // through staging, so each rank reduces only 1/n of the data.
@@ -109,6 +132,8 @@ static const shi_select_rule select_defaults[] = {
     // reduce: the same split as allreduce; only the root needs the result,
     // so there is no two-shot, and one-shot is the large-size fallback.
     SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_ONESHOT, 0, SEL_SMALL_MAX),
+    SEL_RULE_HAND_OVER(SHI_COLL_REDUCE, SHI_ALGO_DIRECT, SEL_SMALL_MAX,
+        SEL_HAND_OVER_MAX, 0, 0),
     SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_DIRECT, SEL_SMALL_MAX, SEL_OPEN),
     SEL_RULE(SHI_COLL_REDUCE, SHI_ALGO_ONESHOT, SEL_SMALL_MAX, SEL_OPEN),
 
@@ -273,6 +298,34 @@ shi_select_why(const shi_select_table *t, shi_coll coll, size_t bytes,
         }
     }
     return SHI_ALGO_NONE;
+}
+
+// The first rule of rules[0 .. n) matching the call and naming algo.
+static const shi_select_rule *
+rule_naming(const shi_select_rule *rules, int n, shi_coll coll, size_t bytes,
+    int nranks, shi_algo algo)
+{
+    for (int i = 0; i < n; i++) {
+        if (rules[i].algo == algo
+            && select_rule_matches(&rules[i], coll, bytes, nranks)) {
+            return &rules[i];
+        }
+    }
+    return NULL;
+}
+
+int
+shi_select_hands_over(const shi_select_table *t, shi_coll coll, size_t bytes,
+    int nranks, shi_algo algo)
+{
+    const shi_select_rule *r
+        = rule_naming(t->rules, t->nrules, coll, bytes, nranks, algo);
+
+    if (r == NULL) { // the defaults chose, no rule of the table matching
+        r = rule_naming(
+            select_defaults, SEL_NDEFAULTS, coll, bytes, nranks, algo);
+    }
+    return r != NULL && r->source == SHI_RULE_BUILTIN && r->hand_over;
 }
 
 // ---- parsing -------------------------------------------------------------

@@ -39,6 +39,9 @@ typedef struct shi_select_rule {
     size_t   lo, hi; // bytes, [lo, hi); hi == SIZE_MAX: open
     int      min_ranks, max_ranks; // 0: any
     int      source; // shi_rule_source
+    // Built-in rules only: where a buffer lies outside the shared heap, the
+    // algorithm's row may hand the call over (registry.h, hand_over).
+    int hand_over;
 } shi_select_rule;
 
 typedef struct shi_select_table {
@@ -84,9 +87,17 @@ shi_algo shi_select(const shi_select_table *t, shi_coll coll, size_t bytes,
 shi_algo shi_select_why(const shi_select_table *t, shi_coll coll, size_t bytes,
     int nranks, unsigned available, shi_rule_source *source);
 
+// Whether the built-in rule that chose `algo` for (coll, bytes, nranks)
+// lets a call with a buffer outside the shared heap be handed over (the
+// first rule of the table, else of the defaults, matching the call and
+// naming algo).
+int shi_select_hands_over(const shi_select_table *t, shi_coll coll,
+    size_t bytes, int nranks, shi_algo algo);
+
 // Prints the table in SHOAL_ALGO syntax (for logs; shi_select_parse reads it
-// back to the same rules). Like snprintf: writes at most len bytes with a
-// NUL, and returns the length of the whole text.
+// back to the same rules, less the built-in rules' hand_over marks). Like
+// snprintf: writes at most len bytes with a NUL, and returns the length of
+// the whole text.
 int shi_select_format(const shi_select_table *t, char *buf, size_t len);
 
 #endif

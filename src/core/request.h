@@ -43,10 +43,10 @@ struct shoal_request {
     int             late_asked; // its deadline passed; absent ranks sought
     shoal_reduce_op op;
     int             algo; // shi_algo chosen at submission
-    // The built-in table chose algo (nobody named it) and its row names an
-    // algorithm to hand the call to (registry.h, hand_over, up to
-    // SHI_HAND_OVER_MAX bytes); part of the call's descriptor, so ranks
-    // that would run different ones fail.
+    // A built-in rule that lets private memory hand the call over chose
+    // algo (nobody named it) and its row names an algorithm to hand it to
+    // (registry.h, hand_over; coll/select.c says where); part of the
+    // call's descriptor, so ranks that would run different ones fail.
     int         may_hand_over;
     const void *impl; // its registry row, chosen at submission
     size_t     *counts; // v-collectives: owned copies

@@ -122,11 +122,11 @@ static int
 named_against_table(shoal_comm *comm)
 {
     const char *chosen = NULL;
-    size_t      n      = (1 << 20) / sizeof(float);
+    size_t      n      = (512 << 10) / sizeof(float);
     shoal_comm *sub;
     float      *big;
 
-    MP_OK(shoal_comm_algorithm_for(comm, "all_reduce", 1 << 20, &chosen));
+    MP_OK(shoal_comm_algorithm_for(comm, "all_reduce", 512 << 10, &chosen));
     if (strcmp(chosen, "direct") != 0) {
         return 0;
     }

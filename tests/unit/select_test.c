@@ -101,8 +101,9 @@ TEST(select_algos_for)
     CHECK(shi_algos_for(SHI_COLL_COUNT) == 0);
 }
 
-// The staging bounds of the data movement defaults at 2, 4, 8 and 16 ranks
-// (select.c, SEL_MOVE), per collective from SHI_COLL_ALLGATHER on.
+// The staging bounds of the data movement defaults for private memory at
+// 2, 4, 8 and 16 ranks (select.c, SEL_MOVE), per collective from
+// SHI_COLL_ALLGATHER on.
 static const size_t move_bounds[][4] = {
     { 128 * K, 64 * K, 128 * K, 256 * K }, // allgather
     { 128 * K, 2 * M, 4 * M, 8 * M }, // reducescatter
@@ -141,21 +142,39 @@ TEST(select_defaults_by_size)
             CHECK(shi_select(&t, SHI_COLL_BARRIER, b, n, ALL_ALGOS)
                 == SHI_ALGO_FLAGS);
         }
-        // Data movement: staging from 1 byte up to a bound that grows
-        // with the ranks, single copy from there (and for 0 bytes).
+        // Data movement: staging from 1 byte up to 8 KiB, single copy from
+        // there (and for 0 bytes), handing private memory over to staging
+        // up to a bound that grows with the ranks.
         int n = ranks[r];
         for (int c = SHI_COLL_ALLGATHER; c <= SHI_COLL_SCATTER; c++) {
             size_t bound = move_bounds[c - SHI_COLL_ALLGATHER][move_column(n)];
-            CHECK(shi_select(&t, (shi_coll) c, 0, n, ALL_ALGOS)
-                == SHI_ALGO_DIRECT);
-            CHECK(shi_select(&t, (shi_coll) c, 1, n, ALL_ALGOS)
+            shi_coll coll = (shi_coll) c;
+            CHECK(shi_select(&t, coll, 0, n, ALL_ALGOS) == SHI_ALGO_DIRECT);
+            CHECK(!shi_select_hands_over(&t, coll, 0, n, SHI_ALGO_DIRECT));
+            CHECK(shi_select(&t, coll, 1, n, ALL_ALGOS) == SHI_ALGO_STAGED);
+            CHECK(shi_select(&t, coll, 8 * K - 1, n, ALL_ALGOS)
                 == SHI_ALGO_STAGED);
-            CHECK(shi_select(&t, (shi_coll) c, bound - 1, n, ALL_ALGOS)
+            CHECK(
+                shi_select(&t, coll, 8 * K, n, ALL_ALGOS) == SHI_ALGO_DIRECT);
+            CHECK(shi_select_hands_over(&t, coll, 8 * K, n, SHI_ALGO_DIRECT));
+            CHECK(shi_select(&t, coll, bound - 1, n, ALL_ALGOS)
+                == SHI_ALGO_DIRECT);
+            CHECK(shi_select_hands_over(
+                &t, coll, bound - 1, n, SHI_ALGO_DIRECT));
+            CHECK(
+                shi_select(&t, coll, bound, n, ALL_ALGOS) == SHI_ALGO_DIRECT);
+            CHECK(!shi_select_hands_over(&t, coll, bound, n, SHI_ALGO_DIRECT));
+            CHECK(!shi_select_hands_over(&t, coll, 4 * K, n, SHI_ALGO_STAGED));
+            // Without single copy: staging at every size.
+            CHECK(shi_select(&t, coll, 64 * M, n, all_but(SHI_ALGO_DIRECT))
                 == SHI_ALGO_STAGED);
-            CHECK(shi_select(&t, (shi_coll) c, bound, n, ALL_ALGOS)
-                == SHI_ALGO_DIRECT);
-            CHECK(shi_select(&t, (shi_coll) c, 64 * M, n, ALL_ALGOS)
-                == SHI_ALGO_DIRECT);
+        }
+        // allreduce and reduce hand private memory over up to 1 MiB.
+        for (int c = SHI_COLL_ALLREDUCE; c <= SHI_COLL_REDUCE; c++) {
+            shi_coll coll = (shi_coll) c;
+            CHECK(shi_select_hands_over(&t, coll, 32 * K, n, SHI_ALGO_DIRECT));
+            CHECK(shi_select_hands_over(&t, coll, M - 1, n, SHI_ALGO_DIRECT));
+            CHECK(!shi_select_hands_over(&t, coll, M, n, SHI_ALGO_DIRECT));
         }
     }
     CHECK(pick(&t, SHI_COLL_ALLREDUCE, SIZE_MAX) == SHI_ALGO_DIRECT);
@@ -556,18 +575,19 @@ TEST(select_format_defaults)
     char             buf[2048];
     const char      *want
         = "allreduce:oneshot@0-4K#1-2,oneshot@0-2K#3-4,oneshot@0-1K#5-,"
-          "twoshot@0-32K,oneshot@0-32K,direct@32K-,twoshot@32K-;"
-          "reduce:oneshot@0-32K,direct@32K-,oneshot@32K-;"
-          "allgather:staged@1-128K#1-2,staged@1-64K#3-4,staged@1-128K#5-8,"
-          "staged@1-256K#9-,direct,staged;"
-          "reducescatter:staged@1-128K#1-2,staged@1-2M#3-4,staged@1-4M#5-8,"
-          "staged@1-8M#9-,direct,staged;"
-          "alltoall:staged@1-32K#1-2,staged@1-64K#3-4,staged@1-128K#5-8,"
-          "staged@1-256K#9-,direct,staged;"
-          "gather:staged@1-128K#1-2,staged@1-256K#3-4,staged@1-1M#5-8,"
-          "staged@1-8M#9-,direct,staged;"
-          "scatter:staged@1-64K#1-2,staged@1-32K#3-4,staged@1-128K#5-8,"
-          "staged@1-256K#9-,direct,staged;"
+          "twoshot@0-32K,oneshot@0-32K,direct@32K-1M,direct@32K-,"
+          "twoshot@32K-;"
+          "reduce:oneshot@0-32K,direct@32K-1M,direct@32K-,oneshot@32K-;"
+          "allgather:staged@1-8K,direct@1-128K#1-2,direct@1-64K#3-4,"
+          "direct@1-128K#5-8,direct@1-256K#9-,direct,staged;"
+          "reducescatter:staged@1-8K,direct@1-128K#1-2,direct@1-2M#3-4,"
+          "direct@1-4M#5-8,direct@1-8M#9-,direct,staged;"
+          "alltoall:staged@1-8K,direct@1-32K#1-2,direct@1-64K#3-4,"
+          "direct@1-128K#5-8,direct@1-256K#9-,direct,staged;"
+          "gather:staged@1-8K,direct@1-128K#1-2,direct@1-256K#3-4,"
+          "direct@1-1M#5-8,direct@1-8M#9-,direct,staged;"
+          "scatter:staged@1-8K,direct@1-64K#1-2,direct@1-32K#3-4,"
+          "direct@1-128K#5-8,direct@1-256K#9-,direct,staged;"
           "broadcast:outbox;barrier:flags;"
           "allreduce:hier@64K-,rhd@0-64K,ring;"
           "reduce:flat@0-64K,ring;"

@@ -16,8 +16,9 @@
 // Preconditions: the kernel lets ranks read and write each other's memory
 // (checked once at communicator creation, for every pair) or the buffers
 // are in the shared heap. When any rank's buffer lies outside the heap
-// and the built-in table chose this algorithm (up to SHI_HAND_OVER_MAX
-// bytes), the call runs two-shot instead, after step (1) (see direct.h).
+// and a built-in rule that lets it chose this algorithm (up to 1 MiB:
+// coll/select.c), the call runs two-shot instead, after step (1) (see
+// direct.h).
 // Cost: 2 alpha + gamma S (each rank reduces S/n from n inputs) + beta S
 // (the pushes); memory traffic about 2 S per rank for n = 2 (reading the
 // peer's reduced segment back from memory is avoided), against 5 S for

@@ -9,7 +9,9 @@
 // through process_vm_readv, in pieces (between two, the engine may have
 // the step pause for a thread that issues); (3) sync point, so that no
 // rank reuses its send buffer while a peer still reads it.
-// Preconditions: as for the direct all-reduce.
+// Preconditions: as for the direct all-reduce; staging runs a call the
+// built-in table chose below its staging bound (coll/select.c) when any
+// rank's buffer lies outside the heap (see direct.h).
 // Cost: 2 alpha + beta (bytes received); one copy per byte, against two
 // through staging memory (a broadcast's outbox: the root copies in, every
 // reader copies out, pipelined in slots).

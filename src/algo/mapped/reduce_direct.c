@@ -11,7 +11,7 @@
 // In place (the root's sendbuf is its recvbuf) is safe: segment r of any
 // buffer is read only by rank r, which writes a piece after reading it.
 // Preconditions: as for the direct all-reduce; one-shot runs a call the
-// built-in table chose (up to SHI_HAND_OVER_MAX bytes) when any rank's
+// built-in table chose (up to 1 MiB: coll/select.c) when any rank's
 // buffer lies outside the heap (see direct.h).
 // Cost: 2 alpha + gamma S (each rank reduces S/n from n inputs) + beta S/n
 // per rank into the root; the work is spread over all ranks instead of
