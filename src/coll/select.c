@@ -45,26 +45,23 @@
 // Longest token quoted in an error message.
 #define SEL_QUOTE_MAX 80
 
-// A rule for any rank count: [from, to) bytes.
-#define SEL_RULE(c, a, from, to)                                              \
+// A built-in rule: [from, to) bytes on ranks [lo_ranks, hi_ranks] (0:
+// open); hand_over 1: its algorithm hands a call with a buffer outside the
+// shared heap to its row's hand_over algorithm (registry.h).
+#define SEL_RULE_AS(c, a, from, to, lo_ranks, hi_ranks, hands_over)           \
     {                                                                         \
-        .coll = (c), .algo = (a), .lo = (from), .hi = (to), .min_ranks = 0,   \
-        .max_ranks = 0                                                        \
+        .coll = (c), .algo = (a), .lo = (from), .hi = (to),                   \
+        .min_ranks = (lo_ranks), .max_ranks = (hi_ranks),                     \
+        .hand_over = (hands_over)                                             \
     }
-
-// A rule for ranks [lo_ranks, hi_ranks] (0: open): [from, to) bytes.
+// ... for any rank count.
+#define SEL_RULE(c, a, from, to) SEL_RULE_AS(c, a, from, to, 0, 0, 0)
+// ... for some rank counts.
 #define SEL_RULE_N(c, a, from, to, lo_ranks, hi_ranks)                        \
-    {                                                                         \
-        .coll = (c), .algo = (a), .lo = (from), .hi = (to),                   \
-        .min_ranks = (lo_ranks), .max_ranks = (hi_ranks)                      \
-    }
-// ... whose algorithm hands a call with a buffer outside the shared heap
-// to its row's hand_over algorithm (registry.h).
+    SEL_RULE_AS(c, a, from, to, lo_ranks, hi_ranks, 0)
+// ... that hands over.
 #define SEL_RULE_HAND_OVER(c, a, from, to, lo_ranks, hi_ranks)                \
-    {                                                                         \
-        .coll = (c), .algo = (a), .lo = (from), .hi = (to),                   \
-        .min_ranks = (lo_ranks), .max_ranks = (hi_ranks), .hand_over = 1      \
-    }
+    SEL_RULE_AS(c, a, from, to, lo_ranks, hi_ranks, 1)
 
 // The largest all-reduce or reduce handed from the single copy to staging
 // for private memory. Idle, the staged algorithms beat the kernel's copy
@@ -96,10 +93,14 @@
 // and must not be taken for small.
 #define SEL_MOVE(c, to2, to4, to8, to16)                                      \
     SEL_RULE(c, SHI_ALGO_STAGED, 1, SEL_MOVE_SMALL_MAX),                      \
-        SEL_RULE_HAND_OVER(c, SHI_ALGO_DIRECT, 1, to2, 1, 2),                 \
-        SEL_RULE_HAND_OVER(c, SHI_ALGO_DIRECT, 1, to4, 3, 4),                 \
-        SEL_RULE_HAND_OVER(c, SHI_ALGO_DIRECT, 1, to8, 5, 8),                 \
-        SEL_RULE_HAND_OVER(c, SHI_ALGO_DIRECT, 1, to16, 9, 0),                \
+        SEL_RULE_HAND_OVER(                                                   \
+            c, SHI_ALGO_DIRECT, SEL_MOVE_SMALL_MAX, to2, 1, 2),               \
+        SEL_RULE_HAND_OVER(                                                   \
+            c, SHI_ALGO_DIRECT, SEL_MOVE_SMALL_MAX, to4, 3, 4),               \
+        SEL_RULE_HAND_OVER(                                                   \
+            c, SHI_ALGO_DIRECT, SEL_MOVE_SMALL_MAX, to8, 5, 8),               \
+        SEL_RULE_HAND_OVER(                                                   \
+            c, SHI_ALGO_DIRECT, SEL_MOVE_SMALL_MAX, to16, 9, 0),              \
         SEL_RULE(c, SHI_ALGO_DIRECT, 0, SEL_OPEN),                            \
         SEL_RULE(c, SHI_ALGO_STAGED, 0, SEL_OPEN)
 
@@ -318,8 +319,9 @@ int
 shi_select_hands_over(const shi_select_table *t, shi_coll coll, size_t bytes,
     int nranks, shi_algo algo)
 {
-    const shi_select_rule *r
-        = rule_naming(t->rules, t->nrules, coll, bytes, nranks, algo);
+    int                    from = t->first[coll]; // as shi_select_why
+    const shi_select_rule *r    = rule_naming(
+           t->rules + from, t->nrules - from, coll, bytes, nranks, algo);
 
     if (r == NULL) { // the defaults chose, no rule of the table matching
         r = rule_naming(

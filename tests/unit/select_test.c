@@ -165,6 +165,8 @@ TEST(select_defaults_by_size)
                 shi_select(&t, coll, bound, n, ALL_ALGOS) == SHI_ALGO_DIRECT);
             CHECK(!shi_select_hands_over(&t, coll, bound, n, SHI_ALGO_DIRECT));
             CHECK(!shi_select_hands_over(&t, coll, 4 * K, n, SHI_ALGO_STAGED));
+            CHECK(!shi_select_hands_over(
+                &t, coll, 8 * K - 1, n, SHI_ALGO_DIRECT));
             // Without single copy: staging at every size.
             CHECK(shi_select(&t, coll, 64 * M, n, all_but(SHI_ALGO_DIRECT))
                 == SHI_ALGO_STAGED);
@@ -569,6 +571,25 @@ TEST(select_rank_filters)
     CHECK(t.rules[1].min_ranks == 3 && t.rules[1].max_ranks == 3);
 }
 
+// A rule that names an algorithm never hands over, even where a built-in
+// rule for the same algorithm would: a named algorithm runs as named.
+TEST(select_named_rules_do_not_hand_over)
+{
+    shi_select_table t;
+
+    shi_select_defaults(&t);
+    CHECK(shi_select_hands_over(
+        &t, SHI_COLL_ALLGATHER, 64 * K, 2, SHI_ALGO_DIRECT));
+    CHECK_OK(shi_select_parse(&t, "broadcast:outbox;allgather:direct@32K-"));
+    CHECK(!shi_select_hands_over(
+        &t, SHI_COLL_ALLGATHER, 64 * K, 2, SHI_ALGO_DIRECT));
+    // Sizes the parsed rule leaves to the built-in ones still hand over.
+    CHECK(shi_select_hands_over(
+        &t, SHI_COLL_ALLGATHER, 16 * K, 2, SHI_ALGO_DIRECT));
+    CHECK(shi_select_hands_over(
+        &t, SHI_COLL_ALLREDUCE, 64 * K, 2, SHI_ALGO_DIRECT));
+}
+
 TEST(select_format_defaults)
 {
     shi_select_table t;
@@ -578,16 +599,16 @@ TEST(select_format_defaults)
           "twoshot@0-32K,oneshot@0-32K,direct@32K-1M,direct@32K-,"
           "twoshot@32K-;"
           "reduce:oneshot@0-32K,direct@32K-1M,direct@32K-,oneshot@32K-;"
-          "allgather:staged@1-8K,direct@1-128K#1-2,direct@1-64K#3-4,"
-          "direct@1-128K#5-8,direct@1-256K#9-,direct,staged;"
-          "reducescatter:staged@1-8K,direct@1-128K#1-2,direct@1-2M#3-4,"
-          "direct@1-4M#5-8,direct@1-8M#9-,direct,staged;"
-          "alltoall:staged@1-8K,direct@1-32K#1-2,direct@1-64K#3-4,"
-          "direct@1-128K#5-8,direct@1-256K#9-,direct,staged;"
-          "gather:staged@1-8K,direct@1-128K#1-2,direct@1-256K#3-4,"
-          "direct@1-1M#5-8,direct@1-8M#9-,direct,staged;"
-          "scatter:staged@1-8K,direct@1-64K#1-2,direct@1-32K#3-4,"
-          "direct@1-128K#5-8,direct@1-256K#9-,direct,staged;"
+          "allgather:staged@1-8K,direct@8K-128K#1-2,direct@8K-64K#3-4,"
+          "direct@8K-128K#5-8,direct@8K-256K#9-,direct,staged;"
+          "reducescatter:staged@1-8K,direct@8K-128K#1-2,direct@8K-2M#3-4,"
+          "direct@8K-4M#5-8,direct@8K-8M#9-,direct,staged;"
+          "alltoall:staged@1-8K,direct@8K-32K#1-2,direct@8K-64K#3-4,"
+          "direct@8K-128K#5-8,direct@8K-256K#9-,direct,staged;"
+          "gather:staged@1-8K,direct@8K-128K#1-2,direct@8K-256K#3-4,"
+          "direct@8K-1M#5-8,direct@8K-8M#9-,direct,staged;"
+          "scatter:staged@1-8K,direct@8K-64K#1-2,direct@8K-32K#3-4,"
+          "direct@8K-128K#5-8,direct@8K-256K#9-,direct,staged;"
           "broadcast:outbox;barrier:flags;"
           "allreduce:hier@64K-,rhd@0-64K,ring;"
           "reduce:flat@0-64K,ring;"
